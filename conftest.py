@@ -1,0 +1,208 @@
+"""pytest glue for the book's notebook tests (nbval).
+
+* Only the paired notebooks of chapters listed in ``_toc.yml`` are collected.
+* Parallel workers (pytest-xdist) get one torch thread each, so they do not oversubscribe.
+* Each chapter that nbval executes without a failure is stored in the book's jupyter-cache
+  (``_ext/bookcache.py`` says where), so ``jupyter-book build .`` afterwards reuses the
+  outputs instead of executing the chapter a second time. Widget state is captured from the
+  kernel, as nbclient would, so progress bars render on the static page.
+* ``_build/chapter_times.tsv`` records how long each chapter took to execute.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+OUT = ROOT / "_build" / ".nbval"          # executed chapters, one JSON file each
+TIMES = ROOT / "_build" / "chapter_times.tsv"
+
+
+def _load_bookcache():
+    spec = importlib.util.spec_from_file_location("bookcache", ROOT / "_ext" / "bookcache.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def toc_files(root: Path = ROOT) -> list[Path]:
+    """Every page listed in ``_toc.yml``, as a path to its ``.md`` source."""
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    found: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key in ("root", "file"):
+                if isinstance(node.get(key), str):
+                    found.append(node[key])
+            for value in node.values():
+                if isinstance(value, (list, dict)):
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(toc)
+    return [root / (f if f.endswith(".md") else f + ".md") for f in found]
+
+
+def chapter_notebooks(root: Path = ROOT) -> list[Path]:
+    """Paired notebooks of the executable chapters in the table of contents."""
+    return [p.with_suffix(".ipynb") for p in toc_files(root)
+            if "```{code-cell}" in p.read_text(encoding="utf-8")]
+
+
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config):
+    workers = getattr(config.option, "numprocesses", None)
+    if _is_worker(config) or (workers not in (None, 0, 1)):
+        os.environ.setdefault("SEQTHEORY_NUM_THREADS", "1")  # inherited by nbval's kernels
+        try:
+            import torch
+
+            torch.set_num_threads(int(os.environ["SEQTHEORY_NUM_THREADS"]))
+        except ImportError:
+            pass
+    config._chapter_notebooks = {p.resolve() for p in chapter_notebooks()}
+    config._nb_state = {}
+
+
+def pytest_ignore_collect(collection_path, config):
+    path = Path(collection_path)
+    if path.name in ("_build", ".ipynb_checkpoints", "__pycache__") or path.name.startswith("."):
+        return True
+    if path.suffix == ".ipynb":
+        return path.resolve() not in config._chapter_notebooks
+    return None
+
+
+def pytest_sessionstart(session):
+    if not _is_worker(session.config):
+        OUT.mkdir(parents=True, exist_ok=True)
+        for old in OUT.glob("*.json"):
+            old.unlink()
+
+
+# ----------------------------------------------------------------------------- nbval outputs
+def _nb_item(item) -> bool:
+    return type(item).__name__ == "IPyNbCell"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    start = time.perf_counter()
+    yield
+    if _nb_item(item):
+        state = item.config._nb_state.setdefault(item.parent.nodeid, {"seconds": 0.0})
+        state["seconds"] += time.perf_counter() - start
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if _nb_item(item) and report.failed:
+        item.config._nb_state.setdefault(item.parent.nodeid, {"seconds": 0.0})["failed"] = True
+
+
+def _widget_state(kernel, timeout: float = 60.0):
+    """Ask the running kernel for the ipywidgets manager state (what nbclient stores)."""
+    code = (
+        "import json as _json\n"
+        "try:\n"
+        "    import ipywidgets as _widgets\n"
+        "    _state = _widgets.Widget.get_manager_state(drop_defaults=True)\n"
+        "except Exception:\n"
+        "    _state = None\n"
+        "print('@@WIDGETS@@' + _json.dumps(_state))\n"
+    )
+    msg_id = kernel.execute_cell_input(code, allow_stdin=False)
+    kernel.await_reply(msg_id, timeout=timeout)
+    text = ""
+    while True:
+        msg = kernel.get_message("iopub", timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            text += msg["content"]["text"]
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    if "@@WIDGETS@@" not in text:
+        return None
+    state = json.loads(text.split("@@WIDGETS@@", 1)[1])
+    return state if state and state.get("state") else None
+
+
+def _save_executed(nbfile, items, seconds: float) -> None:
+    """Merge nbval's outputs into the chapter as myst-nb reads it; save as JSON."""
+    import nbformat
+    from myst_nb.core.read import read_myst_markdown_notebook
+    from myst_parser.config.main import MdParserConfig
+
+    md = Path(str(nbfile.fspath)).with_suffix(".md")
+    nb = read_myst_markdown_notebook(md.read_text(encoding="utf-8"), config=MdParserConfig(),
+                                     add_source_map=True, path=str(md))
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    if len(code_cells) != len(items):
+        return  # out of sync with its .md: test_book reports it; do not cache
+    for n, (cell, item) in enumerate(zip(code_cells, items), start=1):
+        if cell.source.strip() != item.cell.source.strip():
+            return
+        outputs = []
+        for out in item.test_outputs or []:
+            out = nbformat.from_dict(dict(out))
+            if out.output_type == "execute_result":
+                out.execution_count = n
+            outputs.append(out)
+        cell.outputs, cell.execution_count = outputs, n
+    state = _widget_state(nbfile.kernel)
+    if state:
+        nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": state}
+    record = {"md": str(md), "seconds": seconds, "notebook": nbformat.writes(nb)}
+    (OUT / (md.stem + ".json")).write_text(json.dumps(record), encoding="utf-8")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    # Before nbval stops the kernel after a notebook's last cell, save what it produced.
+    if _nb_item(item) and (nextitem is None or nextitem.parent is not item.parent):
+        state = item.config._nb_state.get(item.parent.nodeid, {})
+        kernel = getattr(item.parent, "kernel", None)
+        if not state.get("failed") and kernel is not None and kernel.is_alive():
+            items = [i for i in item.session.items if i.parent is item.parent]
+            try:
+                _save_executed(item.parent, items, state.get("seconds", 0.0))
+            except Exception as err:  # caching is an optimisation: never fail the test run
+                print(f"\n[conftest] could not cache {item.parent.nodeid}: {err!r}")
+    yield
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _is_worker(session.config) or not OUT.exists():
+        return
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(OUT.glob("*.json"))]
+    if not records:
+        return
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(str(_load_bookcache().cache_path()))
+    rows = []
+    for rec in records:
+        nb = nbformat.reads(rec["notebook"], as_version=4)
+        cache.cache_notebook_bundle(
+            CacheBundleIn(nb, rec["md"], data={"execution_seconds": rec["seconds"]}),
+            check_validity=False, overwrite=True)
+        rows.append((Path(rec["md"]).relative_to(ROOT).as_posix(), rec["seconds"]))
+    TIMES.write_text("chapter\tseconds\n" + "".join(f"{c}\t{s:.1f}\n" for c, s in rows))

@@ -1,0 +1,276 @@
+"""A small decoder-only transformer that shows its work.
+
+One readable file, in the spirit of nanoGPT's ``model.py``: a ``@dataclass`` config, pre-LN
+blocks, and a forward pass that can hand back every layer's attention pattern and the
+residual stream (as TransformerLens does), because the chapters plot them.
+
+Options the chapters need: attention-only or with MLPs, LayerNorm on or off, positional
+information ``learned`` (absolute embeddings), ``relative`` (a learned bias per head and
+distance), ``rotary`` (RoPE) or ``none``, weight tying, and a different number of heads per
+layer.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .utils import check_choice, check_float, check_int
+
+__all__ = ["TransformerConfig", "Transformer", "ForwardCache", "POS_ENCODINGS", "attention_to_offset"]
+
+POS_ENCODINGS = ("learned", "relative", "rotary", "none")
+
+
+@dataclass
+class TransformerConfig:
+    """Hyper-parameters of :class:`Transformer`; every field has a small CPU-friendly default."""
+
+    vocab_size: int = 16          # number of token ids (inputs and outputs)
+    max_len: int = 128            # longest context the model accepts
+    n_layers: int = 2             # number of blocks
+    n_heads: int | tuple = 1      # heads per layer: one int for all, or one int per layer
+    d_model: int = 16             # width of the residual stream
+    attn_only: bool = False       # True: blocks have attention but no MLP
+    mlp_ratio: int = 4            # MLP hidden width = mlp_ratio * d_model
+    layer_norm: bool = True       # pre-LN in every sublayer and before the unembedding
+    pos_encoding: str = "learned"  # "learned" | "relative" | "rotary" | "none"
+    tie_weights: bool = False     # unembedding matrix = token embedding matrix
+    dropout: float = 0.0          # dropout on attention weights and sublayer outputs
+    init_std: float = 0.02        # std of the normal initialisation of weights
+    heads: tuple = field(init=False, repr=False)  # n_heads expanded to one entry per layer
+
+    def __post_init__(self) -> None:
+        check_int("vocab_size", self.vocab_size, minimum=1)
+        check_int("max_len", self.max_len, minimum=1)
+        check_int("n_layers", self.n_layers, minimum=1)
+        check_int("d_model", self.d_model, minimum=1)
+        check_int("mlp_ratio", self.mlp_ratio, minimum=1)
+        check_choice("pos_encoding", self.pos_encoding, POS_ENCODINGS)
+        check_float("dropout", self.dropout, low=0.0, high=1.0, high_open=True)
+        check_float("init_std", self.init_std, low=0.0, low_open=True)
+        for name in ("attn_only", "layer_norm", "tie_weights"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if isinstance(self.n_heads, (list, tuple)):
+            heads = tuple(self.n_heads)
+            if len(heads) != self.n_layers:
+                raise ValueError(
+                    f"n_heads has {len(heads)} entries but n_layers is {self.n_layers}; "
+                    "give one int for all layers or one per layer"
+                )
+        else:
+            heads = (self.n_heads,) * self.n_layers
+        for h in heads:
+            check_int("n_heads", h, minimum=1)
+            if self.d_model % h:
+                raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({h})")
+            if self.pos_encoding == "rotary" and (self.d_model // h) % 2:
+                raise ValueError(
+                    f"rotary positions need an even head size; d_model/n_heads = {self.d_model // h}"
+                )
+        self.heads = heads
+
+
+@dataclass
+class ForwardCache:
+    """What :meth:`Transformer.forward` returns with ``return_cache=True`` (besides logits)."""
+
+    attn: list      # per layer: attention pattern, (B, heads, T, T); rows sum to 1
+    resid: list     # residual stream: after the embedding, then after each block, (B, T, C)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Apply rotary position embedding to ``x`` of shape (B, H, T, D) (pairs of halves)."""
+    x1, x2 = x.chunk(2, dim=-1)                                   # (B, H, T, D/2) each
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+class Attention(nn.Module):
+    """Causal multi-head self-attention that returns its pattern."""
+
+    def __init__(self, cfg: TransformerConfig, n_heads: int):
+        super().__init__()
+        self.n_heads, self.d_head = n_heads, cfg.d_model // n_heads
+        self.pos = cfg.pos_encoding
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
+        self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+        self.drop = nn.Dropout(cfg.dropout)
+        T = cfg.max_len
+        idx = torch.arange(T)
+        self.register_buffer("causal", idx[:, None] >= idx[None, :], persistent=False)  # (T, T)
+        if self.pos == "relative":
+            # one learned scalar per head and distance i - j = 0 .. max_len-1 (T5 / ALiBi style)
+            self.rel_bias = nn.Parameter(torch.zeros(n_heads, T))
+            dist = (idx[:, None] - idx[None, :]).clamp(min=0)
+            self.register_buffer("dist", dist, persistent=False)  # (T, T)
+        if self.pos == "rotary":
+            inv_freq = 1.0 / 10000 ** (torch.arange(0, self.d_head, 2).float() / self.d_head)
+            angles = idx.float()[:, None] * inv_freq[None, :]          # (T, D/2)
+            self.register_buffer("cos", angles.cos(), persistent=False)
+            self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def forward(self, x: torch.Tensor, need_pattern: bool = True):
+        """Attention output (B, T, C) and the pattern (B, H, T, T), or None if not needed.
+
+        Without ``need_pattern`` the fused ``scaled_dot_product_attention`` kernel is used
+        (about twice as fast on a CPU); both paths compute the same function.
+        """
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)                          # (B, T, C) each
+        q, k, v = (z.view(B, T, self.n_heads, self.d_head).transpose(1, 2) for z in (q, k, v))
+        if self.pos == "rotary":                                       # (B, H, T, Dh)
+            q, k = _rotate(q, self.cos[:T], self.sin[:T]), _rotate(k, self.cos[:T], self.sin[:T])
+        bias = self.rel_bias[:, self.dist[:T, :T]] if self.pos == "relative" else None  # (H,T,T)
+        if need_pattern:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
+            if bias is not None:
+                scores = scores + bias
+            scores = scores.masked_fill(~self.causal[:T, :T], float("-inf"))
+            pattern = scores.softmax(dim=-1)                           # (B, H, T, T)
+            y = self.drop(pattern) @ v                                 # (B, H, T, Dh)
+        else:
+            pattern = None
+            p = self.drop.p if self.training else 0.0
+            if bias is None:
+                y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+            else:
+                mask = bias.masked_fill(~self.causal[:T, :T], float("-inf"))
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        y = y.transpose(1, 2).reshape(B, T, C)                         # (B, T, C)
+        return self.drop(self.out(y)), pattern
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward sublayer: Linear -> GELU -> Linear."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model)
+        self.proj = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.proj(F.gelu(self.fc(x))))
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: x + attn(ln(x)), then (unless attention-only) x + mlp(ln(x))."""
+
+    def __init__(self, cfg: TransformerConfig, n_heads: int):
+        super().__init__()
+        norm = (lambda: nn.LayerNorm(cfg.d_model)) if cfg.layer_norm else nn.Identity
+        self.ln1, self.attn = norm(), Attention(cfg, n_heads)
+        self.ln2, self.mlp = (None, None) if cfg.attn_only else (norm(), MLP(cfg))
+
+    def forward(self, x: torch.Tensor, need_pattern: bool = True):
+        a, pattern = self.attn(self.ln1(x), need_pattern)
+        x = x + a                                                      # (B, T, C)
+        if self.mlp is not None:
+            x = x + self.mlp(self.ln2(x))
+        return x, pattern
+
+
+class Transformer(nn.Module):
+    """Decoder-only transformer: ``logits = model(idx)`` with ``idx`` of shape (B, T)."""
+
+    def __init__(self, cfg: TransformerConfig | None = None, **overrides):
+        super().__init__()
+        if cfg is None:
+            cfg = TransformerConfig(**overrides)
+        elif overrides:
+            raise TypeError("pass either a TransformerConfig or keyword overrides, not both")
+        if not isinstance(cfg, TransformerConfig):
+            raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" \
+            else None
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg, h) for h in cfg.heads)
+        self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.layer_norm else nn.Identity()
+        self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        if cfg.tie_weights:
+            self.unembed.weight = self.tok_emb.weight                  # (V, C) shared
+
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def num_params(self) -> int:
+        """Number of trainable parameters (tied weights counted once)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def _check_input(self, idx: torch.Tensor) -> None:
+        if not isinstance(idx, torch.Tensor):
+            raise TypeError(f"idx must be a torch.Tensor of token ids, got {type(idx).__name__}")
+        if idx.dim() != 2:
+            raise ValueError(f"idx must have shape (batch, seq_len), got {tuple(idx.shape)}")
+        if idx.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"idx must hold integer token ids (int64), got {idx.dtype}")
+        T = idx.shape[1]
+        if not 1 <= T <= self.cfg.max_len:
+            raise ValueError(f"sequence length must be in 1..max_len={self.cfg.max_len}, got {T}")
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= self.cfg.vocab_size:
+            raise ValueError(
+                f"token ids must lie in 0..{self.cfg.vocab_size - 1}, got values in {lo}..{hi}"
+            )
+
+    def forward(self, idx: torch.Tensor, return_cache: bool = False):
+        """Next-token logits (B, T, vocab); with ``return_cache`` also a :class:`ForwardCache`."""
+        self._check_input(idx)
+        B, T = idx.shape
+        x = self.tok_emb(idx)                                          # (B, T, C)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb.weight[:T]                            # + (T, C)
+        x = self.drop(x)
+        attn, resid = [], [x]
+        for block in self.blocks:
+            x, pattern = block(x, need_pattern=return_cache)
+            attn.append(pattern)                                       # (B, H, T, T)
+            resid.append(x)                                            # (B, T, C)
+        logits = self.unembed(self.ln_f(x))                            # (B, T, V)
+        if return_cache:
+            return logits, ForwardCache(attn=attn, resid=resid)
+        return logits
+
+    @torch.no_grad()
+    def predict_proba(self, idx: torch.Tensor) -> torch.Tensor:
+        """Next-token distributions (B, T, vocab), computed in eval mode without gradients."""
+        was_training = self.training
+        self.eval()
+        try:
+            return self(idx).softmax(dim=-1)
+        finally:
+            self.train(was_training)
+
+    @torch.no_grad()
+    def attention_patterns(self, idx: torch.Tensor) -> list[torch.Tensor]:
+        """Every layer's attention pattern, a list of (B, heads, T, T) tensors (eval mode)."""
+        was_training = self.training
+        self.eval()
+        try:
+            return self(idx, return_cache=True)[1].attn
+        finally:
+            self.train(was_training)
+
+
+def attention_to_offset(pattern: torch.Tensor, offset: int = 1) -> torch.Tensor:
+    """Mean attention weight from each query ``t`` to key ``t - offset`` (queries t >= offset).
+
+    ``pattern`` is (..., T, T); the result has the leading shape (...), e.g. (B, heads).
+    An ideal previous-token head scores 1 at ``offset=1``.
+    """
+    if pattern.dim() < 2 or pattern.shape[-1] != pattern.shape[-2]:
+        raise ValueError(f"pattern must end in (T, T), got shape {tuple(pattern.shape)}")
+    T = pattern.shape[-1]
+    if not 0 <= offset < T:
+        raise ValueError(f"offset must be in 0..{T - 1} for T={T}, got {offset}")
+    return pattern.diagonal(offset=-offset, dim1=-2, dim2=-1).mean(dim=-1)

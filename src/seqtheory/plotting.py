@@ -1,0 +1,172 @@
+"""One plotting style for the whole book, and the figures every chapter reuses."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+import torch
+
+__all__ = [
+    "set_style",
+    "palette",
+    "smooth",
+    "plot_history",
+    "plot_attention",
+    "plot_attention_layers",
+    "reference_lines",
+]
+
+PALETTE_NAME = "colorblind"   # seaborn's colour-blind-safe qualitative palette
+SEQUENTIAL_CMAP = "viridis"   # perceptually uniform and colour-blind safe, for heatmaps
+
+
+def set_style(context: str = "notebook", dpi: int = 100) -> None:
+    """Apply the book's style: seaborn whitegrid, colour-blind palette, readable sizes."""
+    sns.set_theme(context=context, style="whitegrid", palette=PALETTE_NAME)
+    plt.rcParams.update(
+        {
+            "figure.dpi": dpi,
+            "savefig.dpi": dpi,
+            "figure.figsize": (6.4, 3.8),
+            "axes.titleweight": "bold",
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "legend.frameon": False,
+            "image.cmap": SEQUENTIAL_CMAP,
+        }
+    )
+
+
+def palette(n: int = 10) -> list:
+    """The book's ``n`` qualitative colours (colour-blind safe)."""
+    return sns.color_palette(PALETTE_NAME, n)
+
+
+def smooth(values: Sequence[float], window: int = 25) -> np.ndarray:
+    """Trailing moving average (the first points average over what exists so far)."""
+    v = np.asarray(values, dtype=float)
+    if window <= 1 or v.size == 0:
+        return v
+    c = np.cumsum(np.insert(v, 0, 0.0))
+    idx = np.arange(1, v.size + 1)
+    lo = np.maximum(0, idx - window)
+    return (c[idx] - c[lo]) / (idx - lo)
+
+
+def _to_numpy(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().float().numpy()
+    return np.asarray(x, dtype=float)
+
+
+def reference_lines(ax, refs: Mapping[str, float], colors: Sequence | None = None) -> None:
+    """Dashed horizontal lines at named values (e.g. the loss of a reference predictor)."""
+    colors = list(colors) if colors is not None else ["0.35"] * len(refs)
+    for (name, y), c in zip(refs.items(), colors):
+        ax.axhline(y, ls="--", lw=1.2, color=c, zorder=1)
+        ax.annotate(
+            f"{name} ({y:.3f})", xy=(1.0, y), xycoords=("axes fraction", "data"),
+            xytext=(-4, 3), textcoords="offset points", ha="right", va="bottom",
+            fontsize="small", color=c,
+        )
+
+
+def plot_history(
+    hist,
+    metrics: Sequence[str] | None = None,
+    *,
+    ax=None,
+    train_loss: bool = True,
+    window: int = 25,
+    refs: Mapping[str, float] | None = None,
+    ylabel: str = "loss (nats)",
+    logx: bool = False,
+    title: str | None = None,
+):
+    """Plot the (smoothed) training loss and evaluated ``metrics`` of a History; return ax."""
+    if ax is None:
+        _, ax = plt.subplots()
+    colors = palette()
+    if train_loss and hist.loss:
+        ax.plot(hist.steps, hist.loss, color=colors[0], alpha=0.2, lw=0.8)
+        ax.plot(hist.steps, smooth(hist.loss, window), color=colors[0], lw=1.8,
+                label="training loss" + (f" (moving avg. {window})" if window > 1 else ""))
+    for i, name in enumerate(metrics if metrics is not None else hist.metric_names):
+        steps, values = hist.metric(name)
+        ax.plot(steps, values, marker="o", ms=3, lw=1.5, color=colors[(i + 1) % len(colors)],
+                label=name)
+    if refs:
+        reference_lines(ax, refs)
+    if logx:
+        ax.set_xscale("symlog", linthresh=10)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="upper right" if not refs else "center right")
+    return ax
+
+
+def plot_attention(
+    pattern,
+    *,
+    ax=None,
+    tokens: Sequence | None = None,
+    title: str | None = None,
+    colorbar: bool = True,
+    vmax: float | None = 1.0,
+):
+    """Heatmap of one attention pattern (T, T): rows are queries, columns are keys."""
+    a = _to_numpy(pattern)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"pattern must be a square (T, T) array, got shape {a.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.2, 3.6))
+    im = ax.imshow(a, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=vmax, interpolation="nearest")
+    ax.grid(False)
+    T = a.shape[0]
+    if tokens is not None:
+        if len(tokens) != T:
+            raise ValueError(f"got {len(tokens)} tokens for a pattern of length {T}")
+        labels = [str(t) for t in tokens]
+        step = max(1, T // 24)
+        ticks = np.arange(0, T, step)
+        ax.set_xticks(ticks, [labels[i] for i in ticks], fontsize="x-small")
+        ax.set_yticks(ticks, [labels[i] for i in ticks], fontsize="x-small")
+    what = "token" if tokens is not None else "position"
+    ax.set_xlabel(f"key {what} (attended to)")
+    ax.set_ylabel(f"query {what}")
+    if title:
+        ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
+    return ax
+
+
+def plot_attention_layers(patterns: Sequence, *, tokens: Sequence | None = None,
+                          size: float = 3.2, suptitle: str | None = None):
+    """Grid of attention heatmaps, one row per layer and one column per head, for one sequence.
+
+    ``patterns`` is a list (one per layer) of (heads, T, T) arrays, e.g.
+    ``[a[0] for a in model.attention_patterns(x)]``.  Returns the figure.
+    """
+    mats = [_to_numpy(p) for p in patterns]
+    for i, m in enumerate(mats):
+        if m.ndim != 3:
+            raise ValueError(f"layer {i}: expected (heads, T, T), got shape {m.shape}")
+    n_rows, n_cols = len(mats), max(m.shape[0] for m in mats)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size * n_cols + 0.8, size * n_rows),
+                             squeeze=False, constrained_layout=True)
+    for r, m in enumerate(mats):
+        for c in range(n_cols):
+            ax = axes[r, c]
+            if c >= m.shape[0]:
+                ax.axis("off")
+                continue
+            plot_attention(m[c], ax=ax, tokens=tokens, colorbar=(c == m.shape[0] - 1),
+                           title=f"layer {r + 1}, head {c + 1}")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig

@@ -1,0 +1,205 @@
+"""One training loop for next-token models, fed by a batch-sampling function.
+
+Data is generated on the fly: ``batch_fn(step)`` returns ``(inputs, targets)`` for that step
+(targets equal to ``ignore_index`` are left out of the loss).  The loop runs AdamW with an
+optional warm-up/cosine schedule, evaluates every ``eval_every`` steps, keeps copies of the
+weights at chosen steps (for animations), and records everything in a :class:`History`.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from .utils import check_choice, check_float, check_int, dataclass_replace
+
+__all__ = ["TrainConfig", "History", "train", "next_token_loss", "lr_at", "load_snapshot", "copy_state"]
+
+IGNORE_INDEX = -100
+SCHEDULES = ("constant", "cosine", "linear")
+
+
+@dataclass
+class TrainConfig:
+    """Optimiser and loop settings for :func:`train`."""
+
+    steps: int = 1000             # number of optimisation steps
+    lr: float = 1e-3              # peak learning rate of AdamW
+    weight_decay: float = 0.0     # AdamW's decoupled weight decay
+    betas: tuple = (0.9, 0.999)   # AdamW's moment coefficients
+    warmup: int = 0               # steps of linear warm-up from 0 to lr
+    schedule: str = "constant"    # after warm-up: "constant" | "cosine" | "linear" decay to 0
+    grad_clip: float | None = 1.0  # clip the global gradient norm (None: no clipping)
+    eval_every: int = 100         # call eval_fn every this many steps (and at the end)
+    snapshot_steps: tuple = ()    # steps at which to keep a copy of the weights (0 = init)
+    optimizer: str = "adamw"      # "adamw" | "sgd" (plain SGD, for closed-form models)
+
+    def __post_init__(self) -> None:
+        check_int("steps", self.steps, minimum=1)
+        check_float("lr", self.lr, low=0.0, low_open=True)
+        check_float("weight_decay", self.weight_decay, low=0.0)
+        check_int("warmup", self.warmup, minimum=0)
+        check_choice("schedule", self.schedule, SCHEDULES)
+        check_choice("optimizer", self.optimizer, ("adamw", "sgd"))
+        check_int("eval_every", self.eval_every, minimum=1)
+        if self.grad_clip is not None:
+            check_float("grad_clip", self.grad_clip, low=0.0, low_open=True)
+        for s in self.snapshot_steps:
+            check_int("snapshot step", s, minimum=0)
+            if s > self.steps:
+                raise ValueError(f"snapshot step {s} is beyond steps={self.steps}")
+
+
+@dataclass
+class History:
+    """What happened during training: per-step loss, evaluations and weight snapshots."""
+
+    steps: list = field(default_factory=list)       # 1..N, one entry per optimisation step
+    loss: list = field(default_factory=list)        # training loss at each step (nats)
+    lr: list = field(default_factory=list)          # learning rate used at each step
+    evals: list = field(default_factory=list)       # dicts {"step": s, metric: value, ...}
+    snapshots: dict = field(default_factory=dict)   # step -> state_dict (CPU copies)
+    seconds: float = 0.0                            # wall-clock time of the loop
+
+    def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, values)`` of an evaluated metric, as NumPy arrays."""
+        rows = [e for e in self.evals if name in e]
+        if not rows:
+            known = sorted({k for e in self.evals for k in e} - {"step"})
+            raise KeyError(f"no metric {name!r} was recorded; recorded metrics: {known}")
+        return np.array([e["step"] for e in rows]), np.array([e[name] for e in rows], float)
+
+    @property
+    def metric_names(self) -> list[str]:
+        """Names of the evaluated metrics, in first-seen order."""
+        names: list[str] = []
+        for e in self.evals:
+            names += [k for k in e if k != "step" and k not in names]
+        return names
+
+    def final(self, name: str) -> float:
+        """Last recorded value of an evaluated metric."""
+        return float(self.metric(name)[1][-1])
+
+
+def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy (nats) over all positions whose target is not ``-100``."""
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX
+    )
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Learning rate used at optimisation ``step`` (1-based) under ``cfg``'s schedule."""
+    if cfg.warmup and step <= cfg.warmup:
+        return cfg.lr * step / cfg.warmup
+    if cfg.schedule == "constant":
+        return cfg.lr
+    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    if cfg.schedule == "cosine":
+        return cfg.lr * 0.5 * (1 + math.cos(math.pi * frac))
+    return cfg.lr * (1 - frac)
+
+
+def copy_state(model: nn.Module) -> dict:
+    """A detached CPU copy of ``model.state_dict()`` (what a snapshot stores)."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+def train(
+    model: nn.Module,
+    batch_fn: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
+    cfg: TrainConfig | None = None,
+    *,
+    eval_fn: Callable[[nn.Module, int], dict] | None = None,
+    callbacks: Iterable[Callable[[int, nn.Module, float], bool | None]] = (),
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = next_token_loss,
+    progress: bool = True,
+    desc: str = "training",
+    **overrides,
+) -> History:
+    """Train ``model`` on batches from ``batch_fn(step)`` and return its :class:`History`.
+
+    ``eval_fn(model, step) -> {name: value}`` runs in eval mode without gradients every
+    ``cfg.eval_every`` steps, at step 0 and at the end.  Each callback is called after every
+    step as ``callback(step, model, loss)``; returning ``True`` stops training early.
+    Keyword ``overrides`` change fields of ``cfg`` (or of a default :class:`TrainConfig`).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not callable(batch_fn):
+        raise TypeError("batch_fn must be callable as batch_fn(step) -> (inputs, targets)")
+    cfg = TrainConfig(**overrides) if cfg is None else dataclass_replace(cfg, **overrides)
+    callbacks = list(callbacks)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if cfg.optimizer == "adamw":
+        opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+    else:
+        opt = torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    hist = History()
+    snap_at = set(cfg.snapshot_steps)
+
+    def evaluate(step: int) -> None:
+        if eval_fn is None:
+            return
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            metrics = eval_fn(model, step)
+        model.train(was_training)
+        if not isinstance(metrics, dict):
+            raise TypeError(f"eval_fn must return a dict of metrics, got {type(metrics).__name__}")
+        hist.evals.append({"step": step, **{k: float(v) for k, v in metrics.items()}})
+
+    if 0 in snap_at:
+        hist.snapshots[0] = copy_state(model)
+    evaluate(0)
+    model.train()
+    start = time.perf_counter()
+    bar = tqdm(range(1, cfg.steps + 1), desc=desc, disable=not progress, mininterval=0.5)
+    for step in bar:
+        lr = lr_at(step, cfg)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        inputs, targets = batch_fn(step)
+        loss = loss_fn(model(inputs), targets)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip is not None:
+            nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        opt.step()
+        value = loss.item()
+        if not math.isfinite(value):
+            raise FloatingPointError(f"training loss became {value} at step {step}; lower lr")
+        hist.steps.append(step)
+        hist.loss.append(value)
+        hist.lr.append(lr)
+        if step in snap_at:
+            hist.snapshots[step] = copy_state(model)
+        stop = any(cb(step, model, value) for cb in callbacks)
+        if step % cfg.eval_every == 0 or step == cfg.steps or stop:
+            evaluate(step)
+            if hist.evals:
+                shown = {k: f"{v:.3f}" for k, v in list(hist.evals[-1].items())[1:4]}
+                bar.set_postfix({"train loss": f"{value:.3f}", **shown}, refresh=False)
+        if stop:
+            break
+    bar.close()
+    hist.seconds = time.perf_counter() - start
+    return hist
+
+
+def load_snapshot(model: nn.Module, hist: History, step: int) -> nn.Module:
+    """Load the weights stored at ``step`` into ``model`` (in place) and return it."""
+    if step not in hist.snapshots:
+        raise KeyError(f"no snapshot at step {step}; available: {sorted(hist.snapshots)}")
+    model.load_state_dict(hist.snapshots[step])
+    return model
+

@@ -1,0 +1,138 @@
+"""The book's structure: every chapter parses, is paired with an output-free .ipynb in sync,
+starts with the Colab setup cell, checks its claims, and cites only known references."""
+import json
+import re
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+
+import seqtheory
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from conftest import chapter_notebooks, toc_files  # noqa: E402
+
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+PAGES = toc_files(ROOT)
+CHAPTERS = [p for p in PAGES if "```{code-cell}" in p.read_text(encoding="utf-8")]
+REPO_URL = CONFIG["repository"]["url"]
+
+
+def ids(paths):
+    return [p.stem for p in paths]
+
+
+def test_toc_pages_exist_and_there_are_chapters():
+    missing = [str(p) for p in PAGES if not p.exists()]
+    assert not missing, f"_toc.yml lists missing files: {missing}"
+    assert CHAPTERS, "no executable chapter found in _toc.yml"
+    assert {p.with_suffix(".ipynb") for p in CHAPTERS} == set(chapter_notebooks(ROOT))
+
+
+def test_no_orphan_notebooks():
+    listed = {p.with_suffix(".ipynb") for p in CHAPTERS}
+    orphans = [str(p) for p in (ROOT / "book").rglob("*.ipynb")
+               if ".ipynb_checkpoints" not in p.parts and p not in listed]
+    assert not orphans, f"notebooks not paired with a chapter in _toc.yml: {orphans}"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
+def test_chapter_header_parses_to_code_cells(md):
+    text = md.read_text(encoding="utf-8")
+    header = yaml.safe_load(text.split("---", 2)[1])
+    rep = header["jupytext"]["text_representation"]
+    assert rep["extension"] == ".md" and rep["format_name"] == "myst"
+    assert header["kernelspec"]["name"] == "python3"
+    assert "ipynb" in header["jupytext"]["formats"]
+    nb = jupytext.read(md)
+    n_code = sum(c.cell_type == "code" for c in nb.cells)
+    assert n_code >= 1, f"{md.name} parses to no code cells: check its front matter"
+    assert n_code == text.count("```{code-cell}")
+
+
+def _cells(nb):
+    return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", [])))
+            for c in nb.cells]
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
+def test_paired_notebook_in_sync_and_output_free(md):
+    ipynb = md.with_suffix(".ipynb")
+    assert ipynb.exists(), f"{ipynb.name} missing: run jupytext --sync {md}"
+    raw = json.loads(ipynb.read_text(encoding="utf-8"))
+    for cell in raw["cells"]:
+        if cell["cell_type"] == "code":
+            assert not cell["outputs"] and cell["execution_count"] is None, \
+                f"{ipynb.name} has stored outputs: clear them (jupytext --sync keeps none)"
+    assert _cells(jupytext.read(md)) == _cells(jupytext.read(ipynb)), \
+        f"{md.name} and {ipynb.name} differ: run jupytext --sync {md}"
+
+
+def _code_cells(md):
+    return [c for c in jupytext.read(md).cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
+def test_first_cell_is_the_colab_setup_cell(md):
+    first = _code_cells(md)[0]
+    assert "remove-cell" in first.metadata.get("tags", []), "setup cell must be hidden"
+    assert "google.colab" in first.source
+    pin = f"git+{REPO_URL}@v{seqtheory.__version__}"
+    assert pin in first.source, f"setup cell must install {pin}"
+    installs = re.findall(r'"([^"]+)"', first.source)
+    assert not any(re.match(r"(torch|numpy)\b", s) for s in installs), \
+        "the setup cell must never (re)install torch or numpy"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
+def test_chapter_checks_its_claims_and_has_exercises(md):
+    checks = [c for c in _code_cells(md)
+              if "remove-cell" in c.metadata.get("tags", []) and "assert " in c.source]
+    assert checks, f"{md.name} has no hidden assert cell checking its claims"
+    text = md.read_text(encoding="utf-8")
+    for heading in ("## Exercises", "## Takeaways", "## References"):
+        assert heading in text, f"{md.name} lacks a '{heading}' section"
+    assert "{dropdown}" in text, f"{md.name}: exercises need solutions in dropdowns"
+
+
+def test_every_citation_is_in_references_bib():
+    bib = (ROOT / "references.bib").read_text(encoding="utf-8")
+    keys = set(re.findall(r"@\w+\{([^,]+),", bib))
+    cited = set()
+    for page in PAGES:
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", page.read_text(encoding="utf-8")):
+            cited |= {k.strip() for k in group.split(",")}
+    assert cited, "the book cites nothing"
+    assert cited <= keys, f"unknown citation keys: {sorted(cited - keys)}"
+
+
+def test_config_follows_the_conventions():
+    assert CONFIG["only_build_toc_files"] is True
+    for pattern in ("_build", ".*", "**/.*", "src", "tests", "benchmarks", "book/*.ipynb",
+                    "book/**/*.ipynb"):
+        assert pattern in CONFIG["exclude_patterns"], pattern
+    assert CONFIG["repository"]["branch"] == "main"
+    assert CONFIG["launch_buttons"]["colab_url"].startswith("https://colab.research.google")
+    ex = CONFIG["execute"]
+    assert ex["execute_notebooks"] in ("force", "cache") and ex["allow_errors"] is False
+    assert ex["timeout"] > 0
+    if ex["execute_notebooks"] == "cache":  # the cache must be keyed on the library
+        assert "bookcache" in CONFIG["sphinx"]["local_extensions"]
+
+
+def test_cache_key_changes_with_the_library(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bookcache", ROOT / "_ext" / "bookcache.py")
+    bookcache = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bookcache)
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "requirements.txt").write_text("x\n")
+    module = tmp_path / "src" / "pkg" / "m.py"
+    module.write_text("a = 1\n")
+    before = bookcache.source_hash(tmp_path)
+    module.write_text("a = 2\n")
+    assert bookcache.source_hash(tmp_path) != before

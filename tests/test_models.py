@@ -1,0 +1,138 @@
+"""Unit tests for seqtheory.models: shapes, causal masking, patterns, tying, config errors."""
+import pytest
+import torch
+
+from seqtheory import Transformer, TransformerConfig, attention_to_offset, seed_everything
+from seqtheory.models import POS_ENCODINGS
+
+VARIANTS = [
+    dict(pos_encoding=p, attn_only=a, layer_norm=ln, tie_weights=tie)
+    for p in POS_ENCODINGS
+    for a, ln, tie in [(True, False, False), (False, True, True)]
+]
+
+
+def make(**kw):
+    seed_everything(0)
+    base = dict(vocab_size=7, max_len=12, n_layers=2, n_heads=2, d_model=8)
+    return Transformer(TransformerConfig(**{**base, **kw}))
+
+
+@pytest.mark.parametrize("kw", VARIANTS)
+def test_shapes_and_cache(kw):
+    model = make(**kw)
+    x = torch.randint(7, (3, 10))
+    logits, cache = model(x, return_cache=True)
+    assert logits.shape == (3, 10, 7)
+    assert len(cache.attn) == 2 and all(a.shape == (3, 2, 10, 10) for a in cache.attn)
+    assert len(cache.resid) == 3 and all(r.shape == (3, 10, 8) for r in cache.resid)
+    assert torch.allclose(model(x), logits)
+
+
+@pytest.mark.parametrize("kw", VARIANTS)
+def test_causal_masking_future_tokens_do_not_change_the_past(kw):
+    model = make(**kw)
+    x = torch.randint(7, (4, 12))
+    y = x.clone()
+    y[:, 6:] = (y[:, 6:] + 1 + torch.randint(5, y[:, 6:].shape)) % 7   # change every future token
+    assert (y[:, 6:] != x[:, 6:]).all()
+    lx, ly = model(x), model(y)
+    assert torch.allclose(lx[:, :6], ly[:, :6], atol=1e-6)
+    assert not torch.allclose(lx[:, 6:], ly[:, 6:])
+
+
+@pytest.mark.parametrize("pos", POS_ENCODINGS)
+def test_attention_patterns_are_causal_distributions(pos):
+    model = make(pos_encoding=pos)
+    for a in model.attention_patterns(torch.randint(7, (2, 9))):
+        assert torch.allclose(a.sum(-1), torch.ones(2, 2, 9))
+        assert (a.triu(diagonal=1) == 0).all()
+
+
+def test_positional_information_matters_except_for_none():
+    """One layer without positions sees its prefix as a set: swapping two earlier tokens is
+    invisible to a later query, while every positional encoding notices."""
+    x = torch.tensor([[1, 2, 3, 1, 2, 3]])
+    swapped = torch.tensor([[2, 1, 3, 1, 2, 3]])  # same multiset before position 2
+    for pos in POS_ENCODINGS:
+        model = make(pos_encoding=pos, n_layers=1)
+        with torch.no_grad():
+            new = torch.randn_like(model.blocks[0].attn.qkv.weight)
+            model.blocks[0].attn.qkv.weight.copy_(new)
+            if pos == "relative":
+                model.blocks[0].attn.rel_bias.normal_()
+        same = torch.allclose(model(x)[0, 2], model(swapped)[0, 2], atol=1e-5)
+        assert same == (pos == "none"), pos
+
+
+def test_relative_bias_can_make_a_previous_token_head():
+    model = make(pos_encoding="relative", n_layers=1, n_heads=1)
+    with torch.no_grad():
+        model.blocks[0].attn.qkv.weight.zero_()
+        model.blocks[0].attn.rel_bias.zero_()
+        model.blocks[0].attn.rel_bias[0, 1] = 20.0
+    a = model.attention_patterns(torch.randint(7, (1, 10)))[0]
+    assert attention_to_offset(a, 1).item() > 0.99
+
+
+def test_weight_tying():
+    tied, untied = make(tie_weights=True), make(tie_weights=False)
+    assert tied.unembed.weight is tied.tok_emb.weight
+    assert untied.unembed.weight is not untied.tok_emb.weight
+    assert untied.num_params() - tied.num_params() == 7 * 8
+
+
+def test_attn_only_has_no_mlp_and_per_layer_heads():
+    model = make(attn_only=True, n_heads=(2, 1))
+    assert all(b.mlp is None for b in model.blocks)
+    shapes = [a.shape[1] for a in model.attention_patterns(torch.randint(7, (1, 5)))]
+    assert shapes == [2, 1]
+
+
+def test_determinism_under_seed():
+    a, b = make(), make()
+    x = torch.randint(7, (2, 8))
+    assert torch.equal(a(x), b(x))
+
+
+@pytest.mark.parametrize(
+    "kw, err, match",
+    [
+        (dict(d_model=10, n_heads=3), ValueError, "divisible"),
+        (dict(pos_encoding="sinusoid"), ValueError, "pos_encoding must be one of"),
+        (dict(n_layers=0), ValueError, "n_layers must be >= 1"),
+        (dict(n_heads=(1, 2, 3)), ValueError, "one per layer"),
+        (dict(d_model=6, n_heads=2, pos_encoding="rotary"), ValueError, "even head size"),
+        (dict(vocab_size=2.5), TypeError, "vocab_size must be an int"),
+        (dict(dropout=1.0), ValueError, "dropout must be <"),
+        (dict(layer_norm="yes"), TypeError, "layer_norm must be a bool"),
+    ],
+)
+def test_bad_configs_raise_clear_errors(kw, err, match):
+    with pytest.raises(err, match=match):
+        make(**kw)
+
+
+@pytest.mark.parametrize(
+    "x, err, match",
+    [
+        (torch.zeros(3, dtype=torch.long), ValueError, "shape"),
+        (torch.zeros(1, 13, dtype=torch.long), ValueError, "max_len=12"),
+        (torch.full((1, 4), 7), ValueError, "0..6"),
+        (torch.zeros(1, 4), TypeError, "integer token ids"),
+        ([[1, 2]], TypeError, "torch.Tensor"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(x, err, match):
+    with pytest.raises(err, match=match):
+        make()(x)
+
+
+def test_attention_to_offset():
+    T = 5
+    prev = torch.diag(torch.ones(T - 1), -1)
+    prev[0, 0] = 1.0
+    assert attention_to_offset(prev, 1).item() == pytest.approx(1.0)
+    assert attention_to_offset(prev, 0).item() == pytest.approx(1 / T)
+    with pytest.raises(ValueError, match="offset"):
+        attention_to_offset(prev, 5)

@@ -1,0 +1,118 @@
+"""Unit tests for seqtheory.plotting and seqtheory.widgets (figures are built, not looked at)."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as widgets  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from seqtheory import Transformer, seed_everything, train  # noqa: E402
+from seqtheory.plotting import (  # noqa: E402
+    palette, plot_attention, plot_attention_layers, plot_history, set_style, smooth,
+)
+from seqtheory.tasks import previous_token_batch  # noqa: E402
+from seqtheory.training import History  # noqa: E402
+from seqtheory.widgets import Explorer, animate, animate_snapshots, explorer, subsample  # noqa
+
+
+def test_smooth_is_a_trailing_mean():
+    assert np.allclose(smooth([1, 3, 5, 7], window=2), [1, 2, 4, 6])
+    assert np.allclose(smooth([1, 2], window=1), [1, 2])
+
+
+def test_plot_history_labels_axes_and_reference_lines():
+    set_style()
+    h = History(steps=[1, 2, 3], loss=[3.0, 2.0, 1.0],
+                evals=[{"step": 0, "kl": 1.0}, {"step": 3, "kl": 0.1}])
+    ax = plot_history(h, refs={"uniform": 2.0})
+    assert ax.get_xlabel() == "training step" and "nats" in ax.get_ylabel()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "kl" in labels and any("training loss" in s for s in labels)
+    assert any("uniform" in t.get_text() for t in ax.texts)
+    plt.close("all")
+
+
+def test_plot_attention_checks_shape_and_labels():
+    ax = plot_attention(torch.eye(4), tokens=[1, 2, 3, 4])
+    assert ax.get_ylabel() == "query token"
+    with pytest.raises(ValueError, match="square"):
+        plot_attention(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="3 tokens"):
+        plot_attention(np.eye(4), tokens=[1, 2, 3])
+    fig = plot_attention_layers([np.ones((2, 3, 3)) / 3, np.ones((1, 3, 3)) / 3])
+    assert len([a for a in fig.axes if a.get_visible() and a.images]) == 3
+    plt.close("all")
+
+
+def test_palette_is_colour_blind_palette():
+    assert len(palette(4)) == 4
+
+
+def _draw(k=2, name="a"):
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot(range(k))
+    ax.set_title(name)
+    return fig
+
+
+def test_explorer_has_live_widget_and_static_png():
+    ex = explorer(_draw, k=(1, 5), name=["a", "b"])
+    assert isinstance(ex, Explorer) and set(ex.controls) == {"k", "name"}
+    bundle = ex._repr_mimebundle_()
+    assert {"image/png", "text/plain", "application/vnd.jupyter.widget-view+json"} <= set(bundle)
+    assert ex.static_png.startswith(b"\x89PNG")
+    before = ex.image.value
+    ex.controls["k"].value = 5           # moving a control redraws the image
+    assert ex.image.value != before
+    assert ex.static_png == before        # the static view stays the default
+    assert plt.get_fignums() == []        # no figures leak
+
+
+def test_explorer_errors():
+    with pytest.raises(TypeError, match="callable"):
+        explorer(3, k=(1, 2))
+    with pytest.raises(ValueError, match="at least one control"):
+        explorer(_draw)
+    with pytest.raises(ValueError, match="cannot make a control"):
+        explorer(_draw, k=object())
+    assert isinstance(explorer(_draw, k=widgets.IntSlider(2, 1, 4)).controls["k"],
+                      widgets.IntSlider)
+
+
+def test_subsample_keeps_ends():
+    assert subsample(range(10), 3) == [0, 4, 9] or subsample(range(10), 3) == [0, 5, 9]
+    assert subsample(range(3), 10) == [0, 1, 2]
+
+
+def test_animate_limits_frames_and_returns_html():
+    seen = []
+
+    def draw(fig, frame):
+        seen.append(frame)
+        fig.add_subplot().plot([0, frame])
+
+    html = animate(range(100), draw, max_frames=5, dpi=40)
+    assert "<script" in html.data and len(set(seen)) == 5
+    with pytest.raises(ValueError, match="<= 60"):
+        animate(range(3), draw, max_frames=61)
+    with pytest.raises(ValueError, match="at least one frame"):
+        animate([], draw)
+
+
+def test_animate_snapshots_restores_weights():
+    seed_everything(0)
+    model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
+    hist = train(model, lambda s: previous_token_batch(8, 8, 5), steps=4, progress=False,
+                 snapshot_steps=(0, 4), lr=0.1)
+    after = {k: v.clone() for k, v in model.state_dict().items()}
+    steps = []
+    animate_snapshots(model, hist, lambda fig, m, step: steps.append(step), dpi=30)
+    assert sorted(set(steps)) == [0, 4]
+    assert all(torch.equal(after[k], v) for k, v in model.state_dict().items())
+    with pytest.raises(KeyError, match="available"):
+        animate_snapshots(model, hist, lambda *a: None, steps=[2])
+    with pytest.raises(ValueError, match="no snapshots"):
+        animate_snapshots(model, History(), lambda *a: None)

@@ -1,0 +1,86 @@
+"""Checks of the built site (run by .ci/run after `jupyter-book build`).
+
+Skipped unless SEQTHEORY_CHECK_SITE=1, so that `pytest` before a build does not read a
+stale _build/html.
+"""
+import os
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+sys.path.insert(0, str(ROOT))
+from conftest import toc_files  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.environ.get("SEQTHEORY_CHECK_SITE") != "1",
+                                reason="set SEQTHEORY_CHECK_SITE=1 after building the book")
+
+PAGES = toc_files(ROOT)
+CHAPTERS = [p for p in PAGES if "```{code-cell}" in p.read_text(encoding="utf-8")]
+
+
+def built(md: Path) -> Path:
+    return HTML / md.relative_to(ROOT).with_suffix(".html")
+
+
+class Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs, self.srcs = [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("href"):
+            self.hrefs.append(attrs["href"])
+        if tag in ("img", "script") and attrs.get("src"):
+            self.srcs.append(attrs["src"])
+
+
+def parse(page: Path) -> Links:
+    links = Links()
+    links.feed(page.read_text(encoding="utf-8"))
+    return links
+
+
+def test_every_page_was_built():
+    missing = [str(built(p)) for p in PAGES if not built(p).exists()]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_colab_links_open_the_paired_notebook(md):
+    colab = [h for h in parse(built(md)).hrefs if "colab.research.google.com" in h]
+    assert colab, f"{md.stem}: no Colab launch link"
+    for href in colab:
+        assert href.endswith(md.relative_to(ROOT).with_suffix(".ipynb").as_posix()), href
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_chapter_pages_have_executed_figures(md):
+    text = built(md).read_text(encoding="utf-8")
+    assert re.search(r'<img[^>]+src="[^"]*\.png"', text), f"{md.stem}: no figure in the page"
+    assert "highlight-ipythontb" not in text, f"{md.stem}: the page shows an error output"
+
+
+def test_local_links_and_images_resolve():
+    broken = []
+    for page in [built(p) for p in PAGES] + [HTML / "index.html", HTML / "genindex.html"]:
+        links = parse(page)
+        for ref in links.hrefs + links.srcs:
+            url = urlparse(ref)
+            if url.scheme or url.netloc or ref.startswith(("#", "mailto:", "javascript:")):
+                continue
+            target = (page.parent / unquote(url.path)).resolve()
+            if url.path and not target.exists():
+                broken.append(f"{page.relative_to(HTML)} -> {ref}")
+    assert not broken, broken[:20]
+
+
+def test_bibliography_renders_cited_works():
+    text = (HTML / "book" / "bibliography.html").read_text(encoding="utf-8")
+    assert "Olsson" in text and re.search(r"induction\s+heads", text, re.I)

@@ -1,0 +1,135 @@
+"""Unit tests for seqtheory.training: learning happens, seeding reproduces, snapshots, errors."""
+import pytest
+import torch
+
+from seqtheory import TrainConfig, Transformer, TransformerConfig, seed_everything, train
+from seqtheory.tasks import previous_token_batch
+from seqtheory.training import History, load_snapshot, lr_at
+
+
+def run(seed=0, steps=60, **kw):
+    seed_everything(seed)
+    model = Transformer(TransformerConfig(vocab_size=5, max_len=8, n_layers=1, d_model=16,
+                                          attn_only=True, pos_encoding="relative"))
+
+    def batch(step):
+        return previous_token_batch(32, 8, 5)
+
+    def evaluate(m, step):
+        x, y = previous_token_batch(64, 8, 5)
+        return {"accuracy": (m(x)[:, 1:].argmax(-1) == y[:, 1:]).float().mean()}
+
+    hist = train(model, batch, TrainConfig(steps=steps, lr=3e-2, eval_every=20, **kw),
+                 eval_fn=evaluate, progress=False)
+    return model, hist
+
+
+def test_loss_decreases_and_metrics_are_recorded():
+    _, hist = run(steps=150)
+    assert len(hist.loss) == 150 and hist.steps[0] == 1
+    assert sum(hist.loss[-10:]) / 10 < 0.5 * hist.loss[0]
+    steps, acc = hist.metric("accuracy")
+    assert list(steps) == [0, 20, 40, 60, 80, 100, 120, 140, 150]
+    assert acc[-1] > 0.9 > acc[0]
+    assert hist.metric_names == ["accuracy"]
+
+
+def test_same_seed_same_numbers_different_seed_different_numbers():
+    _, a = run(seed=1)
+    _, b = run(seed=1)
+    _, c = run(seed=2)
+    assert a.loss == b.loss and a.evals == b.evals
+    assert a.loss != c.loss
+
+
+def test_snapshots_are_copies_taken_at_the_requested_steps():
+    model, hist = run(steps=30, snapshot_steps=(0, 10, 30))
+    assert sorted(hist.snapshots) == [0, 10, 30]
+    w = "blocks.0.attn.rel_bias"
+    assert not torch.equal(hist.snapshots[0][w], hist.snapshots[30][w])
+    assert torch.equal(hist.snapshots[30][w], model.state_dict()[w])
+    load_snapshot(model, hist, 0)
+    assert torch.equal(model.state_dict()[w], hist.snapshots[0][w])
+    with pytest.raises(KeyError, match="available"):
+        load_snapshot(model, hist, 5)
+
+
+def test_callback_can_stop_early():
+    seed_everything(0)
+    model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
+    hist = train(model, lambda s: previous_token_batch(8, 8, 5), steps=100, progress=False,
+                 callbacks=[lambda step, m, loss: step >= 7])
+    assert hist.steps[-1] == 7
+
+
+def test_schedules():
+    cfg = TrainConfig(steps=100, lr=1.0, warmup=10, schedule="cosine")
+    assert lr_at(5, cfg) == pytest.approx(0.5)
+    assert lr_at(10, cfg) == pytest.approx(1.0)
+    assert lr_at(100, cfg) == pytest.approx(0.0, abs=1e-12)
+    assert lr_at(55, TrainConfig(steps=100, lr=1.0, warmup=10, schedule="linear")) == \
+        pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    "kw, err, match",
+    [
+        (dict(steps=0), ValueError, "steps must be >= 1"),
+        (dict(lr=-1.0), ValueError, "lr must be >"),
+        (dict(schedule="step"), ValueError, "schedule must be one of"),
+        (dict(steps=10, snapshot_steps=(20,)), ValueError, "beyond steps=10"),
+        (dict(optimizer="adam"), ValueError, "optimizer must be one of"),
+    ],
+)
+def test_bad_train_config(kw, err, match):
+    with pytest.raises(err, match=match):
+        TrainConfig(**kw)
+
+
+def test_train_rejects_bad_arguments():
+    model = Transformer(vocab_size=5, max_len=8)
+    with pytest.raises(TypeError, match="nn.Module"):
+        train("model", lambda s: None, steps=1, progress=False)
+    with pytest.raises(TypeError, match="batch_fn must be callable"):
+        train(model, None, steps=1, progress=False)
+    with pytest.raises(ValueError, match="unknown field"):
+        train(model, lambda s: previous_token_batch(2, 8, 5), TrainConfig(steps=1), stepz=3)
+    with pytest.raises(TypeError, match="dict of metrics"):
+        train(model, lambda s: previous_token_batch(2, 8, 5), steps=1, progress=False,
+              eval_fn=lambda m, s: 0.5)
+
+
+def test_history_metric_errors_name_what_exists():
+    h = History(evals=[{"step": 0, "kl": 1.0}])
+    with pytest.raises(KeyError, match="kl"):
+        h.metric("loss")
+    assert h.final("kl") == 1.0
+
+
+def test_previous_token_batch():
+    x, y = previous_token_batch(4, 6, 3)
+    assert x.shape == y.shape == (4, 6)
+    assert (y[:, 0] == -100).all() and torch.equal(y[:, 1:], x[:, :-1])
+    with pytest.raises(ValueError, match="seq_len must be >= 2"):
+        previous_token_batch(4, 1, 3)
+
+
+def test_previous_token_batch_offset():
+    x, y = previous_token_batch(3, 7, 4, offset=2)
+    assert (y[:, :2] == -100).all() and torch.equal(y[:, 2:], x[:, :-2])
+    with pytest.raises(ValueError, match="offset must be < seq_len=7"):
+        previous_token_batch(3, 7, 4, offset=7)
+
+
+def test_previous_token_sizes():
+    from seqtheory.tasks import PREVIOUS_TOKEN
+
+    cpu, full = PREVIOUS_TOKEN.pick("cpu"), PREVIOUS_TOKEN.pick("full")
+    assert cpu.steps < full.steps and cpu.steps // cpu.eval_every <= 60
+
+
+def test_metric_names_may_clash_with_progress_bar_fields():
+    model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
+    hist = train(model, lambda s: previous_token_batch(4, 8, 5), steps=3, eval_every=1,
+                 eval_fn=lambda m, s: {"loss": 1.0, "refresh": 2.0}, progress=True)
+    assert hist.final("loss") == 1.0

@@ -1,0 +1,62 @@
+"""Unit tests for seqtheory.utils."""
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from seqtheory.utils import (
+    Sizes, check_choice, check_float, check_int, get_device, run_mode, seed_everything,
+    setup_threads,
+)
+
+
+def test_seed_everything_seeds_python_numpy_and_torch():
+    seed_everything(3)
+    a = (random.random(), np.random.rand(), torch.rand(1).item())
+    seed_everything(3)
+    assert a == (random.random(), np.random.rand(), torch.rand(1).item())
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        seed_everything(-1)
+
+
+def test_get_device_falls_back_to_cpu_and_says_so(capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert get_device("cuda").type == "cpu"
+    assert "not available" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="prefer must be one of"):
+        get_device("tpu")
+
+
+def test_run_mode_reads_full(monkeypatch):
+    monkeypatch.delenv("FULL", raising=False)
+    assert run_mode() == "cpu"
+    monkeypatch.setenv("FULL", "1")
+    assert run_mode() == "full"
+    assert Sizes(cpu=1, full=2).pick() == 2
+    assert Sizes(cpu=1, full=2).pick("cpu") == 1
+
+
+def test_setup_threads(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("SEQTHEORY_NUM_THREADS", "1")
+        assert setup_threads() == 1 and torch.get_num_threads() == 1
+        monkeypatch.setenv("SEQTHEORY_NUM_THREADS", "two")
+        with pytest.raises(ValueError, match="SEQTHEORY_NUM_THREADS"):
+            setup_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_checkers():
+    assert check_int("n", 3, minimum=1) == 3
+    with pytest.raises(TypeError, match="n must be an int"):
+        check_int("n", True)
+    with pytest.raises(ValueError, match="p must be <= 1"):
+        check_float("p", 1.5, low=0, high=1)
+    with pytest.raises(ValueError, match="finite"):
+        check_float("p", float("nan"))
+    with pytest.raises(ValueError, match="'a', 'b'"):
+        check_choice("mode", "c", ("a", "b"))
