@@ -155,7 +155,7 @@ def _save_executed(nbfile, items, seconds: float) -> None:
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     if len(code_cells) != len(items):
         return  # out of sync with its .md: test_book reports it; do not cache
-    for n, (cell, item) in enumerate(zip(code_cells, items), start=1):
+    for n, (cell, item) in enumerate(zip(code_cells, items, strict=True), start=1):
         if cell.source.strip() != item.cell.source.strip():
             return
         outputs = []

@@ -20,7 +20,9 @@ import torch.nn.functional as F
 
 from .utils import check_choice, check_float, check_int
 
-__all__ = ["TransformerConfig", "Transformer", "ForwardCache", "POS_ENCODINGS", "attention_to_offset"]
+__all__ = [
+    "POS_ENCODINGS", "ForwardCache", "Transformer", "TransformerConfig", "attention_to_offset",
+]
 
 POS_ENCODINGS = ("learned", "relative", "rotary", "none")
 
@@ -41,7 +43,7 @@ class TransformerConfig:
     tie_weights: bool = False     # unembedding matrix = token embedding matrix
     dropout: float = 0.0          # dropout on attention weights and sublayer outputs
     init_std: float = 0.02        # std of the normal initialisation of weights
-    heads: tuple = field(init=False, repr=False)  # n_heads expanded to one entry per layer
+    heads: tuple = field(init=False, repr=False)  # n_heads as one entry per layer
 
     def __post_init__(self) -> None:
         check_int("vocab_size", self.vocab_size, minimum=1)
@@ -70,7 +72,8 @@ class TransformerConfig:
                 raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({h})")
             if self.pos_encoding == "rotary" and (self.d_model // h) % 2:
                 raise ValueError(
-                    f"rotary positions need an even head size; d_model/n_heads = {self.d_model // h}"
+                    "rotary positions need an even head size; "
+                    f"d_model/n_heads = {self.d_model // h}"
                 )
         self.heads = heads
 

@@ -64,7 +64,9 @@ def _to_numpy(x) -> np.ndarray:
 def reference_lines(ax, refs: Mapping[str, float], colors: Sequence | None = None) -> None:
     """Dashed horizontal lines at named values (e.g. the loss of a reference predictor)."""
     colors = list(colors) if colors is not None else ["0.35"] * len(refs)
-    for (name, y), c in zip(refs.items(), colors):
+    if len(colors) != len(refs):
+        raise ValueError(f"got {len(colors)} colors for {len(refs)} reference lines")
+    for (name, y), c in zip(refs.items(), colors, strict=True):
         ax.axhline(y, ls="--", lw=1.2, color=c, zorder=1)
         ax.annotate(
             f"{name} ({y:.3f})", xy=(1.0, y), xycoords=("axes fraction", "data"),

@@ -20,7 +20,9 @@ from tqdm.auto import tqdm
 
 from .utils import check_choice, check_float, check_int, dataclass_replace
 
-__all__ = ["TrainConfig", "History", "train", "next_token_loss", "lr_at", "load_snapshot", "copy_state"]
+__all__ = [
+    "History", "TrainConfig", "copy_state", "load_snapshot", "lr_at", "next_token_loss", "train",
+]
 
 IGNORE_INDEX = -100
 SCHEDULES = ("constant", "cosine", "linear")

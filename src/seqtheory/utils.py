@@ -150,5 +150,6 @@ def dataclass_replace(obj: Any, **changes: Any) -> Any:
     names = {f.name for f in fields(obj)}
     bad = sorted(set(changes) - names)
     if bad:
-        raise ValueError(f"unknown field(s) {bad} for {type(obj).__name__}; allowed: {sorted(names)}")
+        raise ValueError(
+            f"unknown field(s) {bad} for {type(obj).__name__}; allowed: {sorted(names)}")
     return replace(obj, **changes)
