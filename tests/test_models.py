@@ -136,3 +136,36 @@ def test_attention_to_offset():
     assert attention_to_offset(prev, 0).item() == pytest.approx(1 / T)
     with pytest.raises(ValueError, match="offset"):
         attention_to_offset(prev, 5)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    pos=st.sampled_from(POS_ENCODINGS),
+    heads=st.sampled_from([1, 2, 4]),
+    layers=st.integers(1, 3),
+    attn_only=st.booleans(),
+    T=st.integers(2, 12),
+    cut=st.integers(1, 11),
+    seed=st.integers(0, 2**16),
+)
+def test_property_causal_and_normalised_for_any_config(pos, heads, layers, attn_only, T, cut,
+                                                        seed):
+    """For any configuration: attention rows are distributions over the past, and tokens
+    after position `cut` never change the logits before it."""
+    cut = min(cut, T - 1)
+    torch.manual_seed(seed)
+    model = Transformer(TransformerConfig(vocab_size=5, max_len=12, n_layers=layers,
+                                          n_heads=heads, d_model=8, attn_only=attn_only,
+                                          pos_encoding=pos))
+    x = torch.randint(5, (2, T))
+    y = x.clone()
+    y[:, cut:] = (y[:, cut:] + 1) % 5
+    logits, cache = model(x, return_cache=True)
+    assert torch.allclose(logits[:, :cut], model(y)[:, :cut], atol=1e-5)
+    for a in cache.attn:
+        assert torch.allclose(a.sum(-1), torch.ones_like(a[..., 0]), atol=1e-5)
+        assert (a.triu(diagonal=1) == 0).all()

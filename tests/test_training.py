@@ -62,6 +62,14 @@ def test_callback_can_stop_early():
     assert hist.steps[-1] == 7
 
 
+def test_every_callback_runs_even_after_one_asks_to_stop():
+    seen = []
+    model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
+    train(model, lambda s: previous_token_batch(4, 8, 5), steps=5, progress=False,
+          callbacks=[lambda step, m, loss: True, lambda step, m, loss: seen.append(step)])
+    assert seen == [1]
+
+
 def test_schedules():
     cfg = TrainConfig(steps=100, lr=1.0, warmup=10, schedule="cosine")
     assert lr_at(5, cfg) == pytest.approx(0.5)

@@ -185,7 +185,7 @@ def train(
         hist.lr.append(lr)
         if step in snap_at:
             hist.snapshots[step] = copy_state(model)
-        stop = any(cb(step, model, value) for cb in callbacks)
+        stop = any([cb(step, model, value) for cb in callbacks])  # call every callback
         if step % cfg.eval_every == 0 or step == cfg.steps or stop:
             evaluate(step)
             if hist.evals:
