@@ -11,7 +11,12 @@ import torch  # noqa: E402
 
 from seqtheory import Transformer, seed_everything, train  # noqa: E402
 from seqtheory.plotting import (  # noqa: E402
-    palette, plot_attention, plot_attention_layers, plot_history, set_style, smooth,
+    palette,
+    plot_attention,
+    plot_attention_layers,
+    plot_history,
+    set_style,
+    smooth,
 )
 from seqtheory.tasks import previous_token_batch  # noqa: E402
 from seqtheory.training import History  # noqa: E402

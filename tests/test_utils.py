@@ -6,7 +6,13 @@ import pytest
 import torch
 
 from seqtheory.utils import (
-    Sizes, check_choice, check_float, check_int, get_device, run_mode, seed_everything,
+    Sizes,
+    check_choice,
+    check_float,
+    check_int,
+    get_device,
+    run_mode,
+    seed_everything,
     setup_threads,
 )
 
