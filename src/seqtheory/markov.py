@@ -1,0 +1,251 @@
+"""Markov chains for in-context learning (ICL-MC) and the reference predictors.
+
+Every sequence comes from its own transition matrix ``P`` on ``k`` states, each row drawn
+from ``Dirichlet(alpha * 1)``; the first token is drawn from the stationary distribution of
+``P``.  Sampling is vectorised over the batch *and* the sequence: each step's transition is
+a map ``[k] -> [k]`` (fixed by one uniform draw per step and state), and the prefix
+compositions of these maps are computed by doubling in ``log2(T)`` tensor operations.
+
+Predictors map a batch of sequences ``x`` (B, T) to next-token distributions (B, T, k):
+row ``t`` predicts ``x[:, t + 1]`` from ``x[:, :t + 1]``.  :func:`sequence_loss` scores a
+predictor on all ``T`` tokens of a sequence, the first one (which has no context) being
+predicted uniformly by every strategy.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .utils import check_float, check_int
+
+__all__ = [
+    "sample_transition_matrices",
+    "stationary_distribution",
+    "sample_chains",
+    "icl_mc_batch",
+    "uniform_predictor",
+    "unigram_predictor",
+    "bigram_predictor",
+    "oracle_predictor",
+    "sequence_loss",
+    "kl_divergence",
+    "reference_losses",
+]
+
+
+def _check_P(P: torch.Tensor) -> torch.Tensor:
+    if not isinstance(P, torch.Tensor):
+        raise TypeError(f"P must be a torch.Tensor, got {type(P).__name__}")
+    if P.dim() != 3 or P.shape[1] != P.shape[2]:
+        raise ValueError(f"P must have shape (batch, k, k), got {tuple(P.shape)}")
+    if P.shape[1] < 2:
+        raise ValueError(f"P needs k >= 2 states, got k = {P.shape[1]}")
+    if (P < 0).any() or not torch.allclose(P.sum(-1), torch.ones((), dtype=P.dtype), atol=1e-5):
+        raise ValueError("every row of P must be a probability distribution (>= 0, sums to 1)")
+    return P
+
+
+def _check_x(x: torch.Tensor, k: int) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor) or x.dtype not in (torch.int64, torch.int32):
+        raise TypeError("x must be an integer torch.Tensor of shape (batch, T)")
+    if x.dim() != 2 or x.shape[1] < 1:
+        raise ValueError(f"x must have shape (batch, T) with T >= 1, got {tuple(x.shape)}")
+    if x.numel() and (int(x.min()) < 0 or int(x.max()) >= k):
+        raise ValueError(f"x must hold states 0..{k - 1}, got values in "
+                         f"{int(x.min())}..{int(x.max())}")
+    return x
+
+
+def sample_transition_matrices(
+    batch: int, k: int, alpha: float = 1.0, *, generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """``batch`` transition matrices (batch, k, k) with rows ~ Dirichlet(alpha * 1)."""
+    batch = check_int("batch", batch, minimum=1)
+    k = check_int("k", k, minimum=2)
+    alpha = check_float("alpha", alpha, low=0.0, low_open=True)
+    if generator is None:  # derive one from the global seed (see seed_everything)
+        generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,))))
+    # Dirichlet rows = normalised Gamma(alpha) draws (torch's Dirichlet takes no generator)
+    gammas = _gamma(alpha, (batch, k, k), generator).clamp_min(torch.finfo(torch.float64).tiny)
+    return (gammas / gammas.sum(-1, keepdim=True)).to(dtype)
+
+
+def _gamma(alpha: float, shape: tuple, generator: torch.Generator) -> torch.Tensor:
+    """Gamma(alpha, 1) draws from ``generator`` (Marsaglia-Tsang, vectorised rejection)."""
+    boost = alpha < 1.0                      # Gamma(a) = Gamma(a + 1) * U^(1/a)
+    a = alpha + 1.0 if boost else alpha
+    d = a - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    out = torch.empty(shape, dtype=torch.float64).view(-1)
+    todo = torch.arange(out.numel())
+    while todo.numel():
+        n = todo.numel()
+        z = torch.randn(n, generator=generator, dtype=torch.float64)
+        u = torch.rand(n, generator=generator, dtype=torch.float64)
+        v = (1.0 + c * z) ** 3
+        ok = (v > 0) & (torch.log(u.clamp_min(1e-300)) < 0.5 * z**2 + d - d * v
+                        + d * torch.log(v.clamp_min(1e-300)))
+        out[todo[ok]] = d * v[ok]
+        todo = todo[~ok]
+    if boost:
+        u = torch.rand(out.numel(), generator=generator, dtype=torch.float64)
+        out = out * u.clamp_min(1e-300) ** (1.0 / alpha)
+    return out.view(shape)
+
+
+def stationary_distribution(P: torch.Tensor) -> torch.Tensor:
+    """Stationary distribution pi (batch, k) of each P, solving pi^T P = pi^T, sum(pi) = 1.
+
+    Solved as a linear system (one equation of ``(P^T - I) pi = 0`` replaced by the
+    normalisation), exact for irreducible chains, which Dirichlet rows are almost surely.
+    """
+    P = _check_P(P)
+    B, k, _ = P.shape
+    A = (P.transpose(1, 2) - torch.eye(k, dtype=P.dtype)).to(torch.float64)   # (B, k, k)
+    A[:, -1, :] = 1.0
+    b = torch.zeros(B, k, 1, dtype=torch.float64)
+    b[:, -1] = 1.0
+    pi = torch.linalg.solve(A, b)[..., 0].clamp_min(0.0)                      # (B, k)
+    return (pi / pi.sum(-1, keepdim=True)).to(P.dtype)
+
+
+def sample_chains(
+    P: torch.Tensor, T: int, *, start: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """One sequence (batch, T) per transition matrix; first state ~ stationary (or ``start``).
+
+    Vectorised over batch and time: with one uniform per step, ``f_t(i)`` = the state that
+    follows ``i`` at step ``t``; the states are ``x_{t+1} = (f_t o ... o f_1)(x_1)``, and all
+    prefix compositions are computed by doubling (``ceil(log2 T)`` gathers).
+    """
+    P = _check_P(P)
+    T = check_int("T", T, minimum=1)
+    B, k, _ = P.shape
+    if start is None:
+        pi = stationary_distribution(P)
+        start = torch.multinomial(pi, 1, generator=generator)[:, 0]           # (B,)
+    elif start.shape != (B,):
+        raise ValueError(f"start must have shape ({B},), got {tuple(start.shape)}")
+    if T == 1:
+        return start[:, None].clone()
+    cdf = P.to(torch.float64).cumsum(-1)                                      # (B, k, k)
+    cdf[..., -1] = 1.0 + 1e-9                                                 # guard rounding
+    u = torch.rand(B, T - 1, 1, 1, generator=generator, dtype=torch.float64)  # one per step
+    # maps[b, t, i] = next state after i at step t: count of cdf entries <= u
+    maps = (cdf[:, None] <= u).sum(-1).clamp_max(k - 1)                       # (B, T-1, k)
+    # prefix compositions by doubling: after the loop maps[t] = f_t o ... o f_1
+    shift = 1
+    while shift < T - 1:
+        earlier = maps[:, :-shift]                                            # f_{t-s} o ...
+        later = maps[:, shift:]
+        maps = torch.cat([maps[:, :shift], later.gather(2, earlier)], dim=1)
+        shift *= 2
+    rest = maps.gather(2, start[:, None, None].expand(B, T - 1, 1))[..., 0]   # (B, T-1)
+    return torch.cat([start[:, None], rest], dim=1)
+
+
+def icl_mc_batch(
+    batch: int, k: int, T: int, alpha: float = 1.0, *,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of the ICL-MC task: sequences (batch, T) and their own matrices (batch, k, k)."""
+    P = sample_transition_matrices(batch, k, alpha, generator=generator)
+    return sample_chains(P, T, generator=generator), P
+
+
+# ----------------------------------------------------------------------------- predictors
+def uniform_predictor(x: torch.Tensor, k: int) -> torch.Tensor:
+    """The context-free guess 1/k at every position: (B, T, k)."""
+    x = _check_x(x, k)
+    return torch.full((*x.shape, k), 1.0 / k, dtype=torch.float64)
+
+
+def unigram_predictor(x: torch.Tensor, k: int) -> torch.Tensor:
+    """In-context unigram (Laplace) estimate ``(count_t(j) + 1) / (t + k)``: (B, T, k).
+
+    ``count_t(j)`` counts ``j`` among the first ``t`` tokens ``x[:, :t]`` (1-based ``t``).
+    """
+    x = _check_x(x, k)
+    counts = F.one_hot(x, k).to(torch.float64).cumsum(1)                      # (B, T, k)
+    t = torch.arange(1, x.shape[1] + 1, dtype=torch.float64)[None, :, None]
+    return (counts + 1.0) / (t + k)
+
+
+def bigram_predictor(x: torch.Tensor, k: int, alpha: float = 1.0) -> torch.Tensor:
+    """In-context bigram estimate ``(n(x_t -> j) + alpha) / (n(x_t -> .) + k alpha)``.
+
+    The posterior predictive (Bayes-optimal) rule under a ``Dirichlet(alpha)`` prior on the
+    rows of P; ``n`` counts the transitions seen so far.  Returns (B, T, k).
+    """
+    x = _check_x(x, k)
+    alpha = check_float("alpha", alpha, low=0.0, low_open=True)
+    B, T = x.shape
+    pairs = torch.zeros(B, T, k * k, dtype=torch.float64)                    # transition s-1 -> s
+    if T > 1:
+        pairs[:, 1:] = F.one_hot(x[:, :-1] * k + x[:, 1:], k * k).to(torch.float64)
+    counts = pairs.cumsum(1).view(B, T, k, k)                                 # n up to t
+    row = counts.gather(2, x[:, :, None, None].expand(B, T, 1, k))[:, :, 0]   # (B, T, k)
+    return (row + alpha) / (row.sum(-1, keepdim=True) + k * alpha)
+
+
+def oracle_predictor(x: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
+    """The true next-state distribution ``P[x_t]``: (B, T, k)."""
+    P = _check_P(P)
+    x = _check_x(x, P.shape[1])
+    if x.shape[0] != P.shape[0]:
+        raise ValueError(f"x has {x.shape[0]} sequences but P has {P.shape[0]} matrices")
+    return P.to(torch.float64)[torch.arange(x.shape[0])[:, None], x]          # (B, T, k)
+
+
+def sequence_loss(probs: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy (nats) of predicting each of the T tokens: (B, T).
+
+    Position 0 scores the context-free uniform guess ``ln k``; position ``t >= 1`` scores
+    ``probs[:, t - 1]`` on ``x[:, t]``.
+    """
+    if probs.dim() != 3 or probs.shape[:2] != x.shape:
+        raise ValueError(f"probs must have shape (B, T, k) matching x {tuple(x.shape)}, "
+                         f"got {tuple(probs.shape)}")
+    k = probs.shape[-1]
+    x = _check_x(x, k)
+    nll = -probs[:, :-1].gather(2, x[:, 1:, None])[..., 0].clamp_min(1e-300).log()
+    first = torch.full((x.shape[0], 1), math.log(k), dtype=nll.dtype)
+    return torch.cat([first, nll], dim=1)
+
+
+def kl_divergence(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
+    """KL(p || q) over the last dimension (nats); p and q are distributions."""
+    if p.shape != q.shape:
+        raise ValueError(f"p and q must have the same shape, got {tuple(p.shape)} and "
+                         f"{tuple(q.shape)}")
+    p, q = p.to(torch.float64), q.to(torch.float64)
+    return (p * (p.clamp_min(eps).log() - q.clamp_min(eps).log())).sum(-1)
+
+
+def reference_losses(
+    k: int, T: int = 100, alpha: float = 1.0, *, n: int = 20_000, seed: int = 0,
+    batch: int = 5_000,
+) -> dict[str, tuple[float, float]]:
+    """Monte-Carlo expected loss (mean over the T positions) of each reference strategy.
+
+    Returns ``{name: (mean, standard error)}`` for ``uniform``, ``unigram``, ``bigram``
+    and ``oracle``, from ``n`` fresh sequences of the ICL-MC task.
+    """
+    n = check_int("n", n, minimum=2)
+    gen = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+    per_seq: dict[str, list] = {"uniform": [], "unigram": [], "bigram": [], "oracle": []}
+    for start in range(0, n, batch):
+        x, P = icl_mc_batch(min(batch, n - start), k, T, alpha, generator=gen)
+        preds = {"uniform": uniform_predictor(x, k), "unigram": unigram_predictor(x, k),
+                 "bigram": bigram_predictor(x, k, alpha), "oracle": oracle_predictor(x, P)}
+        for name, probs in preds.items():
+            per_seq[name].append(sequence_loss(probs, x).mean(1))
+    out = {}
+    for name, chunks in per_seq.items():
+        v = torch.cat(chunks)
+        out[name] = (v.mean().item(), (v.std() / math.sqrt(v.numel())).item())
+    return out

@@ -1,0 +1,165 @@
+"""Unit tests for seqtheory.markov: sampling, stationary law, predictors, reference losses."""
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqtheory import seed_everything
+from seqtheory.markov import (
+    bigram_predictor,
+    icl_mc_batch,
+    kl_divergence,
+    oracle_predictor,
+    reference_losses,
+    sample_chains,
+    sample_transition_matrices,
+    sequence_loss,
+    stationary_distribution,
+    uniform_predictor,
+    unigram_predictor,
+)
+
+
+def gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.mark.parametrize("k, alpha", [(2, 1.0), (5, 0.3), (3, 10.0)])
+def test_rows_are_distributions_with_dirichlet_moments(k, alpha):
+    P = sample_transition_matrices(20_000, k, alpha, generator=gen())
+    assert (P >= 0).all() and torch.allclose(P.sum(-1), torch.ones(20_000, k))
+    mean, var = 1 / k, (1 / k) * (1 - 1 / k) / (k * alpha + 1)
+    assert abs(P[..., 0].mean().item() - mean) < 0.01
+    assert abs(P[..., 0].var().item() - var) < 0.1 * var
+
+
+def test_stationary_distribution_is_stationary():
+    P = sample_transition_matrices(100, 4, 0.5, generator=gen(1), dtype=torch.float64)
+    pi = stationary_distribution(P)
+    assert torch.allclose(pi.sum(-1), torch.ones(100, dtype=torch.float64))
+    assert torch.allclose((pi[:, None, :] @ P)[:, 0], pi, atol=1e-10)
+    # and it is what a long power of P converges to
+    assert torch.allclose(torch.linalg.matrix_power(P, 2000)[:, 0], pi, atol=1e-6)
+
+
+def test_chains_follow_P_and_start_stationary():
+    P = sample_transition_matrices(1, 3, 1.0, generator=gen(2))
+    x = sample_chains(P.expand(4000, 3, 3).contiguous(), 50, generator=gen(3))
+    counts = torch.zeros(3, 3)
+    counts.index_put_((x[:, :-1].reshape(-1), x[:, 1:].reshape(-1)),
+                      torch.ones(x[:, 1:].numel()), accumulate=True)
+    assert torch.allclose(counts / counts.sum(1, keepdim=True), P[0], atol=0.02)
+    first = torch.bincount(x[:, 0], minlength=3) / 4000
+    assert torch.allclose(first, stationary_distribution(P)[0], atol=0.03)
+
+
+def test_vectorised_sampler_equals_a_step_by_step_walk():
+    """The doubling composition gives the same path as applying f_1, f_2, ... in turn."""
+    P = sample_transition_matrices(6, 4, 1.0, generator=gen(4))
+    start = torch.tensor([0, 1, 2, 3, 0, 1])
+    x = sample_chains(P, 37, start=start, generator=gen(5))
+    u = torch.rand(6, 36, 1, 1, generator=gen(5), dtype=torch.float64)  # same draws
+    cdf = P.double().cumsum(-1)
+    cdf[..., -1] = 1.0 + 1e-9
+    state = start.clone()
+    for t in range(36):
+        state = (cdf[torch.arange(6), state] <= u[:, t, 0]).sum(-1).clamp_max(3)
+        assert torch.equal(state, x[:, t + 1])
+
+
+def test_same_seed_same_batch():
+    a, pa = icl_mc_batch(8, 3, 20, generator=gen(7))
+    b, pb = icl_mc_batch(8, 3, 20, generator=gen(7))
+    assert torch.equal(a, b) and torch.equal(pa, pb)
+    seed_everything(3)
+    c, _ = icl_mc_batch(8, 3, 20)
+    seed_everything(3)
+    d, _ = icl_mc_batch(8, 3, 20)
+    assert torch.equal(c, d)
+
+
+def brute_force(x, k, alpha):
+    """Per-position loops over a tiny batch: the definitions, written the slow way."""
+    B, T = x.shape
+    uni = torch.zeros(B, T, k, dtype=torch.float64)
+    bi = torch.zeros(B, T, k, dtype=torch.float64)
+    for b in range(B):
+        seq = x[b].tolist()
+        for t in range(T):
+            seen = seq[: t + 1]
+            for j in range(k):
+                uni[b, t, j] = (seen.count(j) + 1) / (t + 1 + k)
+                n_from = sum(1 for s in range(1, t + 1) if seq[s - 1] == seq[t])
+                n_to = sum(1 for s in range(1, t + 1) if seq[s - 1] == seq[t] and seq[s] == j)
+                bi[b, t, j] = (n_to + alpha) / (n_from + k * alpha)
+    return uni, bi
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.25])
+def test_predictors_match_brute_force_counts(alpha):
+    x, _ = icl_mc_batch(3, 3, 15, generator=gen(8))
+    uni, bi = brute_force(x, 3, alpha)
+    assert torch.allclose(unigram_predictor(x, 3), uni)
+    assert torch.allclose(bigram_predictor(x, 3, alpha), bi)
+
+
+@settings(max_examples=30, deadline=None)
+@given(k=st.integers(2, 6), T=st.integers(1, 30), alpha=st.floats(0.05, 5.0),
+       seed=st.integers(0, 10_000))
+def test_property_predictions_are_distributions(k, T, alpha, seed):
+    x, P = icl_mc_batch(3, k, T, alpha, generator=gen(seed))
+    for probs in (uniform_predictor(x, k), unigram_predictor(x, k),
+                  bigram_predictor(x, k, alpha), oracle_predictor(x, P)):
+        assert probs.shape == (3, T, k) and (probs > 0).all()
+        assert torch.allclose(probs.sum(-1), torch.ones(3, T, dtype=torch.float64))
+
+
+def test_sequence_loss_and_kl():
+    x = torch.tensor([[0, 1, 1]])
+    probs = torch.tensor([[[0.5, 0.5], [0.25, 0.75], [0.5, 0.5]]], dtype=torch.float64)
+    loss = sequence_loss(probs, x)
+    assert torch.allclose(loss, torch.tensor([[math.log(2), math.log(2), -math.log(0.75)]],
+                                             dtype=torch.float64))
+    p = torch.tensor([0.5, 0.5])
+    assert kl_divergence(p, p).item() == pytest.approx(0.0, abs=1e-12)
+    assert kl_divergence(p, torch.tensor([0.9, 0.1])).item() > 0
+
+
+# Figures from the issue (nats, T = 100, alpha = 1, mean over positions)
+REFERENCE = {2: dict(uniform=0.693, unigram=0.579, bigram=0.511, oracle=0.482),
+             3: dict(uniform=1.099, unigram=1.006, bigram=0.888, oracle=0.821)}
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_reference_losses_reproduce_the_table(k):
+    got = reference_losses(k, T=100, alpha=1.0, n=20_000, seed=0)
+    for name, expected in REFERENCE[k].items():
+        mean, se = got[name]
+        # Monte-Carlo error (4 standard errors) plus the table's rounding
+        assert abs(mean - expected) < 4 * se + 0.0015, (name, mean, se, expected)
+    # the strategies are ordered: more context, lower loss
+    means = [got[n][0] for n in ("uniform", "unigram", "bigram", "oracle")]
+    assert means == sorted(means, reverse=True)
+
+
+@pytest.mark.parametrize(
+    "call, err, match",
+    [
+        (lambda: sample_transition_matrices(4, 1), ValueError, "k must be >= 2"),
+        (lambda: sample_transition_matrices(4, 3, alpha=0.0), ValueError, "alpha must be >"),
+        (lambda: sample_transition_matrices(0, 3), ValueError, "batch must be >= 1"),
+        (lambda: stationary_distribution(torch.ones(2, 3, 3)), ValueError, "probability"),
+        (lambda: stationary_distribution(torch.ones(3, 3) / 3), ValueError, "(batch, k, k)"),
+        (lambda: sample_chains(torch.full((1, 2, 2), 0.5), 0), ValueError, "T must be >= 1"),
+        (lambda: unigram_predictor(torch.tensor([[0, 3]]), 3), ValueError, "states 0..2"),
+        (lambda: unigram_predictor(torch.tensor([[0.0, 1.0]]), 3), TypeError, "integer"),
+        (lambda: oracle_predictor(torch.tensor([[0, 1]]), torch.full((2, 2, 2), 0.5)),
+         ValueError, "2 matrices"),
+        (lambda: kl_divergence(torch.ones(2), torch.ones(3)), ValueError, "same shape"),
+    ],
+)
+def test_bad_arguments_raise_clear_errors(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
