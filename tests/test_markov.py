@@ -11,9 +11,12 @@ from seqtheory.markov import (
     bigram_predictor,
     icl_mc_batch,
     kl_divergence,
+    lift,
+    ngram_predictor,
     oracle_predictor,
     reference_losses,
     sample_chains,
+    sample_ngram_chains,
     sample_transition_matrices,
     sequence_loss,
     stationary_distribution,
@@ -112,8 +115,10 @@ def test_property_predictions_are_distributions(k, T, alpha, seed):
     x, P = icl_mc_batch(3, k, T, alpha, generator=gen(seed))
     for probs in (uniform_predictor(x, k), unigram_predictor(x, k),
                   bigram_predictor(x, k, alpha), oracle_predictor(x, P)):
-        assert probs.shape == (3, T, k) and (probs > 0).all()
+        assert probs.shape == (3, T, k) and (probs >= 0).all()
         assert torch.allclose(probs.sum(-1), torch.ones(3, T, dtype=torch.float64))
+    # estimators never rule a token out (the oracle may: tiny Dirichlet draws underflow)
+    assert (bigram_predictor(x, k, alpha) > 0).all() and (unigram_predictor(x, k) > 0).all()
 
 
 def test_sequence_loss_and_kl():
@@ -163,3 +168,53 @@ def test_reference_losses_reproduce_the_table(k):
 def test_bad_arguments_raise_clear_errors(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+def brute_force_ngram(x, k, n, alpha):
+    B, T = x.shape
+    out = torch.full((B, T, k), 1.0 / k, dtype=torch.float64)
+    for b in range(B):
+        seq = x[b].tolist()
+        for t in range(n - 2, T):
+            ctx = seq[t - n + 2: t + 1] if n > 1 else []
+            for j in range(k):
+                hits = [s for s in range(n - 1, t + 1) if seq[s - n + 1: s] == ctx]
+                out[b, t, j] = (sum(seq[s] == j for s in hits) + alpha) / (len(hits) + k * alpha)
+    return out
+
+
+@pytest.mark.parametrize("k, n", [(2, 3), (3, 3), (2, 4), (3, 1)])
+def test_ngram_predictor_matches_brute_force(k, n):
+    x, _ = icl_mc_batch(2, k, 14, generator=gen(9))
+    assert torch.allclose(ngram_predictor(x, k, n, 0.5), brute_force_ngram(x, k, n, 0.5))
+
+
+def test_order_two_chains_follow_their_contexts():
+    P = sample_transition_matrices(1, 2, 1.0, order=2, generator=gen(10))
+    assert P.shape == (1, 4, 2)
+    x = sample_ngram_chains(P.expand(3000, 4, 2).contiguous(), 40, generator=gen(11))
+    ctx = x[:, :-2] * 2 + x[:, 1:-1]                 # context (x_{t-1}, x_t)
+    for c in range(4):
+        nxt = x[:, 2:][ctx == c]
+        assert abs(nxt.float().mean().item() - P[0, c, 1].item()) < 0.03
+    # the oracle reads P at the current context
+    probs = oracle_predictor(x[:2], P.expand(2, 4, 2))
+    assert torch.allclose(probs[:, 1:-1], P[0].double()[ctx[:2]])
+
+
+def test_lift_is_a_stochastic_matrix_on_contexts():
+    P = sample_transition_matrices(3, 3, 1.0, order=2, generator=gen(12))
+    Q = lift(P)
+    assert Q.shape == (3, 9, 9) and torch.allclose(Q.sum(-1), torch.ones(3, 9))
+
+
+def test_doubly_stochastic_prior_has_uniform_stationary_law():
+    P = sample_transition_matrices(50, 4, 1.0, prior="doubly_stochastic", generator=gen(13))
+    assert torch.allclose(P.sum(-2), torch.ones(50, 4), atol=1e-4)
+    assert torch.allclose(stationary_distribution(P), torch.full((50, 4), 0.25), atol=1e-4)
+    with pytest.raises(ValueError, match="order=1"):
+        sample_transition_matrices(2, 3, order=2, prior="doubly_stochastic")
+    with pytest.raises(ValueError, match="prior must be one of"):
+        sample_transition_matrices(2, 3, prior="uniform")
+    with pytest.raises(ValueError, match="order m = 3"):
+        sample_ngram_chains(sample_transition_matrices(1, 2, order=3), 2)

@@ -66,3 +66,23 @@ def test_checkers():
         check_float("p", float("nan"))
     with pytest.raises(ValueError, match="'a', 'b'"):
         check_choice("mode", "c", ("a", "b"))
+
+
+def test_load_data_names_available_files():
+    from seqtheory.utils import load_data
+
+    with pytest.raises(ValueError, match="no data file 'nope.json'"):
+        load_data("nope.json")
+
+
+def test_shipped_depth_data_covers_the_chapter_grid():
+    """book/induction_heads.md plots this file; scripts/icl_depth.py writes it."""
+    from seqtheory.utils import load_data
+
+    data = load_data("icl_depth.json")
+    assert data["meta"]["script"] == "scripts/icl_depth.py"
+    grid = {(r["order"], r["architecture"]) for r in data["runs"]}
+    archs = {"3 layers, MLP", "2 layers, attention-only", "4 layers, attention-only"}
+    assert grid == {(m, a) for m in (1, 2, 3) for a in archs}
+    for r in data["runs"]:
+        assert len(r["steps"]) == len(r["kl_bayes"]) == len(r["loss"]) > 1

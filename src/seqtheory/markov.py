@@ -2,7 +2,10 @@
 
 Every sequence comes from its own transition matrix ``P`` on ``k`` states, each row drawn
 from ``Dirichlet(alpha * 1)``; the first token is drawn from the stationary distribution of
-``P``.  Sampling is vectorised over the batch *and* the sequence: each step's transition is
+``P``.  An order-``m`` chain has one row per context of ``m`` tokens: ``P`` has shape
+(batch, k**m, k), context ``(x_{t-m+1}, ..., x_t)`` having index ``sum_i x_{t-i} k**i``.
+
+Sampling is vectorised over the batch *and* the sequence: each step's transition is
 a map ``[k] -> [k]`` (fixed by one uniform draw per step and state), and the prefix
 compositions of these maps are computed by doubling in ``log2(T)`` tensor operations.
 
@@ -18,30 +21,46 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .utils import check_float, check_int
+from .utils import check_choice, check_float, check_int
 
 __all__ = [
     "sample_transition_matrices",
     "stationary_distribution",
     "sample_chains",
     "icl_mc_batch",
+    "lift",
+    "sample_ngram_chains",
+    "ngram_predictor",
     "uniform_predictor",
     "unigram_predictor",
     "bigram_predictor",
     "oracle_predictor",
     "sequence_loss",
     "kl_divergence",
+    "ngram_name",
+    "strategies",
     "reference_losses",
 ]
 
 
-def _check_P(P: torch.Tensor) -> torch.Tensor:
+def _order_of(P: torch.Tensor) -> int:
+    """The order m of a transition tensor (B, k**m, k)."""
+    k, rows = P.shape[2], P.shape[1]
+    m = max(1, round(math.log(rows) / math.log(k)))
+    if k**m != rows:
+        raise ValueError(f"P has {rows} rows, not a power of k = {k}: expected (batch, k**m, k)")
+    return m
+
+
+def _check_P(P: torch.Tensor, square: bool = False) -> torch.Tensor:
     if not isinstance(P, torch.Tensor):
         raise TypeError(f"P must be a torch.Tensor, got {type(P).__name__}")
-    if P.dim() != 3 or P.shape[1] != P.shape[2]:
-        raise ValueError(f"P must have shape (batch, k, k), got {tuple(P.shape)}")
-    if P.shape[1] < 2:
-        raise ValueError(f"P needs k >= 2 states, got k = {P.shape[1]}")
+    if P.dim() != 3 or (square and P.shape[1] != P.shape[2]):
+        shape = "(batch, k, k)" if square else "(batch, k**m, k)"
+        raise ValueError(f"P must have shape {shape}, got {tuple(P.shape)}")
+    if P.shape[2] < 2:
+        raise ValueError(f"P needs k >= 2 states, got k = {P.shape[2]}")
+    _order_of(P)
     if (P < 0).any() or not torch.allclose(P.sum(-1), torch.ones((), dtype=P.dtype), atol=1e-5):
         raise ValueError("every row of P must be a probability distribution (>= 0, sums to 1)")
     return P
@@ -58,19 +77,37 @@ def _check_x(x: torch.Tensor, k: int) -> torch.Tensor:
     return x
 
 
+PRIORS = ("dirichlet", "doubly_stochastic")
+
+
 def sample_transition_matrices(
-    batch: int, k: int, alpha: float = 1.0, *, generator: torch.Generator | None = None,
-    dtype: torch.dtype = torch.float32,
+    batch: int, k: int, alpha: float = 1.0, *, order: int = 1, prior: str = "dirichlet",
+    generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """``batch`` transition matrices (batch, k, k) with rows ~ Dirichlet(alpha * 1)."""
+    """``batch`` transition tensors (batch, k**order, k) with rows ~ Dirichlet(alpha * 1).
+
+    ``prior="doubly_stochastic"`` (order 1 only) rescales each Dirichlet matrix by Sinkhorn
+    iterations until its columns also sum to 1: the stationary distribution is then
+    uniform, so in-context unigram statistics carry no information.
+    """
     batch = check_int("batch", batch, minimum=1)
     k = check_int("k", k, minimum=2)
+    order = check_int("order", order, minimum=1)
     alpha = check_float("alpha", alpha, low=0.0, low_open=True)
+    check_choice("prior", prior, PRIORS)
+    if prior == "doubly_stochastic" and order != 1:
+        raise ValueError(f"the doubly_stochastic prior needs order=1, got order={order}")
     if generator is None:  # derive one from the global seed (see seed_everything)
         generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,))))
     # Dirichlet rows = normalised Gamma(alpha) draws (torch's Dirichlet takes no generator)
-    gammas = _gamma(alpha, (batch, k, k), generator).clamp_min(torch.finfo(torch.float64).tiny)
-    return (gammas / gammas.sum(-1, keepdim=True)).to(dtype)
+    shape = (batch, k**order, k)
+    P = _gamma(alpha, shape, generator).clamp_min(torch.finfo(torch.float64).tiny)
+    P = P / P.sum(-1, keepdim=True)
+    if prior == "doubly_stochastic":
+        for _ in range(200):  # Sinkhorn: alternate column and row normalisation
+            P = P / P.sum(-2, keepdim=True)
+            P = P / P.sum(-1, keepdim=True)
+    return P.to(dtype)
 
 
 def _gamma(alpha: float, shape: tuple, generator: torch.Generator) -> torch.Tensor:
@@ -102,7 +139,7 @@ def stationary_distribution(P: torch.Tensor) -> torch.Tensor:
     Solved as a linear system (one equation of ``(P^T - I) pi = 0`` replaced by the
     normalisation), exact for irreducible chains, which Dirichlet rows are almost surely.
     """
-    P = _check_P(P)
+    P = _check_P(P, square=True)
     B, k, _ = P.shape
     A = (P.transpose(1, 2) - torch.eye(k, dtype=P.dtype)).to(torch.float64)   # (B, k, k)
     A[:, -1, :] = 1.0
@@ -122,7 +159,7 @@ def sample_chains(
     follows ``i`` at step ``t``; the states are ``x_{t+1} = (f_t o ... o f_1)(x_1)``, and all
     prefix compositions are computed by doubling (``ceil(log2 T)`` gathers).
     """
-    P = _check_P(P)
+    P = _check_P(P, square=True)
     T = check_int("T", T, minimum=1)
     B, k, _ = P.shape
     if start is None:
@@ -148,13 +185,50 @@ def sample_chains(
     return torch.cat([start[:, None], rest], dim=1)
 
 
+def lift(P: torch.Tensor) -> torch.Tensor:
+    """The first-order chain on contexts of an order-m tensor P (B, k**m, k): (B, k**m, k**m).
+
+    From context ``c`` the next token ``j`` leads to context ``(c * k + j) mod k**m``.
+    """
+    P = _check_P(P)
+    B, S, k = P.shape
+    if S == k:
+        return P
+    nxt = (torch.arange(S)[:, None] * k + torch.arange(k)[None, :]) % S       # (S, k)
+    Q = torch.zeros(B, S, S, dtype=P.dtype)
+    Q.scatter_add_(2, nxt.expand(B, S, k), P)
+    return Q
+
+
+def sample_ngram_chains(P: torch.Tensor, T: int, *,
+                        generator: torch.Generator | None = None) -> torch.Tensor:
+    """Sequences (batch, T) of the order-m chains P (B, k**m, k), started stationary.
+
+    The first m tokens are the digits of a context drawn from the stationary law of the
+    lifted chain (:func:`lift`); each later token is the last digit of the next context.
+    """
+    P = _check_P(P)
+    T = check_int("T", T, minimum=1)
+    B, S, k = P.shape
+    m = _order_of(P)
+    if m == 1:
+        return sample_chains(P, T, generator=generator)
+    if T < m:
+        raise ValueError(f"T must be >= the order m = {m}, got {T}")
+    contexts = sample_chains(lift(P), T - m + 1, generator=generator)         # (B, T-m+1)
+    digits = k ** torch.arange(m - 1, -1, -1)                    # most significant digit first
+    first = (contexts[:, :1] // digits) % k                                    # (B, m)
+    return torch.cat([first, contexts[:, 1:] % k], dim=1)
+
+
 def icl_mc_batch(
-    batch: int, k: int, T: int, alpha: float = 1.0, *,
-    generator: torch.Generator | None = None,
+    batch: int, k: int, T: int, alpha: float = 1.0, *, order: int = 1,
+    prior: str = "dirichlet", generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of the ICL-MC task: sequences (batch, T) and their own matrices (batch, k, k)."""
-    P = sample_transition_matrices(batch, k, alpha, generator=generator)
-    return sample_chains(P, T, generator=generator), P
+    """A batch of the ICL-MC task: sequences (batch, T) and their own P (batch, k**order, k)."""
+    P = sample_transition_matrices(batch, k, alpha, order=order, prior=prior,
+                                   generator=generator)
+    return sample_ngram_chains(P, T, generator=generator), P
 
 
 # ----------------------------------------------------------------------------- predictors
@@ -164,15 +238,49 @@ def uniform_predictor(x: torch.Tensor, k: int) -> torch.Tensor:
     return torch.full((*x.shape, k), 1.0 / k, dtype=torch.float64)
 
 
+def _context_ids(x: torch.Tensor, k: int, length: int) -> torch.Tensor:
+    """Index of every window of ``length`` tokens: (B, T - length + 1); window i = x[i:i+length]."""
+    if length == 0:
+        return torch.zeros(x.shape[0], x.shape[1] + 1, dtype=torch.long)
+    digits = k ** torch.arange(length - 1, -1, -1)                             # (length,)
+    return (x.unfold(1, length, 1) * digits).sum(-1)
+
+
+def ngram_predictor(x: torch.Tensor, k: int, n: int, alpha: float = 1.0) -> torch.Tensor:
+    """In-context n-gram estimate ``(N(c -> j) + alpha) / (N(c -> .) + k alpha)``: (B, T, k).
+
+    ``c`` is the context of the last ``n - 1`` tokens and ``N`` counts, in the sequence so
+    far, how often ``c`` was followed by ``j``.  This is the posterior predictive
+    (Bayes-optimal) rule for an order-(n-1) chain whose rows have a Dirichlet(alpha) prior.
+    ``n = 1`` is the unigram rule and ``n = 2`` the bigram rule.  Positions with fewer than
+    ``n - 1`` tokens of context predict uniformly.
+    """
+    x = _check_x(x, k)
+    n = check_int("n", n, minimum=1)
+    alpha = check_float("alpha", alpha, low=0.0, low_open=True)
+    B, T = x.shape
+    out = torch.full((B, T, k), 1.0 / k, dtype=torch.float64)
+    if T < n - 1:
+        return out
+    ctx = _context_ids(x, k, n - 1)                 # window i = context of event s = i + n - 1
+    events = torch.zeros(B, T, k**n, dtype=torch.float64)                     # event at time s
+    if T > n - 1:
+        ids = ctx[:, : T - n + 1] * k + x[:, n - 1:]                            # (B, T-n+1)
+        events[:, n - 1:] = F.one_hot(ids, k**n).to(torch.float64)
+    counts = events.cumsum(1).view(B, T, k ** (n - 1), k)                      # N up to time t
+    t0 = max(n - 2, 0)                                      # first position with full context
+    query = ctx[:, : T - t0]                                # context of query t = window t - n + 2
+    rows = counts[:, t0:].gather(2, query[:, :, None, None].expand(B, T - t0, 1, k))[:, :, 0]
+    out[:, t0:] = (rows + alpha) / (rows.sum(-1, keepdim=True) + k * alpha)
+    return out
+
+
 def unigram_predictor(x: torch.Tensor, k: int) -> torch.Tensor:
     """In-context unigram (Laplace) estimate ``(count_t(j) + 1) / (t + k)``: (B, T, k).
 
     ``count_t(j)`` counts ``j`` among the first ``t`` tokens ``x[:, :t]`` (1-based ``t``).
     """
-    x = _check_x(x, k)
-    counts = F.one_hot(x, k).to(torch.float64).cumsum(1)                      # (B, T, k)
-    t = torch.arange(1, x.shape[1] + 1, dtype=torch.float64)[None, :, None]
-    return (counts + 1.0) / (t + k)
+    return ngram_predictor(x, k, 1, 1.0)
 
 
 def bigram_predictor(x: torch.Tensor, k: int, alpha: float = 1.0) -> torch.Tensor:
@@ -181,24 +289,26 @@ def bigram_predictor(x: torch.Tensor, k: int, alpha: float = 1.0) -> torch.Tenso
     The posterior predictive (Bayes-optimal) rule under a ``Dirichlet(alpha)`` prior on the
     rows of P; ``n`` counts the transitions seen so far.  Returns (B, T, k).
     """
-    x = _check_x(x, k)
-    alpha = check_float("alpha", alpha, low=0.0, low_open=True)
-    B, T = x.shape
-    pairs = torch.zeros(B, T, k * k, dtype=torch.float64)                    # transition s-1 -> s
-    if T > 1:
-        pairs[:, 1:] = F.one_hot(x[:, :-1] * k + x[:, 1:], k * k).to(torch.float64)
-    counts = pairs.cumsum(1).view(B, T, k, k)                                 # n up to t
-    row = counts.gather(2, x[:, :, None, None].expand(B, T, 1, k))[:, :, 0]   # (B, T, k)
-    return (row + alpha) / (row.sum(-1, keepdim=True) + k * alpha)
+    return ngram_predictor(x, k, 2, alpha)
 
 
 def oracle_predictor(x: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
-    """The true next-state distribution ``P[x_t]``: (B, T, k)."""
+    """The true next-token distribution ``P[context]``: (B, T, k).
+
+    For an order-m chain the first m - 1 positions (incomplete context) predict uniformly.
+    """
     P = _check_P(P)
-    x = _check_x(x, P.shape[1])
-    if x.shape[0] != P.shape[0]:
-        raise ValueError(f"x has {x.shape[0]} sequences but P has {P.shape[0]} matrices")
-    return P.to(torch.float64)[torch.arange(x.shape[0])[:, None], x]          # (B, T, k)
+    B, S, k = P.shape
+    m = _order_of(P)
+    x = _check_x(x, k)
+    if x.shape[0] != B:
+        raise ValueError(f"x has {x.shape[0]} sequences but P has {B} matrices")
+    T = x.shape[1]
+    out = torch.full((B, T, k), 1.0 / k, dtype=torch.float64)
+    if T >= m:
+        ctx = _context_ids(x, k, m)                                            # (B, T-m+1)
+        out[:, m - 1:] = P.to(torch.float64)[torch.arange(B)[:, None], ctx]
+    return out
 
 
 def sequence_loss(probs: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -226,24 +336,43 @@ def kl_divergence(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-12) -> torch
     return (p * (p.clamp_min(eps).log() - q.clamp_min(eps).log())).sum(-1)
 
 
+NGRAM_NAMES = {1: "unigram", 2: "bigram", 3: "trigram"}
+
+
+def ngram_name(n: int) -> str:
+    """``unigram``, ``bigram``, ``trigram``, then ``4-gram``, ``5-gram`` ..."""
+    return NGRAM_NAMES.get(n, f"{n}-gram")
+
+
+def strategies(x: torch.Tensor, P: torch.Tensor, alpha: float = 1.0) -> dict[str, torch.Tensor]:
+    """Every reference predictor on ``x``: uniform, the n-grams up to the Bayes one
+    (n = order + 1, with the prior's alpha; lower n with Laplace smoothing alpha = 1) and
+    the oracle.  Each value is (B, T, k)."""
+    k, m = P.shape[2], _order_of(_check_P(P))
+    out = {"uniform": uniform_predictor(x, k)}
+    for n in range(1, m + 2):
+        out[ngram_name(n)] = ngram_predictor(x, k, n, alpha if n == m + 1 else 1.0)
+    out["oracle"] = oracle_predictor(x, P)
+    return out
+
+
 def reference_losses(
-    k: int, T: int = 100, alpha: float = 1.0, *, n: int = 20_000, seed: int = 0,
-    batch: int = 5_000,
+    k: int, T: int = 100, alpha: float = 1.0, *, order: int = 1, prior: str = "dirichlet",
+    n: int = 20_000, seed: int = 0, batch: int = 5_000,
 ) -> dict[str, tuple[float, float]]:
     """Monte-Carlo expected loss (mean over the T positions) of each reference strategy.
 
-    Returns ``{name: (mean, standard error)}`` for ``uniform``, ``unigram``, ``bigram``
-    and ``oracle``, from ``n`` fresh sequences of the ICL-MC task.
+    Returns ``{name: (mean, standard error)}`` for the strategies of :func:`strategies`,
+    from ``n`` fresh sequences of the ICL-MC task.
     """
     n = check_int("n", n, minimum=2)
     gen = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
-    per_seq: dict[str, list] = {"uniform": [], "unigram": [], "bigram": [], "oracle": []}
+    per_seq: dict[str, list] = {}
     for start in range(0, n, batch):
-        x, P = icl_mc_batch(min(batch, n - start), k, T, alpha, generator=gen)
-        preds = {"uniform": uniform_predictor(x, k), "unigram": unigram_predictor(x, k),
-                 "bigram": bigram_predictor(x, k, alpha), "oracle": oracle_predictor(x, P)}
-        for name, probs in preds.items():
-            per_seq[name].append(sequence_loss(probs, x).mean(1))
+        x, P = icl_mc_batch(min(batch, n - start), k, T, alpha, order=order, prior=prior,
+                            generator=gen)
+        for name, probs in strategies(x, P, alpha).items():
+            per_seq.setdefault(name, []).append(sequence_loss(probs, x).mean(1))
     out = {}
     for name, chunks in per_seq.items():
         v = torch.cat(chunks)

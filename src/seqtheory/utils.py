@@ -19,6 +19,7 @@ __all__ = [
     "check_int",
     "check_float",
     "check_choice",
+    "load_data",
 ]
 
 T = TypeVar("T")
@@ -153,3 +154,20 @@ def dataclass_replace(obj: Any, **changes: Any) -> Any:
         raise ValueError(
             f"unknown field(s) {bad} for {type(obj).__name__}; allowed: {sorted(names)}")
     return replace(obj, **changes)
+
+
+def load_data(name: str) -> Any:
+    """Load a JSON data file shipped with the library (``seqtheory/data/NAME``).
+
+    These files are written by the repository's ``scripts/``; each records the script and
+    settings that produced it, so a reader can regenerate it.
+    """
+    import json
+    from importlib import resources
+
+    path = resources.files("seqtheory") / "data" / name
+    if not path.is_file():
+        available = sorted(p.name for p in (resources.files("seqtheory") / "data").iterdir()
+                           if p.name.endswith(".json"))
+        raise ValueError(f"no data file {name!r}; available: {available}")
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,248 @@
+"""In-context learning of Markov chains (ICL-MC): experiment set-ups, evaluation, mechanism.
+
+* :class:`ICLSetup` holds one experiment's task and model sizes; :data:`MAIN` is the
+  chapter's main run at CPU and ``FULL=1`` sizes.
+* :class:`ICLEvaluator` measures a model on a fixed held-out batch: its loss, its KL
+  divergence to every reference strategy and to the true transition row (averaged over
+  positions and at the last position), and two attention statistics of the induction-head
+  mechanism (:func:`induction_attention`).
+* :class:`MinimalICL` is a two-layer model small enough to analyse: a learned
+  relative-position softmax in layer 1 and a bilinear attention on one-hot tokens in
+  layer 2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn as nn
+
+from .markov import (
+    icl_mc_batch,
+    kl_divergence,
+    ngram_name,
+    sequence_loss,
+    strategies,
+)
+from .models import Transformer, TransformerConfig, attention_to_offset
+from .training import History, TrainConfig, train
+from .utils import Sizes, check_int, seed_everything
+
+__all__ = [
+    "ICLSetup",
+    "MAIN",
+    "ICLEvaluator",
+    "ICLRun",
+    "train_icl",
+    "induction_attention",
+    "switch_step",
+    "MinimalICL",
+]
+
+
+@dataclass(frozen=True)
+class ICLSetup:
+    """Task, model and optimiser sizes of one ICL-MC training run."""
+
+    k: int = 3                  # states of the chain (vocabulary size)
+    T: int = 100                # tokens per sequence
+    alpha: float = 1.0          # Dirichlet concentration of each row of P
+    order: int = 1              # Markov order (1: bigram statistics are Bayes-optimal)
+    prior: str = "dirichlet"    # or "doubly_stochastic" (order 1): no unigram signal
+    n_layers: int = 2           # transformer depth
+    n_heads: int | tuple = 1    # heads per layer (int, or one per layer)
+    d_model: int = 16           # residual width
+    attn_only: bool = True      # no MLPs
+    layer_norm: bool = True     # pre-LN (without it the unigram plateau lasts much longer)
+    pos_encoding: str = "learned"
+    batch_size: int = 64        # sequences per step
+    lr: float = 1e-3            # AdamW learning rate (constant)
+    steps: int = 2000           # optimisation steps
+    eval_every: int = 50        # evaluate every this many steps
+
+    def model_config(self) -> TransformerConfig:
+        """The transformer for this set-up (inputs are the first T - 1 tokens)."""
+        return TransformerConfig(
+            vocab_size=self.k, max_len=self.T, n_layers=self.n_layers, n_heads=self.n_heads,
+            d_model=self.d_model, attn_only=self.attn_only, layer_norm=self.layer_norm,
+            pos_encoding=self.pos_encoding)
+
+    def model(self) -> Transformer:
+        """A freshly initialised transformer (uses the global seed)."""
+        return Transformer(self.model_config())
+
+    def batch(self, step: int = 0, generator: torch.Generator | None = None):
+        """A fresh training batch ``(inputs, targets)``: tokens ``x[:, :-1]`` and ``x[:, 1:]``."""
+        x, _ = icl_mc_batch(self.batch_size, self.k, self.T, self.alpha, order=self.order,
+                            prior=self.prior, generator=generator)
+        return x[:, :-1], x[:, 1:]
+
+    def replace(self, **changes) -> ICLSetup:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+
+#: the chapter's main run: k = 3, T = 100, alpha = 1, 2-layer attention-only, d_model = 16
+MAIN = Sizes(
+    cpu=ICLSetup(),
+    full=ICLSetup(lr=5e-4, steps=6000, eval_every=100),  # the published learning rate
+)
+
+
+def induction_attention(pattern: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Attention mass on "matching" keys: from query t to keys s with x[s - 1] == x[t].
+
+    A statistical induction head puts its attention on exactly those positions: their
+    tokens are the ones that followed earlier occurrences of the current token, so their
+    average is the in-context bigram estimate.  ``pattern`` is (B, H, T, T) and ``x`` is
+    (B, T); returns (B, H), averaged over queries that have at least one matching key.
+    """
+    if pattern.dim() != 4 or pattern.shape[-1] != pattern.shape[-2]:
+        raise ValueError(f"pattern must have shape (B, H, T, T), got {tuple(pattern.shape)}")
+    B, H, T, _ = pattern.shape
+    if tuple(x.shape) != (B, T):
+        raise ValueError(f"x must have shape ({B}, {T}), got {tuple(x.shape)}")
+    prev = torch.full_like(x, -1)
+    prev[:, 1:] = x[:, :-1]                                             # token before key s
+    match = (prev[:, None, :] == x[:, :, None]) & torch.ones(T, T, dtype=torch.bool).tril()
+    mass = (pattern * match[:, None]).sum(-1)                           # (B, H, T)
+    has = match.any(-1)[:, None, :].to(pattern.dtype)                   # (B, 1, T)
+    return (mass * has).sum(-1) / has.sum(-1).clamp_min(1.0)
+
+
+class ICLEvaluator:
+    """Held-out measurements of a model on the ICL-MC task of ``setup``.
+
+    Call it as ``eval_fn(model, step)`` inside :func:`seqtheory.train`.  Metrics (nats):
+    ``loss`` (mean over the T positions, first token scored as ln k, like the reference
+    table), ``KL(<strategy>||model)`` for uniform, unigram, ..., the Bayes n-gram, and
+    ``KL(P||model)`` to the true next-token row, each averaged over positions and, with
+    the suffix `` @last``, at the last position.  For transformers also the attention on
+    the previous position in layer 1 and on matching positions in layer 2.
+    """
+
+    def __init__(self, setup: ICLSetup, n: int = 512, seed: int = 1234):
+        n = check_int("n", n, minimum=1)
+        gen = torch.Generator().manual_seed(seed)
+        self.setup = setup
+        self.x, self.P = icl_mc_batch(n, setup.k, setup.T, setup.alpha, order=setup.order,
+                                      prior=setup.prior, generator=gen)
+        refs = strategies(self.x, self.P, setup.alpha)
+        self.oracle = refs.pop("oracle")
+        self.strategies = refs                                      # name -> (B, T, k)
+        self.bayes = ngram_name(setup.order + 1)
+        self.reference_loss = {name: sequence_loss(p, self.x).mean().item()
+                               for name, p in {**refs, "oracle": self.oracle}.items()}
+
+    def model_probs(self, model: nn.Module) -> tuple[torch.Tensor, object]:
+        """The model's next-token distributions on the held-out batch: (B, T, k)."""
+        if isinstance(model, Transformer):
+            logits, cache = model(self.x, return_cache=True)
+            return logits.double().softmax(-1), cache
+        return model(self.x).double().exp(), None          # models returning log-probs
+
+    def __call__(self, model: nn.Module, step: int = 0) -> dict[str, float]:
+        probs, cache = self.model_probs(model)
+        out = {"loss": sequence_loss(probs, self.x).mean().item()}
+        for name, q in {**self.strategies, "P": self.oracle}.items():
+            kl = kl_divergence(q[:, :-1], probs[:, :-1])   # (B, T-1): positions with a target
+            out[f"KL({name}||model)"] = kl.mean().item()
+            out[f"KL({name}||model) @last"] = kl[:, -1].mean().item()
+        if cache is not None:
+            out["layer-1 previous-token attention"] = \
+                attention_to_offset(cache.attn[0], 1).max(-1).values.mean().item()
+            out["layer-2 induction attention"] = \
+                induction_attention(cache.attn[-1], self.x).max(-1).values.mean().item()
+        return out
+
+
+@dataclass
+class ICLRun:
+    """A trained model with its set-up, training history and evaluator."""
+
+    setup: ICLSetup
+    model: nn.Module
+    history: History
+    evaluator: ICLEvaluator
+
+
+def train_icl(setup: ICLSetup, *, seed: int = 0, eval_n: int = 256,
+              snapshot_every: int | None = None, desc: str | None = None,
+              progress: bool = True) -> ICLRun:
+    """Seed, build the transformer of ``setup``, train it on fresh ICL-MC batches, evaluate
+    every ``setup.eval_every`` steps, and keep snapshots every ``snapshot_every`` steps."""
+    seed_everything(seed)
+    evaluator = ICLEvaluator(setup, n=eval_n)
+    model = setup.model()
+    snaps = () if snapshot_every is None else \
+        tuple(range(0, setup.steps + 1, check_int("snapshot_every", snapshot_every, minimum=1)))
+    history = train(model, setup.batch,
+                    TrainConfig(steps=setup.steps, lr=setup.lr, eval_every=setup.eval_every,
+                                snapshot_steps=snaps),
+                    eval_fn=evaluator, desc=desc or "ICL-MC", progress=progress)
+    return ICLRun(setup, model, history, evaluator)
+
+
+def switch_step(history: History, lower: str = "bigram", upper: str = "unigram") -> int | None:
+    """First evaluated step (after the model left the uniform guess) at which the model is
+    closer to ``lower`` than to ``upper`` and stays so; None if it never switches."""
+    steps, near_low = history.metric(f"KL({lower}||model)")
+    _, near_up = history.metric(f"KL({upper}||model)")
+    closer = near_low < near_up
+    for i in range(1, len(steps)):
+        if closer[i:].all():
+            return int(steps[i])
+    return None
+
+
+class MinimalICL(nn.Module):
+    """A two-layer model of the statistical induction head that can be written on a napkin.
+
+    Layer 1 mixes one-hot tokens with a softmax over *relative positions* only:
+    ``h_s = sum_{r <= s} softmax_r(w[s - r]) e(x_r)``; ideally ``w`` selects distance 1, so
+    ``h_s = e(x_{s-1})``.  Layer 2 attends from query t to keys s <= t with the bilinear
+    score ``e(x_t)^T W h_s`` and averages the one-hot tokens ``e(x_s)``; with
+    ``W = c I`` and large c it averages the tokens that followed earlier copies of
+    ``x_t``, the in-context bigram estimate.  With ``w = 0, W = 0`` (the initialisation)
+    both layers average uniformly and the output is the in-context unigram frequency.
+    Returns log-probabilities (B, T, k), smoothed by ``eps``.
+    """
+
+    def __init__(self, k: int, T: int, eps: float = 0.02):
+        super().__init__()
+        self.k = check_int("k", k, minimum=2)
+        self.T = check_int("T", T, minimum=2)
+        self.eps = eps
+        self.w = nn.Parameter(torch.zeros(T))             # layer-1 logit per distance 0..T-1
+        self.W = nn.Parameter(torch.zeros(k, k))          # layer-2 bilinear form
+        idx = torch.arange(T)
+        self.register_buffer("dist", (idx[:, None] - idx[None, :]).clamp(min=0),
+                             persistent=False)
+        self.register_buffer("causal", idx[:, None] >= idx[None, :], persistent=False)
+
+    def layer1(self, T: int) -> torch.Tensor:
+        """Layer-1 attention (T, T): a softmax over relative positions, causal."""
+        scores = self.w[self.dist[:T, :T]].masked_fill(~self.causal[:T, :T], float("-inf"))
+        return scores.softmax(-1)
+
+    def forward(self, x: torch.Tensor, return_attn: bool = False):
+        B, T = x.shape
+        if T > self.T:
+            raise ValueError(f"sequence length {T} exceeds T={self.T}")
+        e = nn.functional.one_hot(x, self.k).float()                    # (B, T, k)
+        A1 = self.layer1(T)                                             # (T, T)
+        h = A1 @ e                                                      # (B, T, k)
+        scores = (e @ self.W) @ h.transpose(1, 2)                       # (B, T, T)
+        A2 = scores.masked_fill(~self.causal[:T, :T], float("-inf")).softmax(-1)
+        p = A2 @ e                                                      # (B, T, k)
+        logp = ((1 - self.eps) * p + self.eps / self.k).log()
+        return (logp, (A1, A2)) if return_attn else logp
+
+    def diagnostics(self) -> dict[str, float]:
+        """How far each layer is from the induction solution: layer-1 weight on distance 1,
+        and the diagonal minus the off-diagonal mean of W (0 at initialisation)."""
+        a1 = self.layer1(self.T)
+        W = self.W.detach()
+        off = (W.sum() - W.diagonal().sum()) / (self.k * (self.k - 1))
+        return {"layer-1 weight on distance 1": attention_to_offset(a1, 1).item(),
+                "W diagonal contrast": (W.diagonal().mean() - off).item()}

@@ -1,0 +1,98 @@
+"""Unit tests for seqtheory.incontext: evaluator, attention statistics, switch, minimal model."""
+import pytest
+import torch
+import torch.nn as nn
+
+from seqtheory.incontext import (
+    MAIN, ICLEvaluator, ICLSetup, MinimalICL, induction_attention, switch_step, train_icl,
+)
+from seqtheory.markov import bigram_predictor
+from seqtheory.training import History
+
+SMALL = ICLSetup(k=3, T=20, steps=4, eval_every=2, batch_size=8)
+
+
+class BigramModel(nn.Module):
+    """A 'model' that returns the in-context bigram rule as log-probabilities."""
+
+    def forward(self, x):
+        return bigram_predictor(x, 3).log().float()
+
+
+def test_setup_batches_and_model():
+    x, y = SMALL.batch(0, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (8, 19) and torch.equal(x[:, 1:], y[:, :-1])
+    logits = SMALL.model()(x)
+    assert logits.shape == (8, 19, 3)
+    assert MAIN.pick("full").steps > MAIN.pick("cpu").steps
+
+
+def test_evaluator_is_zero_distance_from_the_strategy_a_model_implements():
+    ev = ICLEvaluator(SMALL, n=64)
+    out = ev(BigramModel())
+    assert out["KL(bigram||model)"] < 1e-5 and out["KL(unigram||model)"] > 0.01
+    assert out["loss"] == pytest.approx(ev.reference_loss["bigram"], abs=1e-4)
+    assert "KL(P||model) @last" in out and "layer-2 induction attention" not in out
+
+
+def test_evaluator_on_a_transformer_reports_attention():
+    out = ICLEvaluator(SMALL, n=16)(SMALL.model())
+    assert 0 <= out["layer-1 previous-token attention"] <= 1
+    assert 0 <= out["layer-2 induction attention"] <= 1
+
+
+def test_induction_attention_counts_matching_keys():
+    x = torch.tensor([[0, 1, 0, 2, 0]])
+    # query 4 (token 0): keys whose previous token is 0 are s = 1 and s = 3
+    A = torch.zeros(1, 1, 5, 5)
+    A[0, 0, :, 0] = 1.0
+    A[0, 0, 4] = torch.tensor([0.0, 0.5, 0.0, 0.5, 0.0])
+    A[0, 0, 2] = torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0])   # query 2 (token 0): s = 1 matches
+    score = induction_attention(A, x)
+    # queries with a match: t = 2 (mass 0) and t = 4 (mass 1); others have no matching key
+    assert score.item() == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="shape"):
+        induction_attention(A[0], x)
+
+
+def test_switch_step():
+    h = History(evals=[
+        {"step": 0, "KL(bigram||model)": 0.2, "KL(unigram||model)": 0.1},
+        {"step": 10, "KL(bigram||model)": 0.1, "KL(unigram||model)": 0.02},
+        {"step": 20, "KL(bigram||model)": 0.05, "KL(unigram||model)": 0.06},
+        {"step": 30, "KL(bigram||model)": 0.01, "KL(unigram||model)": 0.09},
+    ])
+    assert switch_step(h) == 20
+    h.evals[-1]["KL(bigram||model)"] = 0.5
+    assert switch_step(h) is None
+
+
+def test_minimal_model_starts_at_unigram_and_can_express_bigram():
+    torch.manual_seed(0)
+    m = MinimalICL(3, 30, eps=1e-6)
+    x = torch.randint(3, (4, 30))
+    p0 = m(x).exp()
+    freq = torch.nn.functional.one_hot(x, 3).float().cumsum(1)
+    freq = freq / freq.sum(-1, keepdim=True)
+    assert torch.allclose(p0, freq, atol=1e-4)          # w = 0, W = 0: prefix frequencies
+    with torch.no_grad():                                 # the induction solution
+        m.w.fill_(-30.0)
+        m.w[1] = 30.0
+        m.W.copy_(40.0 * torch.eye(3))
+    logp, (A1, A2) = m(x, return_attn=True)
+    assert A1.diagonal(offset=-1).min() > 0.99
+    d = m.diagnostics()
+    assert d["layer-1 weight on distance 1"] > 0.99 and d["W diagonal contrast"] == 40.0
+    # where the current token was seen before (with a successor), the prediction puts its
+    # mass on the tokens that followed it
+    t = 29
+    followers = [x[0, s].item() for s in range(1, t + 1) if x[0, s - 1] == x[0, t]]
+    if followers:
+        expect = torch.bincount(torch.tensor(followers), minlength=3).float() / len(followers)
+        assert torch.allclose(logp[0, t].exp(), expect, atol=1e-3)
+
+
+def test_train_icl_runs_and_keeps_snapshots():
+    run = train_icl(SMALL, snapshot_every=2, progress=False, eval_n=8)
+    assert sorted(run.history.snapshots) == [0, 2, 4]
+    assert run.history.metric("loss")[0].tolist() == [0, 2, 4]
