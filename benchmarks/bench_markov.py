@@ -19,7 +19,10 @@ import torch
 from seqtheory import seed_everything, train
 from seqtheory.incontext import MAIN, ICLEvaluator
 from seqtheory.markov import (
-    bigram_predictor, icl_mc_batch, sample_transition_matrices, stationary_distribution,
+    bigram_predictor,
+    icl_mc_batch,
+    sample_transition_matrices,
+    stationary_distribution,
 )
 
 
@@ -62,7 +65,7 @@ def main() -> None:
         t_loop = timeit(lambda: loop_sampler(B, k, T), args.repeats)
         t_bigram = timeit(lambda: bigram_predictor(x, k), args.repeats)
         model = cfg.model()
-        t_eval = timeit(lambda: evaluator(model, 0), max(3, args.repeats // 4))
+        t_eval = timeit(lambda m=model: evaluator(m, 0), max(3, args.repeats // 4))
         steps = 100
         hist = train(model, cfg.batch, steps=steps, lr=cfg.lr, progress=False)
         rows += [

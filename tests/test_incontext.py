@@ -4,7 +4,13 @@ import torch
 import torch.nn as nn
 
 from seqtheory.incontext import (
-    MAIN, ICLEvaluator, ICLSetup, MinimalICL, induction_attention, switch_step, train_icl,
+    MAIN,
+    ICLEvaluator,
+    ICLSetup,
+    MinimalICL,
+    induction_attention,
+    switch_step,
+    train_icl,
 )
 from seqtheory.markov import bigram_predictor
 from seqtheory.training import History
