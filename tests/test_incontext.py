@@ -102,3 +102,20 @@ def test_train_icl_runs_and_keeps_snapshots():
     run = train_icl(SMALL, snapshot_every=2, progress=False, eval_n=8)
     assert sorted(run.history.snapshots) == [0, 2, 4]
     assert run.history.metric("loss")[0].tolist() == [0, 2, 4]
+
+
+def test_plot_phases_draws_one_curve_per_strategy():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seqtheory.incontext import plot_phases
+
+    h = History(evals=[{"step": s, "KL(uniform||model)": u, "KL(unigram||model)": g,
+                        "KL(bigram||model)": b}
+                       for s, u, g, b in [(0, .01, .1, .2), (10, .1, .02, .1), (20, .2, .1, .01)]])
+    ax = plot_phases(h)
+    assert [line.get_label() for line in ax.lines] == ["uniform", "unigram", "bigram"]
+    assert ax.get_yscale() == "log" and len(ax.patches) == 3
+    plt.close("all")

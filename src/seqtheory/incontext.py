@@ -36,6 +36,7 @@ __all__ = [
     "train_icl",
     "induction_attention",
     "switch_step",
+    "plot_phases",
     "MinimalICL",
 ]
 
@@ -181,6 +182,35 @@ def train_icl(setup: ICLSetup, *, seed: int = 0, eval_n: int = 256,
                                 snapshot_steps=snaps),
                     eval_fn=evaluator, desc=desc or "ICL-MC", progress=progress)
     return ICLRun(setup, model, history, evaluator)
+
+
+def plot_phases(history: History, ax=None, strategies=("uniform", "unigram", "bigram"),
+                colors: dict | None = None):
+    """KL(strategy || model) against training step (log scale), the background shaded by
+    the strategy the model is closest to.  Returns the axes."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .plotting import palette
+
+    strategies = list(strategies)
+    if ax is None:
+        _, ax = plt.subplots()
+    if colors is None:
+        colors = dict(zip(strategies, palette(len(strategies) + 1)[1:], strict=True))
+    curves = []
+    for name in strategies:
+        steps, kl = history.metric(f"KL({name}||model)")
+        curves.append(kl)
+        ax.plot(steps, kl, lw=2, color=colors[name], label=name)
+    closest = np.argmin(np.stack(curves), axis=0)
+    edges = np.r_[steps[0], (steps[1:] + steps[:-1]) / 2, steps[-1]]
+    for i, c in enumerate(closest):
+        ax.axvspan(edges[i], edges[i + 1], color=colors[strategies[c]], alpha=0.12, lw=0)
+    ax.set(yscale="log", ylim=(1e-3, 1), xlabel="training step",
+           ylabel="KL(strategy ‖ model) (nats)")
+    ax.legend(title="distance to", loc="lower left", ncol=len(strategies), fontsize="small")
+    return ax
 
 
 def switch_step(history: History, lower: str = "bigram", upper: str = "unigram") -> int | None:
