@@ -218,3 +218,37 @@ def test_doubly_stochastic_prior_has_uniform_stationary_law():
         sample_transition_matrices(2, 3, prior="uniform")
     with pytest.raises(ValueError, match="order m = 3"):
         sample_ngram_chains(sample_transition_matrices(1, 2, order=3), 2)
+
+
+@pytest.mark.parametrize("p, q, H, unigram", [(0.8, 0.8, 0.7219, 1.0), (0.2, 0.3, 0.7857, 0.9710)])
+def test_switching_entropy_rates_match_closed_forms(p, q, H, unigram):
+    from seqtheory.markov import switching_entropy_rate, switching_unigram_entropy
+
+    assert switching_entropy_rate(p, q) == pytest.approx(H, abs=5e-5)
+    assert switching_unigram_entropy(p, q) == pytest.approx(unigram, abs=5e-5)
+    assert switching_entropy_rate(0.8, 0.8, base=math.e) == pytest.approx(0.5004, abs=5e-5)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_switching_process_depends_on_the_bit_k_back(k):
+    from seqtheory.markov import sample_switching
+
+    x = sample_switching(400, 200, 0.2, 0.3, k=k, generator=gen(20)).double()
+    prev, nxt = x[:, :-k], x[:, k:]
+    assert abs(nxt[prev == 0].mean().item() - 0.2) < 0.01       # leave 0 w.p. p
+    assert abs(1 - nxt[prev == 1].mean().item() - 0.3) < 0.01   # leave 1 w.p. q
+    assert abs(x.mean().item() - 0.2 / 0.5) < 0.01              # stationary pi1 = p / (p + q)
+    if k > 1:  # the bit right before carries no information
+        a, b = x[:, :-1], x[:, 1:]
+        assert abs(b[a == 0].mean().item() - b[a == 1].mean().item()) < 0.02
+
+
+def test_switching_errors():
+    from seqtheory.markov import sample_switching, switching_matrix
+
+    with pytest.raises(ValueError, match="p must be >"):
+        switching_matrix(0.0, 0.5)
+    with pytest.raises(ValueError, match="q must be <"):
+        switching_matrix(0.5, 1.0)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        sample_switching(2, 10, 0.5, 0.5, k=0)

@@ -37,6 +37,11 @@ __all__ = [
     "oracle_predictor",
     "sequence_loss",
     "kl_divergence",
+    "binary_entropy",
+    "switching_matrix",
+    "switching_entropy_rate",
+    "switching_unigram_entropy",
+    "sample_switching",
     "ngram_name",
     "strategies",
     "reference_losses",
@@ -334,6 +339,64 @@ def kl_divergence(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-12) -> torch
                          f"{tuple(q.shape)}")
     p, q = p.to(torch.float64), q.to(torch.float64)
     return (p * (p.clamp_min(eps).log() - q.clamp_min(eps).log())).sum(-1)
+
+
+# ----------------------------------------------------------------------------- switching sources
+def binary_entropy(p: float, base: float = 2.0) -> float:
+    """h(p) = -p log p - (1-p) log(1-p), in bits by default (``base=math.e`` for nats)."""
+    p = check_float("p", p, low=0.0, high=1.0)
+    if p in (0.0, 1.0):
+        return 0.0
+    return -(p * math.log(p) + (1 - p) * math.log(1 - p)) / math.log(base)
+
+
+def _check_pq(p: float, q: float) -> tuple[float, float]:
+    p = check_float("p", p, low=0.0, high=1.0, low_open=True, high_open=True)
+    q = check_float("q", q, low=0.0, high=1.0, low_open=True, high_open=True)
+    return p, q
+
+
+def switching_matrix(p: float, q: float) -> torch.Tensor:
+    """The first-order switching chain ``[[1-p, p], [q, 1-q]]``: leave 0 w.p. p, 1 w.p. q."""
+    p, q = _check_pq(p, q)
+    return torch.tensor([[1 - p, p], [q, 1 - q]], dtype=torch.float64)
+
+
+def switching_entropy_rate(p: float, q: float, base: float = 2.0) -> float:
+    """Entropy rate H = pi0 h(p) + pi1 h(q) of the switching chain (bits by default).
+
+    The k-th order switching process has the same entropy rate: it is k interleaved copies
+    of the first-order chain.
+    """
+    p, q = _check_pq(p, q)
+    pi1 = p / (p + q)
+    return (1 - pi1) * binary_entropy(p, base) + pi1 * binary_entropy(q, base)
+
+
+def switching_unigram_entropy(p: float, q: float, base: float = 2.0) -> float:
+    """Cross-entropy of the best unigram (i.i.d.) model of the switching source: h(pi1)."""
+    p, q = _check_pq(p, q)
+    return binary_entropy(p / (p + q), base)
+
+
+def sample_switching(
+    batch: int, T: int, p: float, q: float, *, k: int = 1,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Binary sequences (batch, T) of the k-th order switching process, started stationary.
+
+    ``x[t]`` equals ``x[t - k]`` flipped with probability p (if ``x[t - k] = 0``) or q (if
+    1): k independent first-order switching chains, interleaved.  ``k = 1`` is the
+    first-order chain.
+    """
+    batch = check_int("batch", batch, minimum=1)
+    T = check_int("T", T, minimum=1)
+    k = check_int("k", k, minimum=1)
+    P = switching_matrix(p, q).to(torch.float32).expand(batch * k, 2, 2).contiguous()
+    n = -(-T // k)                                                  # ceil(T / k) per chain
+    chains = sample_chains(P, n, generator=generator)               # (batch * k, n)
+    x = chains.view(batch, k, n).transpose(1, 2).reshape(batch, n * k)
+    return x[:, :T].contiguous()
 
 
 NGRAM_NAMES = {1: "unigram", 2: "bigram", 3: "trigram"}

@@ -1,0 +1,302 @@
+"""Tokenizers for symbol sequences, and the unigram-over-tokens model the theory studies.
+
+Sequences are 1-D integer arrays of symbols ``0 .. alphabet - 1`` (bits, for the
+chapter's sources).  Three tokenizers, each with ``encode`` / ``decode`` that round-trip:
+
+* :class:`BPE` — byte-pair encoding: repeatedly merge the most frequent adjacent pair
+  (ties: the smallest pair of ids), pair counts by ``bincount``; encoding applies the
+  merges in the order they were learned.  Chunked corpora (a list of sequences) never
+  merge across chunk boundaries, as in HuggingFace ``tokenizers``.
+* :class:`LZW` — a dictionary grown LZ78-style (each new phrase = longest known phrase +
+  the next symbol) up to ``d`` entries; encoding is greedy longest-prefix matching,
+  vectorised (match lengths for all positions at once, then the parse by pointer doubling).
+* :class:`FixedBlocks` — blocks of ``r`` symbols.
+
+:func:`unigram_cross_entropy` fits a unigram model over the tokens of a training stream and
+returns its cross-entropy on a test stream **per symbol** (bits/character).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .utils import check_int
+
+__all__ = ["BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths"]
+
+
+def _as_symbols(seq, alphabet: int, name: str = "sequence") -> np.ndarray:
+    arr = np.asarray(seq.cpu() if hasattr(seq, "cpu") else seq)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer symbols, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.size and (arr.min() < 0 or arr.max() >= alphabet):
+        raise ValueError(f"{name} holds symbols outside 0..{alphabet - 1}: "
+                         f"{arr.min()}..{arr.max()}")
+    return arr
+
+
+def _chunks(data, alphabet: int) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate a sequence or a list of sequences; ``ok[i]`` = pair (i, i+1) in one chunk."""
+    if isinstance(data, (list, tuple)):
+        parts = [_as_symbols(c, alphabet, "chunk") for c in data]
+    else:
+        parts = [_as_symbols(data, alphabet)]
+    seq = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    ok = np.ones(max(seq.size - 1, 0), dtype=bool)
+    ends = np.cumsum([p.size for p in parts])[:-1]
+    ok[ends[(ends > 0) & (ends < seq.size)] - 1] = False
+    return seq, ok
+
+
+class _Vocab:
+    """Token id -> symbol string, with a vectorised decoder."""
+
+    def __init__(self, tokens: list[np.ndarray], alphabet: int):
+        self.alphabet = alphabet
+        self.tokens = tokens
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of token ids."""
+        return len(self.tokens)
+
+    def token_string(self, i: int) -> str:
+        """Token ``i`` written as its symbols, e.g. ``'0110'``."""
+        return "".join(map(str, self.tokens[i].tolist()))
+
+    def decode(self, ids) -> np.ndarray:
+        """The symbol sequence of a token sequence (inverse of ``encode``)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= len(self.tokens)):
+            raise ValueError(f"token ids must lie in 0..{len(self.tokens) - 1}")
+        lengths = np.array([t.size for t in self.tokens])
+        flat = np.concatenate(self.tokens)
+        starts = np.r_[0, np.cumsum(lengths)[:-1]]
+        n = lengths[ids]
+        offsets = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
+        return flat[np.repeat(starts[ids], n) + offsets]
+
+
+# --------------------------------------------------------------------------------------- BPE
+def _apply_merge(seq: np.ndarray, ok: np.ndarray, a: int, b: int, new: int):
+    """Merge every non-overlapping (a, b) pair, left to right; return (seq, ok)."""
+    hit = (seq[:-1] == a) & (seq[1:] == b) & ok
+    idx = np.flatnonzero(hit)
+    if idx.size == 0:
+        return seq, ok
+    if a == b:  # runs like a a a: merge at even offsets from the start of each run
+        run_start = np.r_[True, np.diff(idx) != 1]
+        first = idx[run_start][np.cumsum(run_start) - 1]
+        idx = idx[(idx - first) % 2 == 0]
+    seq = seq.copy()
+    seq[idx] = new
+    return np.delete(seq, idx + 1), np.delete(ok, idx)
+
+
+class BPE(_Vocab):
+    """Byte-pair encoding over an alphabet of ``alphabet`` symbols (train with :meth:`train`)."""
+
+    def __init__(self, alphabet: int, merges: Sequence[tuple[int, int]] = ()):
+        self.merges = [tuple(map(int, m)) for m in merges]
+        tokens = [np.array([s]) for s in range(alphabet)]
+        for a, b in self.merges:
+            tokens.append(np.concatenate([tokens[a], tokens[b]]))
+        super().__init__(tokens, alphabet)
+
+    @classmethod
+    def train(cls, data, d: int, alphabet: int = 2, *, snapshots: Sequence[int] = ()):
+        """Learn merges until the vocabulary has ``d`` tokens (or no pair repeats).
+
+        ``data`` is a symbol sequence or a list of chunks.  With ``snapshots`` (vocabulary
+        sizes), also returns ``{size: encoded training data}`` as it was at each size.
+        """
+        alphabet = check_int("alphabet", alphabet, minimum=2)
+        d = check_int("d", d, minimum=alphabet)
+        seq, ok = _chunks(data, alphabet)
+        merges, seen = [], {}
+        wanted = set(snapshots)
+        if alphabet in wanted:
+            seen[alphabet] = seq
+        while alphabet + len(merges) < d and seq.size > 1:
+            pairs = seq[:-1][ok] * d + seq[1:][ok]
+            if pairs.size == 0:
+                break
+            counts = np.bincount(pairs, minlength=d * d)
+            best = int(np.argmax(counts))            # ties: smallest (a, b)
+            if counts[best] < 2:
+                break
+            a, b = divmod(best, d)
+            new = alphabet + len(merges)
+            seq, ok = _apply_merge(seq, ok, a, b, new)
+            merges.append((a, b))
+            if new + 1 in wanted:
+                seen[new + 1] = seq
+        bpe = cls(alphabet, merges)
+        return (bpe, seen) if snapshots else bpe
+
+    def truncate(self, d: int) -> BPE:
+        """The tokenizer with only the first ``d - alphabet`` merges (a smaller dictionary)."""
+        d = check_int("d", d, minimum=self.alphabet)
+        return BPE(self.alphabet, self.merges[: d - self.alphabet])
+
+    def encode(self, data, *, snapshots: Sequence[int] = ()):
+        """Token ids of a sequence (or of a list of chunks, concatenated).
+
+        With ``snapshots`` (vocabulary sizes), returns ``{size: ids}`` for each size instead,
+        in one pass over the merges.
+        """
+        seq, ok = _chunks(data, self.alphabet)
+        wanted, out = set(snapshots), {}
+        if self.alphabet in wanted:
+            out[self.alphabet] = seq
+        for i, (a, b) in enumerate(self.merges):
+            seq, ok = _apply_merge(seq, ok, a, b, self.alphabet + i)
+            if self.alphabet + i + 1 in wanted:
+                out[self.alphabet + i + 1] = seq
+        if snapshots:
+            missing = wanted - set(out)
+            if missing:
+                raise ValueError(f"no merges for sizes {sorted(missing)}; this BPE has "
+                                 f"{self.vocab_size} tokens")
+            return out
+        return seq
+
+
+# --------------------------------------------------------------------------------------- LZW
+class LZW(_Vocab):
+    """A phrase dictionary grown LZ78-style; greedy longest-prefix encoding."""
+
+    @classmethod
+    def train(cls, data, d: int, alphabet: int = 2) -> LZW:
+        """Parse ``data`` LZ78-style, adding one phrase per step, until ``d`` entries."""
+        alphabet = check_int("alphabet", alphabet, minimum=2)
+        d = check_int("d", d, minimum=alphabet)
+        seq = _as_symbols(data, alphabet).tolist()
+        phrases: dict[tuple, int] = {(s,): s for s in range(alphabet)}
+        i, n = 0, len(seq)
+        # The parse only runs until the dictionary is full: about d phrases, so this loop
+        # touches roughly d * (mean phrase length) symbols, not the whole stream.
+        while len(phrases) < d and i < n:
+            j = i + 1
+            while j < n and tuple(seq[i:j + 1]) in phrases:
+                j += 1
+            if j >= n:
+                break
+            phrases[tuple(seq[i:j + 1])] = len(phrases)
+            i = j + 1
+        tokens = [None] * len(phrases)
+        for phrase, idx in phrases.items():
+            tokens[idx] = np.array(phrase)
+        return cls(tokens, alphabet)
+
+    def truncate(self, d: int) -> LZW:
+        """The dictionary as it was when it had ``d`` entries (still prefix-closed)."""
+        d = check_int("d", d, minimum=self.alphabet)
+        return LZW(self.tokens[:d], self.alphabet)
+
+    def encode(self, data) -> np.ndarray:
+        """Greedy longest-prefix parse, vectorised over positions."""
+        seq = _as_symbols(data, self.alphabet)
+        n, A = seq.size, self.alphabet
+        if n == 0:
+            return np.zeros(0, np.int64)
+        # phrase codes by length: code = sum_j s_j A^(l-1-j); the dictionary is prefix-closed
+        by_length: dict[int, dict[int, int]] = {}
+        for idx, t in enumerate(self.tokens):
+            code = 0
+            for s in t.tolist():
+                code = code * A + s
+            by_length.setdefault(t.size, {})[code] = idx
+        # longest match at every position: extend all still-matching windows by one symbol
+        match_len = np.ones(n, dtype=np.int64)
+        code = seq.copy()                  # code of the longest match found so far
+        active = np.arange(n)
+        length = 1
+        while (length + 1) in by_length:
+            length += 1
+            active = active[active + length <= n]
+            extended = code[active] * A + seq[active + length - 1]
+            keep = np.isin(extended, np.fromiter(by_length[length], np.int64))
+            active = active[keep]
+            if active.size == 0:
+                break
+            code[active] = extended[keep]
+            match_len[active] = length
+        # the greedy parse 0, nxt(0), nxt(nxt(0)), ... by doubling: after round k, `path`
+        # holds the first 2^k positions of the chain in order and `jump` jumps 2^k tokens
+        jump = np.r_[np.minimum(np.arange(n) + match_len, n), n]     # n: absorbing end
+        path = np.array([0])
+        while True:
+            more = jump[path]
+            more = more[more < n]
+            if more.size == 0:
+                break
+            path = np.r_[path, more]
+            jump = jump[jump]
+        # token ids by a sorted (code, length) key
+        width = max(by_length) + 1
+        keys = np.array([c * width + ln for ln, codes in by_length.items() for c in codes])
+        ids = np.array([i for codes in by_length.values() for i in codes.values()])
+        order = np.argsort(keys)
+        found = np.searchsorted(keys[order], code[path] * width + match_len[path])
+        return ids[order][found]
+
+
+# ------------------------------------------------------------------------------ fixed blocks
+class FixedBlocks(_Vocab):
+    """Blocks of ``r`` symbols (the last block may be shorter, with tokens of its own)."""
+
+    def __init__(self, r: int, alphabet: int = 2):
+        self.r = check_int("r", r, minimum=1)
+        alphabet = check_int("alphabet", alphabet, minimum=2)
+        tokens = []
+        for length in range(r, 0, -1):             # full blocks get ids 0 .. A^r - 1
+            for code in range(alphabet ** length):
+                digits = [(code // alphabet ** (length - 1 - j)) % alphabet
+                          for j in range(length)]
+                tokens.append(np.array(digits))
+        super().__init__(tokens, alphabet)
+
+    @property
+    def dictionary_size(self) -> int:
+        """A^r: the number of full-block tokens (what the chapter calls d)."""
+        return self.alphabet ** self.r
+
+    def encode(self, data) -> np.ndarray:
+        seq = _as_symbols(data, self.alphabet)
+        A, r = self.alphabet, self.r
+        m = seq.size // r
+        weights = A ** np.arange(r - 1, -1, -1)
+        ids = (seq[: m * r].reshape(m, r) * weights).sum(1)
+        tail = seq[m * r:]
+        if tail.size:
+            offset = sum(A ** length for length in range(r, tail.size, -1))
+            tail_code = int((tail * A ** np.arange(tail.size - 1, -1, -1)).sum())
+            ids = np.r_[ids, offset + tail_code]
+        return ids.astype(np.int64)
+
+
+# ------------------------------------------------------------------------------- evaluation
+def token_lengths(tokenizer: _Vocab) -> np.ndarray:
+    """Length (in symbols) of every token of a tokenizer's vocabulary."""
+    return np.array([t.size for t in tokenizer.tokens])
+
+
+def unigram_cross_entropy(train_ids, test_ids, vocab_size: int, n_test_symbols: int,
+                          smoothing: float = 0.5) -> float:
+    """Bits per **symbol** of a unigram model over tokens, fitted on ``train_ids``.
+
+    Token probabilities are add-``smoothing`` estimates over the whole vocabulary; the
+    total code length of ``test_ids`` is divided by the number of symbols they encode.
+    """
+    vocab_size = check_int("vocab_size", vocab_size, minimum=1)
+    n_test_symbols = check_int("n_test_symbols", n_test_symbols, minimum=1)
+    train_ids, test_ids = np.asarray(train_ids), np.asarray(test_ids)
+    counts = np.bincount(train_ids, minlength=vocab_size).astype(float) + smoothing
+    logp = np.log2(counts / counts.sum())
+    return float(-logp[test_ids].sum() / n_test_symbols)
+

@@ -1,0 +1,118 @@
+"""Unit tests for seqtheory.tokenization: round trips, BPE vs HuggingFace, LZW greedy parse."""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqtheory.markov import sample_switching
+from seqtheory.tokenization import BPE, LZW, FixedBlocks, token_lengths, unigram_cross_entropy
+
+symbols = st.lists(st.integers(0, 2), min_size=0, max_size=300).map(np.array)
+
+
+def source(n=20_000, k=2, seed=1):
+    return sample_switching(1, n, 0.8, 0.8, k=k, generator=torch.Generator().manual_seed(seed))[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(train=symbols, test=symbols, d=st.integers(3, 40))
+def test_property_bpe_round_trips(train, test, d):
+    bpe = BPE.train(train.astype(np.int64), d, alphabet=3)
+    assert np.array_equal(bpe.decode(bpe.encode(test.astype(np.int64))), test)
+
+
+@settings(max_examples=40, deadline=None)
+@given(train=symbols, test=symbols, d=st.integers(3, 40))
+def test_property_lzw_round_trips(train, test, d):
+    lzw = LZW.train(train.astype(np.int64), d, alphabet=3)
+    assert np.array_equal(lzw.decode(lzw.encode(test.astype(np.int64))), test)
+
+
+@settings(max_examples=40, deadline=None)
+@given(test=symbols, r=st.integers(1, 5))
+def test_property_blocks_round_trip(test, r):
+    blocks = FixedBlocks(r, alphabet=3)
+    assert np.array_equal(blocks.decode(blocks.encode(test.astype(np.int64))), test)
+
+
+def greedy_longest_prefix(lzw, seq):
+    """The definition, one token at a time."""
+    table = {tuple(t.tolist()): i for i, t in enumerate(lzw.tokens)}
+    out, i, seq = [], 0, seq.tolist()
+    while i < len(seq):
+        j = i + 1
+        while j < len(seq) and tuple(seq[i:j + 1]) in table:
+            j += 1
+        out.append(table[tuple(seq[i:j])])
+        i = j
+    return np.array(out)
+
+
+def test_lzw_dictionary_is_prefix_closed_and_parse_is_greedy():
+    x = source(5000).numpy()
+    lzw = LZW.train(x, 128)
+    strings = {lzw.token_string(i) for i in range(lzw.vocab_size)}
+    assert len(strings) == 128 and all(s[:-1] in strings for s in strings if len(s) > 1)
+    y = source(3000, seed=2).numpy()
+    assert np.array_equal(lzw.encode(y), greedy_longest_prefix(lzw, y))
+    assert lzw.truncate(16).vocab_size == 16
+
+
+def test_bpe_matches_huggingface_tokenizers_on_a_chunked_corpus():
+    tokenizers = pytest.importorskip("tokenizers")
+    x = source().numpy()
+    chunks = [x[i:i + 200] for i in range(0, x.size, 200)]
+    text = ["".join(map(str, c.tolist())) for c in chunks]
+    hf = tokenizers.Tokenizer(tokenizers.models.BPE())
+    trainer = tokenizers.trainers.BpeTrainer(vocab_size=64, initial_alphabet=["0", "1"],
+                                             show_progress=False, special_tokens=[])
+    hf.train_from_iterator(text, trainer)
+    ours = BPE.train(chunks, 64)
+    assert {ours.token_string(i) for i in range(64)} == set(hf.get_vocab())
+    test = [c for c in chunks[:15]]
+    hf_tokens = [t for c in test for t in hf.encode("".join(map(str, c.tolist()))).tokens]
+    assert [ours.token_string(i) for i in ours.encode(test)] == hf_tokens
+
+
+def test_bpe_details():
+    x = source(10_000).numpy()
+    bpe, seen = BPE.train(x, 32, snapshots=[2, 8, 32])
+    assert np.array_equal(seen[32], bpe.encode(x))              # training = encoding
+    assert np.array_equal(seen[8], bpe.truncate(8).encode(x))  # prefixes of the merges
+    assert bpe.merges[0] in [(0, 0), (0, 1), (1, 0), (1, 1)]
+    enc = bpe.encode(x, snapshots=[8, 32])
+    assert np.array_equal(enc[8], seen[8])
+    assert np.array_equal(BPE.train(np.array([0, 0, 0]), 3).encode(np.array([0, 0, 0])),
+                          np.array([2, 0]))                       # runs merge left to right
+    assert token_lengths(bpe).max() > 1
+
+
+def test_unigram_cross_entropy_per_symbol():
+    # tokens 0 and 1, each standing for 2 symbols; the model puts 3/4 on token 0
+    bits = unigram_cross_entropy([0, 0, 0, 1], [0, 1], vocab_size=2, n_test_symbols=4,
+                                 smoothing=0.0)
+    assert bits == pytest.approx((-np.log2(0.75) - np.log2(0.25)) / 4)
+    blocks = FixedBlocks(2)
+    x = source(4000, k=2).numpy()  # k = 2: pairs of bits carry no information together
+    ce = unigram_cross_entropy(blocks.encode(x[:2000]), blocks.encode(x[2000:]),
+                               blocks.vocab_size, 2000)
+    assert abs(ce - 1.0) < 0.02
+
+
+@pytest.mark.parametrize(
+    "call, err, match",
+    [
+        (lambda: BPE.train(np.array([0, 1]), 1), ValueError, "d must be >= 2"),
+        (lambda: BPE.train(np.array([0, 2]), 4), ValueError, "outside 0..1"),
+        (lambda: BPE.train(np.zeros((2, 2), int), 4), ValueError, "1-D"),
+        (lambda: LZW.train(np.array([0.5]), 4), TypeError, "integer"),
+        (lambda: FixedBlocks(0), ValueError, "r must be >= 1"),
+        (lambda: BPE(2).decode([5]), ValueError, "token ids"),
+        (lambda: BPE(2, [(0, 1)]).encode(np.array([0, 1]), snapshots=[8]), ValueError,
+         "no merges"),
+    ],
+)
+def test_bad_arguments(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
