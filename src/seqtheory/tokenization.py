@@ -18,12 +18,16 @@ returns its cross-entropy on a test stream **per symbol** (bits/character).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from .utils import check_int
+from .utils import Sizes, check_choice, check_int
 
-__all__ = ["BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths"]
+__all__ = [
+    "BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths", "encode_rows",
+    "token_batch", "unigram_sweep", "TokenizationSetup", "SETUP",
+]
 
 
 def _as_symbols(seq, alphabet: int, name: str = "sequence") -> np.ndarray:
@@ -286,6 +290,42 @@ def token_lengths(tokenizer: _Vocab) -> np.ndarray:
     return np.array([t.size for t in tokenizer.tokens])
 
 
+def encode_rows(tokenizer: _Vocab, rows) -> list[np.ndarray]:
+    """Token ids of each row of a (B, S) symbol array; BPE encodes all rows in one pass."""
+    rows = np.asarray(rows.cpu() if hasattr(rows, "cpu") else rows)
+    if rows.ndim != 2:
+        raise ValueError(f"rows must have shape (batch, symbols), got {rows.shape}")
+    if not isinstance(tokenizer, BPE):
+        return [tokenizer.encode(r) for r in rows]
+    ids = tokenizer.encode(list(rows))
+    ends = np.cumsum(token_lengths(tokenizer)[ids])               # symbol end of each token
+    cuts = np.searchsorted(ends, np.arange(1, rows.shape[0]) * rows.shape[1], side="right")
+    return np.split(ids, cuts)
+
+
+def token_batch(tokenizer: _Vocab, rows, n_tokens: int, ignore_index: int = -100):
+    """Next-token training batch over tokens from (B, S) symbol rows.
+
+    Returns ``(inputs, targets, symbols)``: token ids (B, n_tokens), the next tokens
+    (B, n_tokens; ``ignore_index`` where a row ran out of tokens) and the number of
+    symbols each target token stands for (0 where ignored) — to report loss per symbol.
+    """
+    import torch
+
+    n_tokens = check_int("n_tokens", n_tokens, minimum=1)
+    encoded = encode_rows(tokenizer, rows)
+    lengths = token_lengths(tokenizer)
+    B = len(encoded)
+    ids = np.full((B, n_tokens + 1), ignore_index, dtype=np.int64)
+    for b, row in enumerate(encoded):              # B rows, not a loop over tokens
+        row = row[: n_tokens + 1]
+        ids[b, : row.size] = row
+    inputs = np.where(ids[:, :-1] == ignore_index, 0, ids[:, :-1])
+    targets = ids[:, 1:]
+    symbols = np.where(targets == ignore_index, 0, lengths[np.maximum(targets, 0)])
+    return (torch.from_numpy(inputs), torch.from_numpy(targets), torch.from_numpy(symbols))
+
+
 def unigram_cross_entropy(train_ids, test_ids, vocab_size: int, n_test_symbols: int,
                           smoothing: float = 0.5) -> float:
     """Bits per **symbol** of a unigram model over tokens, fitted on ``train_ids``.
@@ -300,3 +340,71 @@ def unigram_cross_entropy(train_ids, test_ids, vocab_size: int, n_test_symbols: 
     logp = np.log2(counts / counts.sum())
     return float(-logp[test_ids].sum() / n_test_symbols)
 
+
+
+TOKENIZERS = ("BPE", "LZW", "blocks")
+
+
+def unigram_sweep(train, test, dictionary_sizes: Sequence[int],
+                  tokenizers: Sequence[str] = TOKENIZERS, alphabet: int = 2) -> list[dict]:
+    """Bits per symbol of a unigram model over tokens, for each tokenizer and size d.
+
+    BPE is trained once at the largest d (smaller dictionaries are prefixes of its merges,
+    read off in one encoding pass); LZW likewise (its dictionary at size d is the first d
+    phrases); fixed blocks use r = log_A(d) for the sizes that are powers of the alphabet.
+    Returns rows ``{"tokenizer", "d", "bits_per_symbol", "mean_token_length"}``.
+    """
+    train = _as_symbols(train, alphabet, "train")
+    test = _as_symbols(test, alphabet, "test")
+    sizes = sorted(check_int("dictionary size", d, minimum=alphabet) for d in dictionary_sizes)
+    for name in tokenizers:
+        check_choice("tokenizer", name, TOKENIZERS)
+    rows = []
+
+    def add(name, d, train_ids, test_ids, vocab_size):
+        rows.append({"tokenizer": name, "d": d,
+                     "bits_per_symbol": unigram_cross_entropy(train_ids, test_ids, vocab_size,
+                                                              test.size),
+                     "mean_token_length": test.size / max(test_ids.size, 1)})
+
+    if "BPE" in tokenizers:
+        bpe, seen = BPE.train(train, sizes[-1], alphabet, snapshots=sizes)
+        enc = bpe.encode(test, snapshots=[d for d in sizes if d in seen])
+        for d in sizes:
+            if d in seen:
+                add("BPE", d, seen[d], enc[d], d)
+    if "LZW" in tokenizers:
+        lzw = LZW.train(train, sizes[-1], alphabet)
+        for d in sizes:
+            if d <= lzw.vocab_size:
+                z = lzw.truncate(d)
+                add("LZW", d, z.encode(train), z.encode(test), d)
+    if "blocks" in tokenizers:
+        for d in sizes:
+            r = round(np.log(d) / np.log(alphabet))
+            if alphabet ** r == d:
+                blocks = FixedBlocks(r, alphabet)
+                add("blocks", d, blocks.encode(train), blocks.encode(test), blocks.vocab_size)
+    return rows
+
+
+@dataclass(frozen=True)
+class TokenizationSetup:
+    """Sizes of the tokenization chapter's experiments."""
+
+    n_symbols: int = 1_000_000         # training stream = test stream length (unigram sweep)
+    dictionary_sizes: tuple = (4, 16, 64, 256, 1024)
+    trap_steps: int = 2500             # 1-layer tied model: long enough to see it escape
+    trap_seeds: tuple = (0, 1)
+    control_steps: int = 600           # the runs that are not trapped
+    trap_length: int = 64              # sequence length of the trap experiment
+    lm_steps: int = 600                # characters vs tokens
+    char_length: int = 256             # characters per training sequence
+    token_length: int = 96             # BPE tokens per training sequence
+    batch_size: int = 32
+
+
+#: CPU default and the FULL=1 (GPU) sizes of the tokenization chapter
+SETUP = Sizes(cpu=TokenizationSetup(),
+              full=TokenizationSetup(n_symbols=10_000_000, trap_steps=10_000,
+                                     trap_seeds=(0, 1, 2, 3), lm_steps=5000))
