@@ -25,6 +25,10 @@ CONFIGS = {
         dict(vocab_size=3, n_layers=2, d_model=16, attn_only=True), 64, 100),
     "small GPT (2L d64 4h MLP, T128)": (
         dict(vocab_size=64, n_layers=2, n_heads=4, d_model=64), 32, 128),
+    "tokenization: characters (2L d32 2h MLP, T256)": (
+        dict(vocab_size=2, n_layers=2, n_heads=2, d_model=32), 32, 256),
+    "tokenization: BPE-64 tokens (2L d32 2h MLP, T96)": (
+        dict(vocab_size=64, n_layers=2, n_heads=2, d_model=32), 32, 96),
     "GPT (4L d128 4h MLP, T256)": (
         dict(vocab_size=256, n_layers=4, n_heads=4, d_model=128), 16, 256),
 }
@@ -78,13 +82,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30, help="timed steps per configuration")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--only", default="", help="run configurations whose name contains this")
     args = parser.parse_args()
 
     header = f"{'configuration':52s} {'params':>8s} {'thr':>3s} {'attention':>9s} " \
              f"{'steps/s':>8s} {'tokens/s':>10s} {'peak MB':>8s}"
     print(header)
     print("-" * len(header))
-    for name in CONFIGS:
+    for name in [n for n in CONFIGS if args.only in n]:
         for threads in args.threads:
             for patterns in (False, True):
                 sps, tps, mb, n = measure(name, threads, args.steps, patterns)

@@ -116,3 +116,38 @@ def test_unigram_cross_entropy_per_symbol():
 def test_bad_arguments(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+def test_encode_rows_and_token_batch():
+    from seqtheory.tokenization import encode_rows, token_batch
+
+    x = source(20_000, k=4).numpy()
+    bpe = BPE.train(x, 32)
+    rows = source(4 * 300, k=4, seed=3).view(4, 300)
+    encoded = encode_rows(bpe, rows)
+    assert all(np.array_equal(e, bpe.encode(r.numpy())) for e, r in zip(encoded, rows, strict=True))
+    inputs, targets, symbols = token_batch(bpe, rows, 20)
+    assert inputs.shape == targets.shape == symbols.shape == (4, 20)
+    assert torch.equal(inputs[:, 1:], targets[:, :-1])
+    assert torch.equal(symbols, torch.from_numpy(token_lengths(bpe))[targets])
+    short = token_batch(bpe, rows[:, :10], 20)[1]            # rows run out of tokens
+    assert (short == -100).any() and (token_batch(bpe, rows[:, :10], 20)[2][short == -100]
+                                      == 0).all()
+    blocks = FixedBlocks(3)
+    assert np.array_equal(encode_rows(blocks, rows)[1], blocks.encode(rows[1].numpy()))
+
+
+def test_unigram_sweep_rows():
+    from seqtheory.tokenization import unigram_sweep
+
+    x, y = source(30_000, k=2).numpy(), source(30_000, k=2, seed=5).numpy()
+    rows = unigram_sweep(x, y, (4, 16, 12))
+    got = {(r["tokenizer"], r["d"]) for r in rows}
+    assert ("blocks", 12) not in got and ("blocks", 16) in got   # blocks need d = 2^r
+    assert {("BPE", 4), ("BPE", 16), ("LZW", 12)} <= got
+    bpe16 = BPE.train(x, 16)
+    direct = unigram_cross_entropy(bpe16.encode(x), bpe16.encode(y), 16, y.size)
+    (row,) = [r for r in rows if (r["tokenizer"], r["d"]) == ("BPE", 16)]
+    assert row["bits_per_symbol"] == pytest.approx(direct)
+    with pytest.raises(ValueError, match="tokenizer must be one of"):
+        unigram_sweep(x, y, (4,), tokenizers=("WordPiece",))
