@@ -1,0 +1,393 @@
+"""Learning partitions from context: planted problems, exact recovery by SAT, scoring.
+
+Setting (our reading of Buchholz, NeurIPS 2024): there are ``I`` groups (positions), each
+with ``N`` tokens; group ``i`` has a hidden partition ``Pi_i`` of its tokens into ``K``
+classes.  A sample takes one token from every group, ``x = (x_1, ..., x_I)``, and its label
+depends on the tokens only through their classes: ``y = g(Pi_1(x_1), ..., Pi_I(x_I))``.
+From samples, recover the partitions.
+
+* :func:`planted_problem` draws partitions (balanced or not) and a class-level function g.
+* :func:`sample` draws labelled samples (uniform tokens, optional label noise).
+* :func:`solve_partitions` encodes "partitions (and g, if unknown) consistent with all
+  samples" as CNF and solves it with a SAT solver (python-sat); a second solve with the
+  found partition blocked decides whether the answer is unique.
+* :func:`same_partition`, :func:`adjusted_rand_index` compare partitions up to relabelling;
+  :func:`coverage_probability` is the coupon-collector bound (every token must be seen).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .utils import check_choice, check_float, check_int
+
+__all__ = [
+    "PartitionProblem",
+    "planted_problem",
+    "sample",
+    "encode_cnf",
+    "solve_partitions",
+    "SatResult",
+    "canonical",
+    "same_partition",
+    "adjusted_rand_index",
+    "coverage_probability",
+    "train_embeddings",
+    "kmeans",
+]
+
+G_KINDS = ("binary", "ternary", "gaussian")
+
+
+@dataclass
+class PartitionProblem:
+    """Planted partitions ``labels`` (I, N) with values in 0..K-1, and the table ``g``
+    of shape (K,) * I giving the label of every class tuple."""
+
+    labels: np.ndarray
+    g: np.ndarray
+    K: int
+    kind: str
+
+    @property
+    def I(self) -> int:  # noqa: E743 - the paper's name for the number of groups
+        return self.labels.shape[0]
+
+    @property
+    def N(self) -> int:
+        return self.labels.shape[1]
+
+
+def planted_problem(N: int, K: int = 3, I: int = 3, *, kind: str = "binary",  # noqa: E741
+                    balanced: bool = True, seed: int = 0) -> PartitionProblem:
+    """Random partitions of N tokens into K classes per group, and a random g.
+
+    Balanced partitions have class sizes differing by at most one; imbalanced ones draw
+    class proportions from Dirichlet(1) (every class keeps at least one token).  ``kind``
+    ``"binary"`` draws g uniformly from {0, 1} (redrawn until g depends on every group and
+    separates every pair of classes), ``"ternary"`` from {0, 1, 2}, ``"gaussian"`` from
+    N(0, 1).
+    """
+    N = check_int("N", N, minimum=1)
+    K = check_int("K", K, minimum=2)
+    I = check_int("I", I, minimum=1)  # noqa: E741
+    check_choice("kind", kind, G_KINDS)
+    if N < K:
+        raise ValueError(f"N must be >= K (every class needs a token), got N={N} < K={K}")
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    labels = np.empty((I, N), dtype=np.int64)
+    for i in range(I):
+        if balanced:
+            labels[i] = rng.permutation(np.arange(N) % K)
+        else:
+            sizes = 1 + rng.multinomial(N - K, rng.dirichlet(np.ones(K)))
+            labels[i] = rng.permutation(np.repeat(np.arange(K), sizes))
+    shape = (K,) * I
+    for _ in range(1000):
+        if kind == "gaussian":
+            g = rng.standard_normal(shape)
+        else:
+            g = rng.integers(0, 2 if kind == "binary" else 3, size=shape)
+        if _identifiable(g):
+            break
+    else:  # pragma: no cover - practically impossible for K, I >= 2
+        raise RuntimeError("could not draw an identifiable g")
+    return PartitionProblem(labels=labels, g=g, K=K, kind=kind)
+
+
+def _identifiable(g: np.ndarray) -> bool:
+    """True if, in every group, any two classes differ somewhere in g (else they could be
+    merged and the partition would not be identifiable)."""
+    for axis in range(g.ndim):
+        slices = np.moveaxis(g, axis, 0).reshape(g.shape[axis], -1)
+        for a in range(len(slices)):
+            for b in range(a + 1, len(slices)):
+                if np.array_equal(slices[a], slices[b]):
+                    return False
+    return True
+
+
+def sample(problem: PartitionProblem, S: int, *, seed: int = 0,
+           noise: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """``S`` samples: tokens (S, I), uniform in each group, and labels (S,).
+
+    With ``noise > 0`` a fraction of the discrete labels is replaced by a random other
+    value (binary/ternary g), or Gaussian noise of that std is added (gaussian g).
+    """
+    S = check_int("S", S, minimum=1)
+    noise = check_float("noise", noise, low=0.0, high=1.0)
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    x = rng.integers(0, problem.N, size=(S, problem.I))
+    classes = problem.labels[np.arange(problem.I), x]                 # (S, I)
+    y = problem.g[tuple(classes.T)]
+    if noise > 0:
+        if problem.kind == "gaussian":
+            y = y + noise * rng.standard_normal(S)
+        else:
+            values = 2 if problem.kind == "binary" else 3
+            flip = rng.random(S) < noise
+            y = np.where(flip, (y + rng.integers(1, values, size=S)) % values, y)
+    return x, y
+
+
+# ------------------------------------------------------------------------------------ SAT
+@dataclass
+class SatResult:
+    """Outcome of :func:`solve_partitions`."""
+
+    status: str                 # "unique", "ambiguous" or "unsatisfiable"
+    labels: np.ndarray | None   # a consistent partition (I, N), canonical labels
+    g: np.ndarray | None        # the g found alongside it
+    seconds: float              # solver time (both solves)
+    n_vars: int = 0
+    n_clauses: int = 0
+    alternative: np.ndarray | None = field(default=None, repr=False)
+
+
+def encode_cnf(x: np.ndarray, y: np.ndarray, N: int, K: int, *, g: np.ndarray | None = None,
+               symmetry_breaking: bool = True) -> tuple[list[list[int]], dict]:
+    """CNF clauses for "there are partitions (and, if g is None, a g) consistent with
+    the samples".  Returns ``(clauses, layout)``; variables are 1-based integers.
+
+    Variables: ``v(i, n, c)`` — token n of group i is in class c (exactly one c per
+    token).  With g known, each sample forbids every class tuple whose g value differs from
+    its label.  With g unknown (binary labels only), a variable per class tuple holds
+    g(c) and each sample ties it to its label.  Symmetry breaking (g unknown): classes are
+    numbered in order of first appearance in each group, so every partition has exactly one
+    labelling.
+    """
+    x = np.asarray(x, dtype=np.int64)
+    y = np.asarray(y)
+    S, I = x.shape  # noqa: E741
+    N, K = check_int("N", N, minimum=1), check_int("K", K, minimum=2)
+    if y.shape != (S,):
+        raise ValueError(f"y must have shape ({S},), got {y.shape}")
+    if x.min() < 0 or x.max() >= N:
+        raise ValueError(f"tokens must lie in 0..{N - 1}")
+
+    def v(i, n, c):
+        return 1 + (i * N + n) * K + c
+
+    n_token_vars = I * N * K
+    clauses: list[list[int]] = []
+    for i in range(I):                       # exactly one class per token
+        for n in range(N):
+            clauses.append([v(i, n, c) for c in range(K)])
+            clauses += [[-v(i, n, a), -v(i, n, b)] for a in range(K) for b in range(a + 1, K)]
+    tuples = np.array(np.meshgrid(*[np.arange(K)] * I, indexing="ij")).reshape(I, -1).T
+    # literal arrays: for sample s and class tuple t, the literals -v(i, x_si, t_i)
+    base = 1 + (np.arange(I)[None, None, :] * N + x[:, None, :]) * K + tuples[None, :, :]
+    if g is not None:
+        g = np.asarray(g)
+        if g.shape != (K,) * I:
+            raise ValueError(f"g must have shape {(K,) * I}, got {g.shape}")
+        bad = g[tuple(tuples.T)][None, :] != y[:, None]                 # (S, K^I)
+        clauses += (-base[bad]).tolist()
+        n_vars = n_token_vars
+    else:
+        values = np.unique(y)
+        if not np.isin(values, [0, 1]).all():
+            raise ValueError("with g unknown, labels must be binary (0/1)")
+        gvar = n_token_vars + 1 + np.arange(len(tuples))                # g(t) = 1
+        glit = np.where(y[:, None] == 1, gvar[None, :], -gvar[None, :])  # (S, K^I)
+        clauses += np.concatenate([-base, glit[..., None]], axis=2).reshape(-1, I + 1).tolist()
+        n_vars = n_token_vars + len(tuples)
+        if symmetry_breaking:   # value precedence: class c appears after class c-1
+            for i in range(I):
+                clauses.append([v(i, 0, 0)])
+                for n in range(1, N):
+                    for c in range(1, K):
+                        clauses.append([-v(i, n, c)] + [v(i, m, c - 1) for m in range(n)])
+    layout = {"N": N, "K": K, "I": I, "n_vars": n_vars, "tuples": tuples,
+              "g_known": g is not None}
+    return clauses, layout
+
+
+def _decode(model: list[int], layout: dict) -> tuple[np.ndarray, np.ndarray | None]:
+    N, K, I = layout["N"], layout["K"], layout["I"]  # noqa: E741
+    assign = np.array(model[: I * N * K]) > 0
+    labels = assign.reshape(I, N, K).argmax(-1)
+    g = None
+    if not layout["g_known"]:
+        gv = np.array(model[I * N * K: layout["n_vars"]]) > 0
+        g = gv.astype(int).reshape((K,) * I)
+    return labels, g
+
+
+def solve_partitions(x, y, N: int, K: int, *, g: np.ndarray | None = None,
+                     solver: str = "cadical153") -> SatResult:
+    """Find partitions consistent with the samples and decide whether they are unique.
+
+    After a first solution, a clause excluding that partition (up to relabelling when g is
+    unknown, exactly when g is known) is added and the solver is asked again.
+    """
+    from pysat.solvers import Solver
+
+    clauses, layout = encode_cnf(x, y, N, K, g=g)
+    start = time.perf_counter()
+    with Solver(name=solver, bootstrap_with=clauses) as s:
+        if not s.solve():
+            return SatResult("unsatisfiable", None, None, time.perf_counter() - start,
+                             layout["n_vars"], len(clauses))
+        labels, g_found = _decode(s.get_model(), layout)
+        I = layout["I"]  # noqa: E741
+        block = [-int(1 + (i * N + n) * K + labels[i, n]) for i in range(I) for n in range(N)]
+        s.add_clause(block)
+        other = s.solve()
+        alt = _decode(s.get_model(), layout)[0] if other else None
+    status = "ambiguous" if other else "unique"
+    return SatResult(status, canonical(labels), g_found, time.perf_counter() - start,
+                     layout["n_vars"], len(clauses), alt)
+
+
+# -------------------------------------------------------------------------------- scoring
+def canonical(labels: np.ndarray) -> np.ndarray:
+    """Relabel each row so that classes are numbered in order of first appearance."""
+    labels = np.atleast_2d(np.asarray(labels))
+    out = np.empty_like(labels)
+    for r, row in enumerate(labels):
+        _, first = np.unique(row, return_index=True)
+        order = np.argsort(first)
+        mapping = np.empty(order.size, dtype=np.int64)
+        mapping[order] = np.arange(order.size)
+        out[r] = mapping[np.unique(row, return_inverse=True)[1]]
+    return out
+
+
+def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    """True if a and b (I, N) define the same partitions of every group, up to relabelling."""
+    a, b = np.atleast_2d(a), np.atleast_2d(b)
+    return a.shape == b.shape and bool(np.array_equal(canonical(a), canonical(b)))
+
+
+def adjusted_rand_index(a, b) -> float:
+    """Adjusted Rand index of two labellings of the same items (1 = identical partitions)."""
+    a, b = np.asarray(a).ravel(), np.asarray(b).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"labellings differ in length: {a.size} and {b.size}")
+    _, ai = np.unique(a, return_inverse=True)
+    _, bi = np.unique(b, return_inverse=True)
+    table = np.zeros((ai.max() + 1, bi.max() + 1))
+    np.add.at(table, (ai, bi), 1)
+    comb = lambda n: n * (n - 1) / 2  # noqa: E731
+    sum_ij = comb(table).sum()
+    sum_a, sum_b = comb(table.sum(1)).sum(), comb(table.sum(0)).sum()
+    expected = sum_a * sum_b / comb(a.size)
+    top = (sum_a + sum_b) / 2
+    return 1.0 if top == expected else float((sum_ij - expected) / (top - expected))
+
+
+def coverage_probability(N: int, S: int, I: int = 1) -> float:  # noqa: E741
+    """Probability that S uniform draws from N tokens see every token, in each of I groups
+    (exact, by inclusion-exclusion) — a necessary condition for recovering a partition."""
+    N, S = check_int("N", N, minimum=1), check_int("S", S, minimum=0)
+    I = check_int("I", I, minimum=1)  # noqa: E741
+    j = np.arange(N + 1)
+    log_binom = (math.lgamma(N + 1) - np.array([math.lgamma(k + 1) for k in j])
+                 - np.array([math.lgamma(N - k + 1) for k in j]))
+    with np.errstate(divide="ignore"):
+        log_term = log_binom + S * np.log1p(-j / N)
+    terms = np.where(j % 2 == 0, 1.0, -1.0) * np.exp(log_term)
+    p = float(np.clip(terms.sum(), 0.0, 1.0))
+    return p ** I
+
+
+# ------------------------------------------------------------------ gradient descent on embeddings
+def _contract(embedded: list, core):
+    """f = core contracted with one embedding per group: (R, S).
+
+    ``embedded[i]`` is (R, S, m) and ``core`` is (R, m, ..., m) with I trailing axes.
+    """
+    out = core.unsqueeze(1).expand(-1, embedded[0].shape[1], *core.shape[1:])  # (R, S, m..)
+    for e in embedded:                       # contract the leading mode, one group at a time
+        out = (out * e.reshape(*e.shape, *([1] * (out.dim() - 3)))).sum(2)
+    return out
+
+
+def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa: E741
+                     steps: int = 2000, lr: float = 0.05, init: float = 0.1,
+                     seed: int = 0, snapshot_every: int | None = None,
+                     progress: bool = False):
+    """Fit R multilinear models at once, one per (x, y) pair, by full-batch Adam.
+
+    Model: every token n of group i has an embedding ``E_i[n]`` in R^m, and
+    ``f(x) = T(E_1[x_1], ..., E_I[x_I])`` for a learned tensor T; squared loss on the
+    labels (centred and scaled per run).  Runs may have different numbers of samples
+    (padded and masked).  Returns ``(embeddings (R, I, N, m), losses (steps,),
+    snapshots {step: embeddings})`` as NumPy arrays.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    if len(xs) != len(ys) or not xs:
+        raise ValueError("xs and ys must be non-empty lists of the same length")
+    R, S = len(xs), max(len(x) for x in xs)
+    gen = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+    X = torch.zeros(R, S, I, dtype=torch.long)
+    Y = torch.zeros(R, S)
+    W = torch.zeros(R, S)
+    for r, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        y = np.asarray(y, dtype=float)
+        y = (y - y.mean()) / (y.std() + 1e-8)
+        X[r, : len(x)] = torch.as_tensor(np.asarray(x))
+        Y[r, : len(y)] = torch.as_tensor(y, dtype=torch.float32)
+        W[r, : len(y)] = 1.0 / len(y)
+    E = (init * torch.randn(R, I, N, m, generator=gen)).requires_grad_()
+    T = (init * torch.randn(R, *([m] * I), generator=gen)).requires_grad_()
+    opt = torch.optim.Adam([E, T], lr=lr)
+    runs = torch.arange(R)[:, None]
+    losses, snaps = [], {}
+    for step in tqdm(range(steps + 1), desc="gradient descent", disable=not progress):
+        if snapshot_every and step % snapshot_every == 0:
+            snaps[step] = E.detach().numpy().copy()
+        if step == steps:
+            break
+        embedded = [E[:, i][runs, X[:, :, i]] for i in range(I)]       # I x (R, S, m)
+        loss = (W * (_contract(embedded, T) - Y) ** 2).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item() / R)
+    return E.detach().numpy(), np.array(losses), snaps
+
+
+def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
+           seed: int = 0) -> np.ndarray:
+    """Cluster each set of points (B, N, m) into K groups; labels (B, N).
+
+    Batched Lloyd iterations from k-means++ starts; the restart with the smallest
+    within-cluster sum of squares wins.
+    """
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim == 2:
+        return kmeans(pts[None], K, restarts=restarts, iters=iters, seed=seed)[0]
+    B, N, _ = pts.shape
+    K = check_int("K", K, minimum=1)
+    if K > N:
+        raise ValueError(f"cannot make K={K} clusters of {N} points")
+    rng = np.random.default_rng(seed)
+    best_cost = np.full(B, np.inf)
+    best = np.zeros((B, N), dtype=np.int64)
+    for _ in range(restarts):
+        centers = np.empty((B, K, pts.shape[2]))
+        centers[:, 0] = pts[np.arange(B), rng.integers(0, N, B)]
+        for k in range(1, K):                  # k-means++ seeding
+            d2 = ((pts[:, :, None] - centers[:, None, :k]) ** 2).sum(-1).min(-1)  # (B, N)
+            prob = d2 / d2.sum(1, keepdims=True).clip(1e-12)
+            pick = (prob.cumsum(1) < rng.random((B, 1))).sum(1).clip(max=N - 1)
+            centers[:, k] = pts[np.arange(B), pick]
+        for _ in range(iters):
+            d2 = ((pts[:, :, None] - centers[:, None]) ** 2).sum(-1)     # (B, N, K)
+            assign = d2.argmin(-1)
+            onehot = np.eye(K)[assign]                                  # (B, N, K)
+            counts = onehot.sum(1)                                      # (B, K)
+            sums = np.einsum("bnk,bnd->bkd", onehot, pts)
+            centers = np.where(counts[..., None] > 0, sums / counts.clip(1)[..., None],
+                               centers)
+        cost = np.take_along_axis(d2, assign[..., None], -1)[..., 0].sum(1)
+        better = cost < best_cost
+        best[better], best_cost[better] = assign[better], cost[better]
+    return best

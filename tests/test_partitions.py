@@ -1,0 +1,130 @@
+"""Unit tests for seqtheory.partitions: generator, CNF encoding, recovery, scoring, GD."""
+import math
+
+import numpy as np
+import pytest
+
+from seqtheory.partitions import (
+    adjusted_rand_index,
+    canonical,
+    coverage_probability,
+    encode_cnf,
+    kmeans,
+    planted_problem,
+    same_partition,
+    sample,
+    solve_partitions,
+    train_embeddings,
+)
+
+
+def test_generator_is_balanced_deterministic_and_identifiable():
+    a, b = planted_problem(31, 3, 3, seed=4), planted_problem(31, 3, 3, seed=4)
+    assert np.array_equal(a.labels, b.labels) and np.array_equal(a.g, b.g)
+    for row in a.labels:
+        sizes = np.bincount(row, minlength=3)
+        assert sizes.max() - sizes.min() <= 1
+    assert a.g.shape == (3, 3, 3) and set(np.unique(a.g)) <= {0, 1}
+    imb = planted_problem(40, 4, 2, balanced=False, seed=1)
+    assert (np.bincount(imb.labels[0], minlength=4) >= 1).all()
+    x, y = sample(a, 50, seed=2)
+    assert x.shape == (50, 3) and np.array_equal(y, a.g[tuple(a.labels[np.arange(3), x].T)])
+    x2, y2 = sample(a, 50, seed=2)
+    assert np.array_equal(x, x2) and np.array_equal(y, y2)
+
+
+def _satisfies(clauses, labels, g, layout):
+    N, K, groups = layout["N"], layout["K"], layout["I"]
+    true = {1 + (i * N + n) * K + labels[i, n] for i in range(groups) for n in range(N)}
+    if g is not None and not layout["g_known"]:
+        offset = 1 + groups * N * K
+        true |= {offset + t for t, tup in enumerate(layout["tuples"]) if g[tuple(tup)]}
+    return all(any((lit > 0) == (abs(lit) in true) for lit in c) for c in clauses)
+
+
+@pytest.mark.parametrize("g_known", [True, False])
+def test_planted_partition_is_a_model_and_a_wrong_one_is_not(g_known):
+    pb = planted_problem(12, 3, 2, seed=3)
+    x, y = sample(pb, 300, seed=5)
+    clauses, layout = encode_cnf(x, y, 12, 3, g=pb.g if g_known else None,
+                                 symmetry_breaking=False)
+    assert _satisfies(clauses, pb.labels, pb.g, layout)
+    wrong = pb.labels.copy()
+    n = int(np.flatnonzero(wrong[0] == 0)[0])
+    wrong[0, n] = 1                                   # move one token to another class
+    assert not _satisfies(clauses, wrong, pb.g, layout)
+
+
+@pytest.mark.parametrize("g_known", [True, False])
+def test_recovery_with_many_samples_and_ambiguity_with_few(g_known):
+    pb = planted_problem(16, 3, 3, seed=0)
+    x, y = sample(pb, int(12 * 16 * math.log(16)), seed=1)
+    res = solve_partitions(x, y, 16, 3, g=pb.g if g_known else None)
+    assert res.status == "unique" and same_partition(res.labels, pb.labels)
+    few = solve_partitions(*sample(pb, 20, seed=1), 16, 3, g=pb.g if g_known else None)
+    assert few.status == "ambiguous" and few.alternative is not None
+
+
+def test_label_noise_makes_the_exact_problem_unsatisfiable():
+    pb = planted_problem(16, 3, 3, seed=0)
+    x, y = sample(pb, 1500, seed=1, noise=0.1)
+    assert solve_partitions(x, y, 16, 3, g=pb.g).status == "unsatisfiable"
+
+
+def test_scoring_up_to_relabelling():
+    a = np.array([[0, 0, 1, 2, 2]])
+    b = np.array([[2, 2, 0, 1, 1]])
+    assert same_partition(a, b) and np.array_equal(canonical(b), a)
+    assert not same_partition(a, np.array([[0, 1, 1, 2, 2]]))
+    assert adjusted_rand_index(a, b) == pytest.approx(1.0)
+    rng = np.random.default_rng(0)
+    assert abs(adjusted_rand_index(rng.integers(0, 3, 3000), rng.integers(0, 3, 3000))) < 0.02
+    with pytest.raises(ValueError, match="differ in length"):
+        adjusted_rand_index([0, 1], [0])
+
+
+def test_coverage_probability_matches_simulation():
+    rng = np.random.default_rng(0)
+    N, S = 10, 30
+    sim = np.mean([len(np.unique(rng.integers(0, N, S))) == N for _ in range(20_000)])
+    assert coverage_probability(N, S) == pytest.approx(sim, abs=0.01)
+    assert coverage_probability(N, S, I=3) == pytest.approx(coverage_probability(N, S) ** 3)
+    assert coverage_probability(N, N - 1) == 0.0
+
+
+def test_gradient_descent_recovers_with_many_samples():
+    pbs = [planted_problem(12, 3, 2, seed=s) for s in range(2)]
+    data = [sample(pb, 1200, seed=s) for s, pb in enumerate(pbs)]
+    E, losses, snaps = train_embeddings([d[0] for d in data], [d[1] for d in data], 12, 2,
+                                        m=3, steps=600, lr=0.05, snapshot_every=300)
+    assert E.shape == (2, 2, 12, 3) and losses[-1] < 0.1 * losses[0]
+    assert sorted(snaps) == [0, 300, 600]
+    labels = kmeans(E.reshape(-1, 12, 3), 3).reshape(2, 2, 12)
+    assert all(same_partition(labels[r], pbs[r].labels) for r in range(2))
+
+
+def test_kmeans_separates_obvious_clusters():
+    pts = np.concatenate([np.zeros((5, 2)), np.ones((5, 2)) * 10, np.ones((5, 2)) * [0, 10]])
+    labels = kmeans(pts, 3)
+    assert same_partition(labels, np.repeat([0, 1, 2], 5))
+    with pytest.raises(ValueError, match="K=4 clusters of 3"):
+        kmeans(pts[:3], 4)
+
+
+@pytest.mark.parametrize(
+    "call, err, match",
+    [
+        (lambda: planted_problem(2, 3), ValueError, "N must be >= K"),
+        (lambda: planted_problem(10, 1), ValueError, "K must be >= 2"),
+        (lambda: planted_problem(10, 3, kind="boolean"), ValueError, "kind must be one of"),
+        (lambda: sample(planted_problem(10), 0), ValueError, "S must be >= 1"),
+        (lambda: sample(planted_problem(10), 5, noise=2.0), ValueError, "noise must be <="),
+        (lambda: encode_cnf(np.zeros((3, 2), int), np.zeros(2), 4, 3), ValueError, "shape"),
+        (lambda: encode_cnf(np.full((2, 2), 9), np.zeros(2), 4, 3), ValueError, "0..3"),
+        (lambda: encode_cnf(np.zeros((2, 2), int), np.array([0, 2]), 4, 3), ValueError,
+         "binary"),
+    ],
+)
+def test_bad_arguments(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
