@@ -128,3 +128,27 @@ def test_kmeans_separates_obvious_clusters():
 def test_bad_arguments(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+def test_colouring_reduction_consistency_equals_proper_colouring():
+    from seqtheory.partitions import (
+        colouring_instance,
+        planted_colourable_graph,
+        random_graph,
+        solver_effort,
+    )
+
+    edges, colour = planted_colourable_graph(30, 4.0, seed=1)
+    x, y, g = colouring_instance(edges, 30)
+    res = solve_partitions(x, y, 30, 3, g=g, shared=True, check_unique=False)
+    assert res.status == "satisfiable"
+    found = res.labels[0]
+    assert all(found[u] != found[v] for u, v in edges)          # a proper colouring
+    k4 = np.array([(a, b) for a in range(4) for b in range(a + 1, 4)])
+    assert solve_partitions(*colouring_instance(k4, 4)[:2], 4, 3,
+                            g=colouring_instance(k4, 4)[2], shared=True).status \
+        == "unsatisfiable"                                        # K4 is not 3-colourable
+    gx, gy, gg = colouring_instance(random_graph(60, 4.6, seed=0), 60)
+    effort = solver_effort(gx, gy, 60, 3, g=gg, shared=True)
+    assert effort["status"] in ("satisfiable", "unsatisfiable") and effort["conflicts"] >= 0
+    assert len(random_graph(50, 4.0, seed=2)) == 100

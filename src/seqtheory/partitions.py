@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .utils import check_choice, check_float, check_int
+from .utils import Sizes, check_choice, check_float, check_int
 
 __all__ = [
     "PartitionProblem",
@@ -35,8 +35,17 @@ __all__ = [
     "same_partition",
     "adjusted_rand_index",
     "coverage_probability",
+    "colouring_instance",
+    "planted_colourable_graph",
+    "random_graph",
+    "solver_effort",
     "train_embeddings",
     "kmeans",
+    "PartitionSetup",
+    "SETUP",
+    "samples_for",
+    "recovery_sweep",
+    "gd_sweep",
 ]
 
 G_KINDS = ("binary", "ternary", "gaussian")
@@ -138,7 +147,7 @@ def sample(problem: PartitionProblem, S: int, *, seed: int = 0,
 class SatResult:
     """Outcome of :func:`solve_partitions`."""
 
-    status: str                 # "unique", "ambiguous" or "unsatisfiable"
+    status: str                 # "unique", "ambiguous", "unsatisfiable" or "satisfiable"
     labels: np.ndarray | None   # a consistent partition (I, N), canonical labels
     g: np.ndarray | None        # the g found alongside it
     seconds: float              # solver time (both solves)
@@ -148,7 +157,8 @@ class SatResult:
 
 
 def encode_cnf(x: np.ndarray, y: np.ndarray, N: int, K: int, *, g: np.ndarray | None = None,
-               symmetry_breaking: bool = True) -> tuple[list[list[int]], dict]:
+               symmetry_breaking: bool = True,
+               shared: bool = False) -> tuple[list[list[int]], dict]:
     """CNF clauses for "there are partitions (and, if g is None, a g) consistent with
     the samples".  Returns ``(clauses, layout)``; variables are 1-based integers.
 
@@ -157,7 +167,8 @@ def encode_cnf(x: np.ndarray, y: np.ndarray, N: int, K: int, *, g: np.ndarray | 
     its label.  With g unknown (binary labels only), a variable per class tuple holds
     g(c) and each sample ties it to its label.  Symmetry breaking (g unknown): classes are
     numbered in order of first appearance in each group, so every partition has exactly one
-    labelling.
+    labelling.  ``shared=True`` makes all groups use one partition (the setting of the
+    reduction from graph colouring).
     """
     x = np.asarray(x, dtype=np.int64)
     y = np.asarray(y)
@@ -168,18 +179,21 @@ def encode_cnf(x: np.ndarray, y: np.ndarray, N: int, K: int, *, g: np.ndarray | 
     if x.min() < 0 or x.max() >= N:
         raise ValueError(f"tokens must lie in 0..{N - 1}")
 
-    def v(i, n, c):
-        return 1 + (i * N + n) * K + c
+    P = 1 if shared else I                   # number of distinct partitions
 
-    n_token_vars = I * N * K
+    def v(i, n, c):
+        return 1 + ((0 if shared else i) * N + n) * K + c
+
+    n_token_vars = P * N * K
     clauses: list[list[int]] = []
-    for i in range(I):                       # exactly one class per token
+    for i in range(P):                       # exactly one class per token
         for n in range(N):
             clauses.append([v(i, n, c) for c in range(K)])
             clauses += [[-v(i, n, a), -v(i, n, b)] for a in range(K) for b in range(a + 1, K)]
     tuples = np.array(np.meshgrid(*[np.arange(K)] * I, indexing="ij")).reshape(I, -1).T
     # literal arrays: for sample s and class tuple t, the literals -v(i, x_si, t_i)
-    base = 1 + (np.arange(I)[None, None, :] * N + x[:, None, :]) * K + tuples[None, :, :]
+    group = np.zeros(I, np.int64) if shared else np.arange(I)
+    base = 1 + (group[None, None, :] * N + x[:, None, :]) * K + tuples[None, :, :]
     if g is not None:
         g = np.asarray(g)
         if g.shape != (K,) * I:
@@ -196,12 +210,12 @@ def encode_cnf(x: np.ndarray, y: np.ndarray, N: int, K: int, *, g: np.ndarray | 
         clauses += np.concatenate([-base, glit[..., None]], axis=2).reshape(-1, I + 1).tolist()
         n_vars = n_token_vars + len(tuples)
         if symmetry_breaking:   # value precedence: class c appears after class c-1
-            for i in range(I):
+            for i in range(P):
                 clauses.append([v(i, 0, 0)])
                 for n in range(1, N):
                     for c in range(1, K):
                         clauses.append([-v(i, n, c)] + [v(i, m, c - 1) for m in range(n)])
-    layout = {"N": N, "K": K, "I": I, "n_vars": n_vars, "tuples": tuples,
+    layout = {"N": N, "K": K, "I": P, "n_vars": n_vars, "tuples": tuples,
               "g_known": g is not None}
     return clauses, layout
 
@@ -218,6 +232,7 @@ def _decode(model: list[int], layout: dict) -> tuple[np.ndarray, np.ndarray | No
 
 
 def solve_partitions(x, y, N: int, K: int, *, g: np.ndarray | None = None,
+                     shared: bool = False, check_unique: bool = True,
                      solver: str = "cadical153") -> SatResult:
     """Find partitions consistent with the samples and decide whether they are unique.
 
@@ -226,13 +241,16 @@ def solve_partitions(x, y, N: int, K: int, *, g: np.ndarray | None = None,
     """
     from pysat.solvers import Solver
 
-    clauses, layout = encode_cnf(x, y, N, K, g=g)
+    clauses, layout = encode_cnf(x, y, N, K, g=g, shared=shared)
     start = time.perf_counter()
     with Solver(name=solver, bootstrap_with=clauses) as s:
         if not s.solve():
             return SatResult("unsatisfiable", None, None, time.perf_counter() - start,
                              layout["n_vars"], len(clauses))
         labels, g_found = _decode(s.get_model(), layout)
+        if not check_unique:
+            return SatResult("satisfiable", canonical(labels), g_found,
+                             time.perf_counter() - start, layout["n_vars"], len(clauses))
         I = layout["I"]  # noqa: E741
         block = [-int(1 + (i * N + n) * K + labels[i, n]) for i in range(I) for n in range(N)]
         s.add_clause(block)
@@ -241,6 +259,67 @@ def solve_partitions(x, y, N: int, K: int, *, g: np.ndarray | None = None,
     status = "ambiguous" if other else "unique"
     return SatResult(status, canonical(labels), g_found, time.perf_counter() - start,
                      layout["n_vars"], len(clauses), alt)
+
+
+def colouring_instance(edges, n: int, K: int = 3):
+    """The partition problem of a graph K-colouring (the NP-hardness reduction).
+
+    Two groups share one partition of the n vertices; every edge (u, v) is a sample with
+    label 1, and g(a, b) = 1 exactly when a != b.  Partitions consistent with the samples
+    are exactly the proper K-colourings.  Returns ``(x, y, g)``.
+    """
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    if edges.size and (edges.min() < 0 or edges.max() >= n):
+        raise ValueError(f"edge endpoints must lie in 0..{n - 1}")
+    g = 1 - np.eye(K, dtype=np.int64)
+    return edges, np.ones(len(edges), dtype=np.int64), g
+
+
+def random_graph(n: int, degree: float, *, seed: int = 0) -> np.ndarray:
+    """Edges (m, 2) of a uniform random graph on n vertices with mean degree ``degree``."""
+    n = check_int("n", n, minimum=2)
+    degree = check_float("degree", degree, low=0.0, high=n - 1)
+    rng = np.random.default_rng(seed)
+    m = int(round(degree * n / 2))
+    edges: set = set()
+    while len(edges) < m:
+        u, v = rng.integers(0, n, 2)
+        if u != v:
+            edges.add((int(min(u, v)), int(max(u, v))))
+    return np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
+
+
+def solver_effort(x, y, N: int, K: int, *, g=None, shared: bool = False,
+                  max_conflicts: int = 500_000, solver: str = "cadical153") -> dict:
+    """Decide satisfiability once and report the solver's effort: ``{"status", "conflicts",
+    "seconds"}``.  Conflicts are a machine-independent measure; ``status`` is "unknown"
+    if the conflict budget ran out."""
+    from pysat.solvers import Solver
+
+    clauses, _ = encode_cnf(x, y, N, K, g=g, shared=shared)
+    start = time.perf_counter()
+    with Solver(name=solver, bootstrap_with=clauses) as s:
+        s.conf_budget(max_conflicts)
+        answer = s.solve_limited()
+        conflicts = s.accum_stats().get("conflicts", 0)
+    status = {True: "satisfiable", False: "unsatisfiable", None: "unknown"}[answer]
+    return {"status": status, "conflicts": int(conflicts),
+            "seconds": time.perf_counter() - start}
+
+
+def planted_colourable_graph(n: int, degree: float, K: int = 3, *, seed: int = 0):
+    """Random graph with a planted K-colouring and mean degree ``degree`` (edges only
+    between different colour classes).  Near degree 4.7 for K = 3 such instances are
+    known to be hard for solvers."""
+    rng = np.random.default_rng(seed)
+    colour = rng.integers(0, K, n)
+    m = int(round(degree * n / 2))
+    edges = set()
+    while len(edges) < m:
+        u, v = rng.integers(0, n, 2)
+        if colour[u] != colour[v]:
+            edges.add((min(u, v), max(u, v)))
+    return np.array(sorted(edges)), colour
 
 
 # -------------------------------------------------------------------------------- scoring
@@ -391,3 +470,84 @@ def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
         better = cost < best_cost
         best[better], best_cost[better] = assign[better], cost[better]
     return best
+
+
+# ------------------------------------------------------------------------------- experiments
+@dataclass(frozen=True)
+class PartitionSetup:
+    """Sizes of the partitions chapter's experiments."""
+
+    K: int = 3                          # classes per group
+    I: int = 3                          # groups  # noqa: E741
+    sizes: tuple = (16, 32, 64)         # N, tokens per group
+    cs: tuple = (1, 2, 3, 4, 6, 8, 10)  # c = S / (N ln N)
+    trials: int = 10                    # planted instances per (N, c)
+    gd_N: int = 32
+    gd_cs: tuple = (4, 8, 16, 32)
+    gd_runs: int = 8                    # trained together as one tensor program
+    gd_steps: int = 1500
+    colouring_sizes: tuple = (100, 200, 300, 350)
+    colouring_graphs: int = 3
+
+
+#: CPU default and FULL=1 sizes of the partitions chapter
+SETUP = Sizes(cpu=PartitionSetup(),
+              full=PartitionSetup(sizes=(16, 32, 64, 128), trials=50, gd_runs=32,
+                                  colouring_sizes=(100, 200, 300, 400, 450)))
+
+
+def samples_for(c: float, N: int) -> int:
+    """S = round(c N ln N)."""
+    return max(1, int(round(c * N * math.log(N))))
+
+
+def recovery_sweep(sizes, cs, trials: int, *, K: int = 3, I: int = 3,  # noqa: E741
+                   g_known: bool = True, balanced: bool = True, seed: int = 0,
+                   progress: bool = True) -> dict:
+    """Exact-recovery rate by SAT for every (N, c): ``{(N, c): (rate, mean seconds)}``.
+
+    Recovery = the consistent partition is unique and equals the planted one (up to
+    relabelling).  Instance t of every cell uses seed ``seed + t``.
+    """
+    from tqdm.auto import tqdm
+
+    out = {}
+    cells = [(N, c) for N in sizes for c in cs]
+    for N, c in tqdm(cells, desc="SAT recovery", disable=not progress):
+        hits, secs = 0, 0.0
+        for t in range(trials):
+            pb = planted_problem(N, K, I, balanced=balanced, seed=seed + t)
+            x, y = sample(pb, samples_for(c, N), seed=10_000 + seed + t)
+            res = solve_partitions(x, y, N, K, g=pb.g if g_known else None)
+            hits += res.status == "unique" and same_partition(res.labels, pb.labels)
+            secs += res.seconds
+        out[N, c] = (hits / trials, secs / trials)
+    return out
+
+
+def gd_sweep(N: int, cs, runs: int, *, K: int = 3, I: int = 3, steps: int = 1500,  # noqa: E741
+             lr: float = 0.03, noise: float = 0.0, seed: int = 0,
+             snapshot_every: int | None = None, progress: bool = True) -> dict:
+    """Gradient descent on embeddings, then k-means: for each c, the recovery rate and
+    mean adjusted Rand index over ``runs`` planted instances trained as one program.
+
+    Returns ``{c: {"recovery", "ari", "embeddings", "labels", "problems", "snapshots"}}``.
+    """
+    from tqdm.auto import tqdm
+
+    out = {}
+    for c in tqdm(list(cs), desc="gradient descent", disable=not progress):
+        problems = [planted_problem(N, K, I, seed=seed + r) for r in range(runs)]
+        data = [sample(pb, samples_for(c, N), seed=20_000 + seed + r, noise=noise)
+                for r, pb in enumerate(problems)]
+        emb, losses, snaps = train_embeddings([d[0] for d in data], [d[1] for d in data],
+                                              N, I, m=K, steps=steps, lr=lr, seed=seed,
+                                              snapshot_every=snapshot_every)
+        labels = kmeans(emb.reshape(-1, N, K), K).reshape(runs, I, N)
+        rec = [same_partition(labels[r], problems[r].labels) for r in range(runs)]
+        ari = [np.mean([adjusted_rand_index(labels[r, i], problems[r].labels[i])
+                        for i in range(I)]) for r in range(runs)]
+        out[c] = {"recovery": float(np.mean(rec)), "ari": float(np.mean(ari)),
+                  "embeddings": emb, "labels": labels, "problems": problems,
+                  "snapshots": snaps, "losses": losses}
+    return out
