@@ -169,3 +169,22 @@ def test_property_causal_and_normalised_for_any_config(pos, heads, layers, attn_
     for a in cache.attn:
         assert torch.allclose(a.sum(-1), torch.ones_like(a[..., 0]), atol=1e-5)
         assert (a.triu(diagonal=1) == 0).all()
+
+
+def test_embeds_input_replaces_token_embedding():
+    from seqtheory.models import Transformer, TransformerConfig
+
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(vocab_size=5, max_len=8, d_model=8, n_heads=2))
+    idx = torch.randint(5, (3, 6))
+    assert torch.allclose(model(embeds=model.tok_emb(idx)), model(idx), atol=1e-6)
+    with pytest.raises(TypeError, match="exactly one"):
+        model()
+    with pytest.raises(TypeError, match="exactly one"):
+        model(idx, embeds=model.tok_emb(idx))
+    with pytest.raises(ValueError, match="d_model"):
+        model(embeds=torch.randn(3, 6, 4))
+    with pytest.raises(ValueError, match="max_len"):
+        model(embeds=torch.randn(3, 9, 8))
+    with pytest.raises(TypeError, match="floating"):
+        model(embeds=idx[..., None].expand(3, 6, 8))

@@ -121,3 +121,22 @@ def test_animate_snapshots_restores_weights():
         animate_snapshots(model, hist, lambda *a: None, steps=[2])
     with pytest.raises(ValueError, match="no snapshots"):
         animate_snapshots(model, History(), lambda *a: None)
+
+
+def test_markdown_table_and_log_ticks():
+    import matplotlib.pyplot as plt
+
+    from seqtheory.plotting import log_ticks, markdown_table
+
+    md = markdown_table(["a", "b"], [[1, 0.12345], ["x", 2.0]], digits=2).data
+    assert md.splitlines() == ["| a | b |", "|---|---|", "| 1 | 0.12 |", "| x | 2.00 |"]
+    with pytest.raises(ValueError, match="2 cells"):
+        markdown_table(["a", "b"], [[1]])
+    fig, ax = plt.subplots()
+    ax.plot([100, 1000], [1, 2])
+    log_ticks(ax, [100, 300, 1000])
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["100", "300", "1,000"]
+    with pytest.raises(ValueError):
+        log_ticks(ax, [1], axis="z")
+    plt.close(fig)

@@ -1,6 +1,7 @@
 """Unit tests for seqtheory.scaling: intrinsic-dimension estimators on known manifolds."""
 import numpy as np
 import pytest
+import torch
 
 from seqtheory.scaling import (
     knn_distances,
@@ -66,3 +67,138 @@ def test_batched_estimate_and_nonlinear_embedding():
 def test_bad_arguments(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+# ------------------------------------------------------------------ power laws and tasks
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from seqtheory.scaling import (  # noqa: E402
+    SETUP,
+    PointMLP,
+    PointTransformer,
+    TorusTask,
+    approximation_error,
+    fit_power_law,
+    knn_error,
+    learning_curve,
+    net_error,
+    plot_product_tree,
+    predicted_exponents,
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(alpha=st.floats(0.05, 3.0), coef=st.floats(0.01, 100.0))
+def test_power_law_fit_recovers_exact_exponent(alpha, coef):
+    n = np.array([100, 200, 400, 800, 1600])
+    fit = fit_power_law(n, coef * n ** -alpha)
+    assert fit.exponent == pytest.approx(alpha, abs=1e-9)
+    assert fit.coef == pytest.approx(coef, rel=1e-6)
+    assert fit(n) == pytest.approx(coef * n ** -alpha, rel=1e-6)
+
+
+def test_power_law_fit_uncertainty_from_seeds():
+    rng = np.random.default_rng(0)
+    n = np.array([128, 256, 512, 1024, 2048])
+    noisy = (n ** -0.5)[:, None] * np.exp(0.1 * rng.standard_normal((5, 8)))
+    fit = fit_power_law(n, noisy)
+    assert abs(fit.exponent - 0.5) < 3 * fit.stderr + 0.02
+    assert 0 < fit.stderr < 0.1
+    assert "+/-" in str(fit)
+
+
+@pytest.mark.parametrize("x, y, msg", [
+    ([1.0], [1.0], "at least 2"),
+    ([1, 2, 3], [1, 2], "shape"),
+    ([1, 2, 3], [1, 0, 2], "positive"),
+    ([1, 2, np.nan], [1, 2, 3], "finite"),
+])
+def test_power_law_fit_rejects_bad_input(x, y, msg):
+    with pytest.raises(ValueError, match=msg):
+        fit_power_law(x, y)
+
+
+def test_predicted_exponents():
+    p = predicted_exponents(2, 1.0)
+    assert p == {"alpha_D": 0.5, "alpha_N": 1.0, "sharma_kaplan": 2.0}
+    assert predicted_exponents(4, 2.0)["alpha_D"] == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        predicted_exponents(0)
+
+
+@pytest.mark.parametrize("d", [1, 2, 4])
+def test_torus_task_geometry_and_target(d):
+    task = TorusTask(d=d, D=16, max_freq=8)
+    X, y, theta = task.sample(3000, seed=1, noisy=False)
+    assert X.shape == (3000, 16) and y.shape == (3000,)
+    # isometric embedding: every point at the same distance from the origin
+    assert np.allclose(np.linalg.norm(X.numpy(), axis=1), 1.0, atol=1e-5)
+    assert abs(mle_dimension(X.numpy(), 20) - d) < 0.1 * d
+    assert abs(float(y.var()) - 1.0) < 0.25                      # unit-variance target
+    # the target is periodic in every angle
+    assert np.allclose(task.target(theta + 2 * np.pi), y.numpy(), atol=1e-4)
+    _, y_noisy, _ = task.sample(3000, seed=1)
+    assert float((y_noisy - y).std()) == pytest.approx(task.noise, rel=0.1)
+    same = task.sample(10, seed=5)[0]
+    assert torch.equal(same, task.sample(10, seed=5)[0])
+
+
+def test_torus_task_rejects_bad_settings():
+    with pytest.raises(ValueError, match="2d"):
+        TorusTask(d=4, D=6)
+    with pytest.raises(ValueError):
+        TorusTask(beta=0)
+    with pytest.raises(TypeError):
+        TorusTask(d=2.5)
+
+
+def test_knn_learning_curve_falls_faster_in_low_dimension():
+    sizes = [128, 512, 2048]
+    slope = {}
+    for d in (1, 4):
+        task = TorusTask(d=d, D=16, max_freq=8)
+        err = learning_curve(task, sizes, "knn", seeds=(0, 1), progress=False)
+        assert (np.diff(err.mean(1)) < 0).all()
+        slope[d] = fit_power_law(sizes, err).exponent
+    assert slope[1] > slope[4] > 0
+
+
+def test_knn_error_is_deterministic_and_beats_the_mean():
+    task = TorusTask(d=2, D=16, max_freq=8)
+    e = knn_error(task, 1000, seed=3)
+    assert e == knn_error(task, 1000, seed=3)
+    assert e < 0.5           # the target has variance 1: predicting 0 scores ~1
+
+
+@pytest.mark.parametrize("kind", ["mlp", "transformer"])
+def test_networks_learn_and_are_deterministic(kind):
+    task = TorusTask(d=1, D=16, max_freq=4)
+    e = net_error(task, 512, kind, seed=0, size=16, steps=200, eval_every=50)
+    assert e < 0.5
+    assert e == net_error(task, 512, kind, seed=0, size=16, steps=200, eval_every=50)
+
+
+def test_point_models_shapes_and_errors():
+    x = torch.randn(5, 16)
+    assert PointMLP(16, 8).forward(x).shape == (5,)
+    tf = PointTransformer(16, n_tokens=4, d_model=8, n_heads=2)
+    assert tf(x).shape == (5,)
+    with pytest.raises(ValueError, match="divisible"):
+        PointTransformer(15, n_tokens=4)
+
+
+def test_approximation_error_improves_with_width():
+    task = TorusTask(d=1, D=16, max_freq=4)
+    params, errs = approximation_error(task, "mlp", (4, 32), steps=300, progress=False)
+    assert params[1] > params[0] and errs[1] < errs[0]
+
+
+def test_product_tree_depth_and_setup_sizes():
+    import matplotlib.pyplot as plt
+
+    ax = plot_product_tree(8)
+    assert "3 = ceil(log2 d)" in ax.get_title()
+    plt.close("all")
+    cpu, full = SETUP.pick("cpu"), SETUP.pick("full")
+    assert max(full.sizes) > max(cpu.sizes) and full.net_steps > cpu.net_steps

@@ -226,11 +226,35 @@ class Transformer(nn.Module):
                 f"token ids must lie in 0..{self.cfg.vocab_size - 1}, got values in {lo}..{hi}"
             )
 
-    def forward(self, idx: torch.Tensor, return_cache: bool = False):
-        """Next-token logits (B, T, vocab); with ``return_cache`` also a :class:`ForwardCache`."""
-        self._check_input(idx)
-        B, T = idx.shape
-        x = self.tok_emb(idx)                                          # (B, T, C)
+    def _check_embeds(self, embeds: torch.Tensor) -> None:
+        if not isinstance(embeds, torch.Tensor) or not embeds.is_floating_point():
+            raise TypeError("embeds must be a floating-point torch.Tensor of shape (B, T, d_model)")
+        if embeds.dim() != 3 or embeds.shape[-1] != self.cfg.d_model:
+            raise ValueError(
+                f"embeds must have shape (batch, seq_len, d_model={self.cfg.d_model}), "
+                f"got {tuple(embeds.shape)}"
+            )
+        if not 1 <= embeds.shape[1] <= self.cfg.max_len:
+            raise ValueError(
+                f"sequence length must be in 1..max_len={self.cfg.max_len}, got {embeds.shape[1]}"
+            )
+
+    def forward(self, idx: torch.Tensor | None = None, return_cache: bool = False, *,
+                embeds: torch.Tensor | None = None):
+        """Next-token logits (B, T, vocab); with ``return_cache`` also a :class:`ForwardCache`.
+
+        Instead of token ids, ``embeds`` (B, T, d_model) may be given: continuous inputs
+        (e.g. points of R^D cut into tokens) that replace the token embedding.
+        """
+        if (idx is None) == (embeds is None):
+            raise TypeError("give exactly one of idx (token ids) or embeds (input vectors)")
+        if embeds is None:
+            self._check_input(idx)
+            x = self.tok_emb(idx)                                      # (B, T, C)
+        else:
+            self._check_embeds(embeds)
+            x = embeds                                                 # (B, T, C)
+        T = x.shape[1]
         if self.pos_emb is not None:
             x = x + self.pos_emb.weight[:T]                            # + (T, C)
         x = self.drop(x)

@@ -9,6 +9,8 @@ import seaborn as sns
 import torch
 
 __all__ = [
+    "log_ticks",
+    "markdown_table",
     "set_style",
     "palette",
     "smooth",
@@ -172,3 +174,35 @@ def plot_attention_layers(patterns: Sequence, *, tokens: Sequence | None = None,
     if suptitle:
         fig.suptitle(suptitle)
     return fig
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence], digits: int = 3):
+    """A computed table as Markdown (rendered as an HTML table in the notebook and book);
+    floats are rounded to ``digits`` decimals."""
+    from IPython.display import Markdown
+
+    header = [str(h) for h in header]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        if len(row) != len(header):
+            raise ValueError(f"every row needs {len(header)} cells, got {len(row)}: {row!r}")
+        cells = [f"{c:.{digits}f}" if isinstance(c, (float, np.floating)) else str(c)
+                 for c in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return Markdown("\n".join(lines))
+
+
+def log_ticks(ax, ticks: Sequence[float], axis: str = "x", fmt: str = "{:,.0f}") -> None:
+    """Log scale on ``axis`` with labelled major ticks exactly at ``ticks`` and unlabelled
+    minor ticks (the default labels of a log axis overlap on short ranges)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    ticks = [float(t) for t in ticks]
+    target.set_major_locator(FixedLocator(ticks))
+    target.set_ticklabels([fmt.format(t) for t in ticks])
+    target.set_minor_locator(NullLocator())
+    target.set_minor_formatter(NullFormatter())

@@ -1,0 +1,177 @@
+"""Character-level language modelling on a small public-domain corpus.
+
+* :func:`load_shakespeare` — seven tragedies (~1 MB of ASCII) shipped with the library;
+  ``scripts/make_shakespeare_corpus.py`` rebuilds the file from its public source.
+* :class:`CharCorpus` — a character vocabulary and a train / validation / test split
+  (by position in the text, so held-out text is unseen), with random-window batches.
+* :func:`train_char_model` — the shared transformer trained on the first ``n_train``
+  characters, with the checkpoint chosen by validation loss (early stopping).
+* :func:`hidden_states`, :func:`activation_dimension` — a layer's activations on held-out
+  "documents" (windows of at most 32 characters) and their intrinsic dimension, estimated
+  as in Havrilla & Liao: MLE with K = 20, averaged over batches of 3,600 points.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .models import Transformer, TransformerConfig
+from .scaling import mle_dimension
+from .training import TrainConfig, copy_state, next_token_loss, train
+from .utils import check_choice, check_float, check_int
+
+__all__ = [
+    "CharCorpus", "activation_dimension", "hidden_states", "load_shakespeare",
+    "train_char_model",
+]
+
+
+def load_shakespeare() -> str:
+    """The shipped corpus: seven Shakespeare tragedies, public domain (Project Gutenberg)."""
+    from importlib import resources
+
+    return (resources.files("seqtheory") / "data" / "shakespeare.txt").read_text("ascii")
+
+
+@dataclass
+class CharCorpus:
+    """Characters as tokens; the last ``held_out`` fraction of the text is split in half
+    into validation (early stopping) and test (reported losses)."""
+
+    text: str
+    held_out: float = 0.1            # fraction of the text kept out of training
+    vocab: list = field(init=False)  # sorted distinct characters
+    data: torch.Tensor = field(init=False, repr=False)   # (len(text),) token ids
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or len(self.text) < 1000:
+            raise ValueError("text must be a string of at least 1,000 characters")
+        check_float("held_out", self.held_out, low=0.0, high=0.5, low_open=True)
+        self.vocab = sorted(set(self.text))
+        lookup = np.zeros(max(map(ord, self.vocab)) + 1, dtype=np.int64)
+        lookup[[ord(c) for c in self.vocab]] = np.arange(len(self.vocab))
+        codes = np.frombuffer(self.text.encode("utf-32-le"), dtype=np.uint32)
+        self.data = torch.from_numpy(lookup[codes])
+        cut = int(len(self.text) * (1 - self.held_out))
+        mid = cut + (len(self.text) - cut) // 2
+        self._splits = {"train": self.data[:cut], "val": self.data[cut:mid],
+                        "test": self.data[mid:]}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def split(self, name: str) -> torch.Tensor:
+        """Token ids of ``"train"``, ``"val"`` or ``"test"``."""
+        return self._splits[check_choice("split", name, ("train", "val", "test"))]
+
+    def decode(self, ids) -> str:
+        return "".join(self.vocab[int(i)] for i in ids)
+
+    def windows(self, split: str, n: int, length: int, seed: int = 0,
+                limit: int | None = None) -> torch.Tensor:
+        """``n`` random windows (n, length) of the split (of its first ``limit`` tokens)."""
+        ids = self.split(split)
+        if limit is not None:
+            ids = ids[:check_int("limit", limit, minimum=1)]
+        length = check_int("length", length, minimum=1)
+        if len(ids) <= length:
+            raise ValueError(f"the {split} text ({len(ids)} characters) is shorter than a "
+                             f"window of {length + 1}")
+        gen = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+        start = torch.randint(len(ids) - length + 1, (check_int("n", n, minimum=1),),
+                              generator=gen)
+        return ids[start[:, None] + torch.arange(length)]                # (n, length)
+
+
+def train_char_model(corpus: CharCorpus, n_train: int, *, d_model: int = 64,
+                     n_layers: int = 2, n_heads: int = 4, context: int = 64,
+                     steps: int = 800, batch: int = 32, lr: float = 3e-3,
+                     eval_every: int = 100, n_eval: int = 64, seed: int = 0,
+                     progress: bool = True):
+    """Train the shared transformer on the first ``n_train`` training characters.
+
+    Returns ``(model, result)``: the model at its best validation checkpoint and a dict
+    with ``test_loss`` (nats/char, at that checkpoint), ``val_loss``, ``best_step``,
+    ``params`` (non-embedding parameters) and the training ``history``.
+    """
+    n_train = check_int("n_train", n_train, minimum=context + 2)
+    if n_train > len(corpus.split("train")):
+        raise ValueError(f"n_train={n_train} exceeds the {len(corpus.split('train'))} "
+                         "training characters")
+    torch.manual_seed(check_int("seed", seed, minimum=0))
+    model = Transformer(TransformerConfig(
+        vocab_size=corpus.vocab_size, max_len=context, n_layers=n_layers, n_heads=n_heads,
+        d_model=d_model))
+    val = corpus.windows("val", n_eval, context + 1, seed=1)
+    test = corpus.windows("test", n_eval, context + 1, seed=2)
+    best = {"val_loss": float("inf")}
+
+    def batch_fn(step: int):
+        w = corpus.windows("train", batch, context + 1, seed=seed * 100_003 + step,
+                           limit=n_train)
+        return w[:, :-1], w[:, 1:]
+
+    def eval_fn(m, step: int) -> dict:
+        v = float(next_token_loss(m(val[:, :-1]), val[:, 1:]))
+        if v < best["val_loss"]:
+            t = float(next_token_loss(m(test[:, :-1]), test[:, 1:]))
+            best.update(val_loss=v, test_loss=t, best_step=step, state=copy_state(m))
+        return {"val loss": v}
+
+    hist = train(model, batch_fn, TrainConfig(steps=steps, lr=lr, warmup=min(50, steps // 10),
+                                             schedule="cosine", eval_every=eval_every),
+                 eval_fn=eval_fn, progress=progress, desc=f"n={n_train:,}")
+    model.load_state_dict(best.pop("state"))
+    model.eval()
+    emb = sum(p.numel() for p in (model.tok_emb.weight, model.unembed.weight))
+    pos = model.pos_emb.weight.numel() if model.pos_emb is not None else 0
+    return model, {**best, "params": model.num_params() - emb - pos, "history": hist}
+
+
+@torch.no_grad()
+def hidden_states(model: Transformer, windows: torch.Tensor, layer: int = -1,
+                  position: int | None = None) -> np.ndarray:
+    """Residual-stream activations after block ``layer`` (0 = embeddings, -1 = last block)
+    on ``windows`` (n, T): all positions (n*T, C), or one ``position`` (n, C)."""
+    was_training = model.training
+    model.eval()
+    try:
+        _, cache = model(windows, return_cache=True)
+    finally:
+        model.train(was_training)
+    n_layers = len(cache.resid)
+    if not -n_layers <= layer < n_layers:
+        raise ValueError(f"layer must be in {-n_layers}..{n_layers - 1}, got {layer}")
+    h = cache.resid[layer]                                             # (n, T, C)
+    if position is not None:
+        if not 0 <= position < h.shape[1]:
+            raise ValueError(f"position must be in 0..{h.shape[1] - 1}, got {position}")
+        return h[:, position].numpy().astype(np.float64)
+    return h.reshape(-1, h.shape[-1]).numpy().astype(np.float64)
+
+
+def activation_dimension(model: Transformer, corpus: CharCorpus, *, layer: int = -1,
+                         n_docs: int = 450, doc_length: int = 32,
+                         positions: Sequence[int] | None = None, K: int = 20,
+                         batch_size: int = 3600, seed: int = 0) -> float:
+    """Intrinsic dimension of a layer's activations on held-out text, the paper's way.
+
+    ``n_docs`` test-set windows of ``doc_length`` (<= 32) characters are the documents;
+    the activations of their tokens (only those at ``positions`` if given) are the
+    points; the MLE estimate with ``K`` neighbours is averaged over batches of
+    ``batch_size`` points (one batch of all points if there are fewer).
+    """
+    doc_length = check_int("doc_length", doc_length, minimum=1)
+    if doc_length > min(32, model.cfg.max_len):
+        raise ValueError(f"doc_length must be <= {min(32, model.cfg.max_len)}, got {doc_length}")
+    docs = corpus.windows("test", n_docs, doc_length, seed=seed)
+    if positions is None:
+        X = hidden_states(model, docs, layer)
+    else:
+        X = np.concatenate([hidden_states(model, docs, layer, p) for p in positions])
+    bs = batch_size if len(X) >= 2 * batch_size else None
+    return mle_dimension(X, K, batch_size=bs, seed=seed)
