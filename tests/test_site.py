@@ -84,3 +84,10 @@ def test_local_links_and_images_resolve():
 def test_bibliography_renders_cited_works():
     text = (HTML / "book" / "bibliography.html").read_text(encoding="utf-8")
     assert "Olsson" in text and re.search(r"induction\s+heads", text, re.I)
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_computed_tables_render_as_tables(md):
+    """markdown_table outputs must become HTML tables, not raw '| a | b |' text."""
+    text = built(md).read_text(encoding="utf-8")
+    assert "|---|" not in text, f"{md.name}: a computed table was rendered as plain text"
