@@ -347,8 +347,7 @@ def knn_error(task: TorusTask, n: int, seed: int = 0, *, n_test: int = 2048,
     """
     n = check_int("n", n, minimum=2)
     X, y, _ = task.sample(n, seed)
-    Xt, _, th = task.sample(n_test, 10_000 + seed, noisy=False)
-    yt = torch.from_numpy(task.target(th)).float()
+    Xt, yt, _ = task.sample(n_test, 10_000 + seed, noisy=False)
     ks = [k for k in (ks or [2 ** i for i in range(12)]) if k < n]
     kmax = max(ks)
     d_tr = torch.cdist(X, X)                                           # (n, n)
@@ -422,6 +421,28 @@ def make_learner(kind: str, D: int, size: int = 32) -> nn.Module:
     return PointTransformer(D, n_tokens=4, d_model=size, n_heads=2 if size % 2 == 0 else 1)
 
 
+def _fit_regressor(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int,
+                   batch: int, lr: float, seed: int, weight_decay: float = 0.01,
+                   eval_every: int = 0, on_eval=None) -> None:
+    """Mean-squared-error training on random mini-batches of (X, y): AdamW with cosine
+    decay; ``on_eval(model)`` runs without gradients every ``eval_every`` steps and at the
+    end.  The one training loop behind :func:`net_error` and :func:`approximation_error`."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    gen = torch.Generator().manual_seed(seed)
+    b = min(batch, len(X))
+    for step in range(1, steps + 1):
+        idx = torch.randint(len(X), (b,), generator=gen)
+        loss = ((model(X[idx]) - y[idx]) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if on_eval is not None and (step % eval_every == 0 or step == steps):
+            with torch.no_grad():
+                on_eval(model)
+
+
 def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size: int = 32,
               steps: int = 1500, batch: int = 128, lr: float = 3e-3, n_test: int = 2048,
               eval_every: int = 100) -> float:
@@ -434,31 +455,21 @@ def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size
     n = check_int("n", n, minimum=5)
     steps = check_int("steps", steps, minimum=1)
     X, y, _ = task.sample(n, seed)
-    Xt, _, th = task.sample(n_test, 10_000 + seed, noisy=False)
-    yt = torch.from_numpy(task.target(th)).float()
+    Xt, yt, _ = task.sample(n_test, 10_000 + seed, noisy=False)
     n_val = max(1, n // 5)
     Xv, yv, Xtr, ytr = X[:n_val], y[:n_val], X[n_val:], y[n_val:]
     torch.manual_seed(seed)
     model = make_learner(kind, task.D, size)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-    gen = torch.Generator().manual_seed(seed)
-    best_val, best_test = float("inf"), float("nan")
-    b = min(batch, len(Xtr))
-    for step in range(1, steps + 1):
-        idx = torch.randint(len(Xtr), (b,), generator=gen)
-        loss = ((model(Xtr[idx]) - ytr[idx]) ** 2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        if step % eval_every == 0 or step == steps:
-            with torch.no_grad():
-                val = float(((model(Xv) - yv) ** 2).mean())
-                if val < best_val:
-                    best_val = val
-                    best_test = float(((model(Xt) - yt) ** 2).mean())
-    return best_test
+    best = {"val": float("inf"), "test": float("nan")}
+
+    def on_eval(m: nn.Module) -> None:
+        val = float(((m(Xv) - yv) ** 2).mean())
+        if val < best["val"]:
+            best.update(val=val, test=float(((m(Xt) - yt) ** 2).mean()))
+
+    _fit_regressor(model, Xtr, ytr, steps=steps, batch=batch, lr=lr, seed=seed,
+                   weight_decay=1e-4, eval_every=eval_every, on_eval=on_eval)
+    return best["test"]
 
 
 def learning_curve(task: TorusTask, sizes: Sequence[int], learner: str = "knn",
@@ -498,16 +509,7 @@ def approximation_error(task: TorusTask, kind: str = "transformer",
                      leave=False):
         torch.manual_seed(seed)
         model = make_learner(kind, task.D, check_int("size", size, minimum=1))
-        opt = torch.optim.AdamW(model.parameters(), lr=lr)
-        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-        gen = torch.Generator().manual_seed(seed)
-        for _ in range(steps):
-            idx = torch.randint(pool, (batch,), generator=gen)
-            loss = ((model(X[idx]) - y[idx]) ** 2).mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
+        _fit_regressor(model, X, y, steps=steps, batch=batch, lr=lr, seed=seed)
         with torch.no_grad():
             errs.append(float(((model(Xt) - yt) ** 2).mean()))
         params.append(model.num_params())
