@@ -1,10 +1,28 @@
-"""Unit tests for seqtheory.representations: CKA and the family-tree knowledge graph."""
+"""Unit tests for seqtheory.representations: the family-tree knowledge graph, CKA, the
+kinship models and affine stitching."""
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqtheory.representations import RELATIONS, FamilyForest, debiased_cka, linear_cka
+from seqtheory.representations import (
+    KINSHIP,
+    RELATIONS,
+    FamilyForest,
+    KinshipModels,
+    accuracy,
+    affine_align,
+    cka_across_seeds,
+    compare_models,
+    debiased_cka,
+    kinship_data,
+    linear_cka,
+    pca_2d,
+    stitch,
+    stitch_controls,
+    train_kinship,
+)
 
 
 def test_cka_reference_values():
@@ -66,3 +84,137 @@ def test_split_is_over_facts():
         f.matrix("friend")
     with pytest.raises(ValueError, match="min <= max"):
         FamilyForest.generate(children=(3, 2))
+
+
+# --------------------------------------------------------------------------- kinship terms
+
+
+@pytest.fixture(scope="module")
+def small():
+    forest = FamilyForest.generate(n_families=2, generations=3, children=(2, 2), seed=0)
+    return forest, kinship_data(forest, 0.8, seed=0)
+
+
+def test_kinship_terms_match_relations():
+    f = FamilyForest.generate(n_families=2, generations=4, children=(2, 3), seed=1)
+    K = f.kinship()
+    for term in KINSHIP[1:10]:
+        assert (K[f.matrix(term)] == KINSHIP.index(term)).all(), term
+    anc = f.matrix("ancestor")
+    great = anc & ~f.matrix("parent") & ~f.matrix("grandparent")
+    assert (K[great] == KINSHIP.index("great_ancestor")).all()
+    assert (K[great.T] == KINSHIP.index("great_descendant")).all()
+    assert (np.diag(K) == 0).all()
+    # inverse terms are transposes of each other
+    for t, inv in [("parent", "child"), ("grandparent", "grandchild"),
+                   ("uncle_aunt", "niece_nephew"), ("great_ancestor", "great_descendant")]:
+        assert ((K == KINSHIP.index(t)) == (K == KINSHIP.index(inv)).T).all()
+
+
+def test_shuffled_forest_is_isomorphic_but_different():
+    f = FamilyForest.generate(n_families=2, generations=4, seed=0)
+    g = f.shuffled(seed=1)
+    assert (np.sort(f.family) == np.sort(g.family)).all() and (f.family == g.family).all()
+    assert sorted(np.bincount(f.kinship().ravel())) == sorted(np.bincount(g.kinship().ravel()))
+    assert (f.kinship() != g.kinship()).any()
+
+
+def test_kinship_data_split_and_relabel(small):
+    forest, data = small
+    P = len(data.labels)
+    a, b = data.pairs[:, 0].numpy(), data.pairs[:, 1].numpy()
+    assert (a != b).all() and (forest.family[a] == forest.family[b]).all()
+    assert len({(x, y) for x, y in zip(a, b, strict=True)}) == P
+    tr, te = data.select("train")[1], data.select("test")[1]
+    assert len(tr) + len(te) == P
+    assert (data.select("test_facts")[1] > 0).all() and (data.select("test_none")[1] == 0).all()
+    other = data.relabelled(forest.shuffled(2))
+    assert torch.equal(other.pairs, data.pairs) and torch.equal(other.train, data.train)
+    with pytest.raises(ValueError, match="which must be one of"):
+        data.select("validation")
+    with pytest.raises(ValueError, match="train_fraction"):
+        kinship_data(forest, 1.0)
+    with pytest.raises(TypeError, match="FamilyForest"):
+        kinship_data("forest")
+    with pytest.raises(ValueError, match="people"):
+        data.relabelled(FamilyForest.generate(n_families=1, generations=2, seed=0))
+
+
+def test_batched_models_match_single_models(small):
+    forest, data = small
+    both, _ = train_kinship(data, (2, 5), (0, 1), steps=30, progress=False)
+    alone, _ = train_kinship(data, 5, (1,), steps=30, progress=False)
+    i = both.index(5, 1)
+    assert both.dims == (2, 2, 5, 5) and both.seeds == (0, 1, 0, 1)
+    assert torch.allclose(both.embedding(i), alone.embedding(0), atol=1e-5)
+    assert np.allclose(accuracy(both.select(i), data), accuracy(alone, data))
+    assert both.embedding(0).shape == (forest.n, 2)
+    assert (both.embed[0, :, 2:] == 0).all()               # padding stays zero
+
+
+def test_models_errors(small):
+    forest, data = small
+    with pytest.raises(ValueError, match="one embedding size per seed"):
+        KinshipModels(forest.n, (2, 3), seeds=(0,))
+    with pytest.raises(ValueError, match="embed_dim must be >= 1"):
+        KinshipModels(forest.n, 0)
+    m = KinshipModels(forest.n, 3, seeds=(0, 1))
+    with pytest.raises(ValueError, match="embed must have shape"):
+        m(data.pairs, torch.zeros(1, forest.n, 3))
+    with pytest.raises(ValueError, match="no model with"):
+        m.index(4, 0)
+    with pytest.raises(ValueError, match="model index"):
+        m.select(5)
+    with pytest.raises(TypeError, match="KinshipData"):
+        train_kinship("data", 2)
+
+
+def test_training_fits_and_stitching_controls(small):
+    forest, data = small
+    models, hist = train_kinship(data, (6,), (0, 1), steps=400, weight_decay=0.1,
+                                 progress=False)
+    assert hist.final("train acc") > 0.95
+    own = accuracy(models, data)
+    # stitching a model into itself recovers its own accuracy (least-squares start)
+    self_st = stitch([models.embedding(0), models.embedding(1)], models, data, steps=20)
+    assert np.allclose(self_st.test_acc, own, atol=0.03)
+    # an invertible linear distortion changes CKA but not the stitched accuracy
+    E = models.embedding(0)
+    A = torch.diag(torch.tensor([1.0, 0.05, 1.0, 0.1, 1.0, 0.5]))
+    st = stitch(E @ A, models.select(0), data, steps=20)
+    assert st.test_acc[0] >= own[0] - 0.03
+    assert linear_cka(E @ A, E) < 0.95
+    res = stitch_controls(models, data, steps=100)
+    assert set(res) == {"own", "across seeds", "random"}
+    assert (res["random"] < res["own"]).all()
+    assert set(cka_across_seeds(models)) == {6}
+    out = compare_models(models, 1, models, 0, data, steps=50)
+    assert out["mapped"].shape == (forest.n, 6) and 0 <= out["stitched"] <= 1
+
+
+def test_stitch_errors(small):
+    forest, data = small
+    m = KinshipModels(forest.n, 3, seeds=(0, 1))
+    with pytest.raises(ValueError, match="people"):
+        stitch(torch.zeros(forest.n + 1, 3), m.select(0), data)
+    with pytest.raises(ValueError, match="sources but"):
+        stitch(torch.zeros(3, forest.n, 3), m, data)
+    with pytest.raises(ValueError, match="2-D"):
+        stitch([torch.zeros(forest.n)], m.select(0), data)
+    with pytest.raises(ValueError, match="init must be one of"):
+        stitch(torch.zeros(forest.n, 3), m.select(0), data, init="identity")
+    with pytest.raises(TypeError, match="KinshipModels"):
+        stitch(torch.zeros(forest.n, 3), "model", data)
+
+
+def test_alignment_helpers():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 4))
+    A, c = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    assert np.allclose(affine_align(X, X @ A + c), X @ A + c)
+    coords = pca_2d(X)
+    assert coords.shape == (30, 2)
+    assert np.var(coords[:, 0]) >= np.var(coords[:, 1])
+    assert pca_2d(X[:, :1]).shape == (30, 2)
+    with pytest.raises(ValueError, match="equal widths"):
+        pca_2d(X, X[:, :2])
