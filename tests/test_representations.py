@@ -218,3 +218,24 @@ def test_alignment_helpers():
     assert pca_2d(X[:, :1]).shape == (30, 2)
     with pytest.raises(ValueError, match="equal widths"):
         pca_2d(X, X[:, :2])
+
+
+def _gram_unbiased_hsic(K, L):
+    """The textbook Gram-matrix form of the unbiased HSIC, for checking the fast one."""
+    n = K.shape[0]
+    K, L = K - np.diag(np.diag(K)), L - np.diag(np.diag(L))
+    one = np.ones(n)
+    return (np.trace(K @ L) + (one @ K @ one) * (one @ L @ one) / ((n - 1) * (n - 2))
+            - 2 * (one @ K @ L @ one) / (n - 2)) / (n * (n - 3))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 60), p=st.integers(1, 12),
+       q=st.integers(1, 12))
+def test_property_debiased_cka_matches_gram_form(seed, n, p, q):
+    rng = np.random.default_rng(seed)
+    X, Y = rng.standard_normal((n, p)), rng.standard_normal((n, q)) + 0.3
+    K, L = X @ X.T, Y @ Y.T
+    slow = _gram_unbiased_hsic(K, L) / np.sqrt(_gram_unbiased_hsic(K, K)
+                                               * _gram_unbiased_hsic(L, L))
+    assert debiased_cka(X, Y) == pytest.approx(slow, rel=1e-8, abs=1e-10)
