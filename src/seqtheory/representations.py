@@ -526,18 +526,17 @@ def stitch(source, target: KinshipModels, data: KinshipData, *, steps: int = 300
     target = target.select(list(range(target.n_models)))          # frozen copy
     model = _AffineStitch(src, target, init)
     pairs, labels = data.select("train")
-    hist = train(model, lambda step: (pairs, labels), TrainConfig(
+    train(model, lambda step: (pairs, labels), TrainConfig(
         steps=steps, lr=lr, grad_clip=None, eval_every=steps), loss_fn=_ensemble_loss,
         progress=progress, desc="stitching")
     with torch.no_grad():
         mapped = model.mapped()
-        logits = target(pairs, mapped)
+        logits = target(pairs, mapped)                              # (M, P, K) train pairs
         M, P, K = logits.shape
         loss = F.cross_entropy(logits.reshape(M * P, K), labels.repeat(M),
                                reduction="none").reshape(M, P).mean(1).numpy()
-    del hist
-    return StitchResult(model.weight.detach(), model.bias.detach(), mapped,
-                        accuracy(target, data, "train", mapped),
+        train_acc = (logits.argmax(-1) == labels).double().mean(1).numpy()
+    return StitchResult(model.weight.detach(), model.bias.detach(), mapped, train_acc,
                         accuracy(target, data, "test_facts", mapped), loss)
 
 
@@ -620,10 +619,22 @@ def compare_models(source: KinshipModels, i: int, target: KinshipModels, j: int,
 
 
 # --------------------------------------------------------------------------- figures
+def _scatter_people(ax, xy: np.ndarray, forest: FamilyForest, **kw) -> None:
+    """People at (n, 2) positions: colour = generation, marker = family."""
+    import matplotlib.pyplot as plt
+
+    top = int(forest.generation.max())
+    cmap = plt.get_cmap("viridis", top + 1)
+    for fam, marker in zip(np.unique(forest.family), "osD^v", strict=False):
+        sel = forest.family == fam
+        ax.scatter(xy[sel, 0], xy[sel, 1], c=forest.generation[sel], cmap=cmap,
+                   marker=marker, vmin=-0.5, vmax=top + 0.5, edgecolor="k",
+                   label=f"family {fam}", **kw)
+
+
 def plot_forest(ax, forest: FamilyForest, labels: bool = False):
     """Draw the genealogy: generations top to bottom, parent-child lines, spouse links;
     colour = generation, marker = family (as in :func:`plot_embedding`)."""
-    import matplotlib.pyplot as plt
 
     x = np.zeros(forest.n)
     for g in np.unique(forest.generation):                 # order people within a row
@@ -646,12 +657,7 @@ def plot_forest(ax, forest: FamilyForest, labels: bool = False):
         ax.plot([x[a], x[b]], [y[a], y[b]], color="0.75", lw=0.8, zorder=1)
     for a, b in zip(*np.nonzero(np.triu(forest.spouse)), strict=True):
         ax.plot([x[a], x[b]], [y[a], y[b]], color="0.3", lw=1.6, zorder=1)
-    cmap = plt.get_cmap("viridis", int(forest.generation.max()) + 1)
-    for fam, marker in zip(np.unique(forest.family), "osD^v", strict=False):
-        sel = forest.family == fam
-        ax.scatter(x[sel], y[sel], c=forest.generation[sel], cmap=cmap, marker=marker,
-                   vmin=-0.5, vmax=forest.generation.max() + 0.5, s=40, zorder=2,
-                   edgecolor="k", linewidth=0.4, label=f"family {fam}")
+    _scatter_people(ax, np.stack([x, y], 1), forest, s=40, zorder=2, linewidth=0.4)
     if labels:
         for p in range(forest.n):
             ax.annotate(str(p), (x[p], y[p]), fontsize=6, ha="center", va="bottom",
@@ -665,17 +671,11 @@ def plot_forest(ax, forest: FamilyForest, labels: bool = False):
 
 def plot_embedding(ax, coords, forest: FamilyForest, title: str | None = None):
     """Scatter 2-D coordinates of the people: colour = generation, marker = family."""
-    import matplotlib.pyplot as plt
 
     coords = np.asarray(coords)
     if coords.shape != (forest.n, 2):
         raise ValueError(f"coords must have shape ({forest.n}, 2), got {coords.shape}")
-    cmap = plt.get_cmap("viridis", int(forest.generation.max()) + 1)
-    for fam, marker in zip(np.unique(forest.family), "osD^v", strict=False):
-        sel = forest.family == fam
-        ax.scatter(coords[sel, 0], coords[sel, 1], c=forest.generation[sel], cmap=cmap,
-                   marker=marker, vmin=-0.5, vmax=forest.generation.max() + 0.5, s=30,
-                   edgecolor="k", linewidth=0.3)
+    _scatter_people(ax, coords, forest, s=30, linewidth=0.3)
     ax.set_xlabel("PC 1 of B's embedding")
     ax.set_ylabel("PC 2")
     if title:
