@@ -55,7 +55,8 @@ def test_positional_information_matters_except_for_none():
     x = torch.tensor([[1, 2, 3, 1, 2, 3]])
     swapped = torch.tensor([[2, 1, 3, 1, 2, 3]])  # same multiset before position 2
     for pos in POS_ENCODINGS:
-        model = make(pos_encoding=pos, n_layers=1)
+        windows = (2, 0) if pos == "hard_alibi" else ()  # window cuts the swapped pair
+        model = make(pos_encoding=pos, n_layers=1, windows=windows)
         with torch.no_grad():
             new = torch.randn_like(model.blocks[0].attn.qkv.weight)
             model.blocks[0].attn.qkv.weight.copy_(new)
@@ -188,3 +189,30 @@ def test_embeds_input_replaces_token_embedding():
         model(embeds=torch.randn(3, 9, 8))
     with pytest.raises(TypeError, match="floating"):
         model(embeds=idx[..., None].expand(3, 6, 8))
+
+
+def test_hard_alibi_heads_see_only_their_window():
+    model = make(pos_encoding="hard_alibi", n_layers=1, n_heads=2, windows=(2, 0))
+    pattern = model.attention_patterns(torch.tensor([[1, 2, 3, 4, 5, 6]]))[0][0]  # (H, T, T)
+    dist = torch.arange(6)[:, None] - torch.arange(6)[None, :]
+    assert torch.all(pattern[0][dist >= 2] == 0) and torch.all(pattern[0][dist == 1] > 0)
+    assert torch.all(pattern[1][dist >= 0] > 0)            # the global head sees every key
+    # windowed heads make the model's outputs independent of absolute position
+    x = torch.randint(7, (1, 6))
+    long = torch.cat([torch.randint(7, (1, 5)), x], dim=1)
+    local = make(pos_encoding="hard_alibi", n_layers=2, n_heads=2, windows=(2, 3))
+    assert torch.allclose(local(x)[0, -1], local(long)[0, -1], atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(pos_encoding="hard_alibi", n_heads=2, windows=(1,)), "one window per head"),
+        (dict(pos_encoding="hard_alibi", n_heads=(1, 2), windows=(1,)), "one window per head"),
+        (dict(pos_encoding="hard_alibi", n_layers=2, windows=((1, 0),)), "one per layer"),
+        (dict(pos_encoding="learned", windows=(1, 2)), "only apply to pos_encoding"),
+    ],
+)
+def test_hard_alibi_config_errors(kw, match):
+    with pytest.raises(ValueError, match=match):
+        make(**kw)

@@ -6,8 +6,9 @@ residual stream (as TransformerLens does), because the chapters plot them.
 
 Options the chapters need: attention-only or with MLPs, LayerNorm on or off, positional
 information ``learned`` (absolute embeddings), ``relative`` (a learned bias per head and
-distance), ``rotary`` (RoPE) or ``none``, weight tying, and a different number of heads per
-layer.
+distance), ``rotary`` (RoPE), ``hard_alibi`` (each head sees only a window of the last few
+tokens, or everything with no position information) or ``none``, weight tying, and a
+different number of heads per layer.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ __all__ = [
     "POS_ENCODINGS", "ForwardCache", "Transformer", "TransformerConfig", "attention_to_offset",
 ]
 
-POS_ENCODINGS = ("learned", "relative", "rotary", "none")
+POS_ENCODINGS = ("learned", "relative", "rotary", "hard_alibi", "none")
 
 
 @dataclass
@@ -39,7 +40,8 @@ class TransformerConfig:
     attn_only: bool = False       # True: blocks have attention but no MLP
     mlp_ratio: int = 4            # MLP hidden width = mlp_ratio * d_model
     layer_norm: bool = True       # pre-LN in every sublayer and before the unembedding
-    pos_encoding: str = "learned"  # "learned" | "relative" | "rotary" | "none"
+    pos_encoding: str = "learned"  # "learned" | "relative" | "rotary" | "hard_alibi" | "none"
+    windows: tuple = ()           # hard_alibi: tokens each head sees (0: all), per layer or all
     tie_weights: bool = False     # unembedding matrix = token embedding matrix
     dropout: float = 0.0          # dropout on attention weights and sublayer outputs
     init_std: float = 0.02        # std of the normal initialisation of weights
@@ -76,6 +78,22 @@ class TransformerConfig:
                     f"d_model/n_heads = {self.d_model // h}"
                 )
         self.heads = heads
+        if self.pos_encoding == "hard_alibi":
+            # one tuple for every layer, or one tuple per layer; default: 1..H-1 and one global
+            windows = tuple(self.windows) or tuple(range(1, heads[0])) + (0,)
+            per_layer = windows if all(isinstance(w, (tuple, list)) for w in windows) \
+                else (windows,) * self.n_layers
+            if len(per_layer) != self.n_layers or any(
+                    len(w) != h for w, h in zip(per_layer, heads, strict=True)):
+                raise ValueError(
+                    "hard_alibi needs one window per head (one tuple for all layers or one "
+                    f"per layer); got heads {heads} and windows {windows}"
+                )
+            for w in sum(map(tuple, per_layer), ()):
+                check_int("window", w, minimum=0)
+            self.windows = tuple(map(tuple, per_layer))
+        elif self.windows:
+            raise ValueError("windows only apply to pos_encoding='hard_alibi'")
 
 
 @dataclass
@@ -95,7 +113,7 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 class Attention(nn.Module):
     """Causal multi-head self-attention that returns its pattern."""
 
-    def __init__(self, cfg: TransformerConfig, n_heads: int):
+    def __init__(self, cfg: TransformerConfig, n_heads: int, layer: int = 0):
         super().__init__()
         self.n_heads, self.d_head = n_heads, cfg.d_model // n_heads
         self.pos = cfg.pos_encoding
@@ -115,6 +133,13 @@ class Attention(nn.Module):
             angles = idx.float()[:, None] * inv_freq[None, :]          # (T, D/2)
             self.register_buffer("cos", angles.cos(), persistent=False)
             self.register_buffer("sin", angles.sin(), persistent=False)
+        if self.pos == "hard_alibi":
+            # Hard-ALiBi (Jelassi et al., 2024): head h sees keys with i - j < window_h;
+            # window 0 means the whole prefix, with no position information at all
+            win = torch.tensor([w if w > 0 else T for w in cfg.windows[layer]])       # (H,)
+            dist = idx[:, None] - idx[None, :]                                 # (T, T)
+            self.register_buffer("window_ok", dist[None] < win[:, None, None],
+                                 persistent=False)                             # (H, T, T)
 
     def forward(self, x: torch.Tensor, need_pattern: bool = True):
         """Attention output (B, T, C) and the pattern (B, H, T, T), or None if not needed.
@@ -127,7 +152,12 @@ class Attention(nn.Module):
         q, k, v = (z.view(B, T, self.n_heads, self.d_head).transpose(1, 2) for z in (q, k, v))
         if self.pos == "rotary":                                       # (B, H, T, Dh)
             q, k = _rotate(q, self.cos[:T], self.sin[:T]), _rotate(k, self.cos[:T], self.sin[:T])
-        bias = self.rel_bias[:, self.dist[:T, :T]] if self.pos == "relative" else None  # (H,T,T)
+        bias = None                                                    # (H, T, T) or None
+        if self.pos == "relative":
+            bias = self.rel_bias[:, self.dist[:T, :T]]
+        elif self.pos == "hard_alibi":
+            bias = torch.zeros(self.window_ok.shape[0], T, T, device=x.device).masked_fill(
+                ~self.window_ok[:, :T, :T], float("-inf"))
         if need_pattern:
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
             if bias is not None:
@@ -163,10 +193,10 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """Pre-LN transformer block: x + attn(ln(x)), then (unless attention-only) x + mlp(ln(x))."""
 
-    def __init__(self, cfg: TransformerConfig, n_heads: int):
+    def __init__(self, cfg: TransformerConfig, n_heads: int, layer: int = 0):
         super().__init__()
         norm = (lambda: nn.LayerNorm(cfg.d_model)) if cfg.layer_norm else nn.Identity
-        self.ln1, self.attn = norm(), Attention(cfg, n_heads)
+        self.ln1, self.attn = norm(), Attention(cfg, n_heads, layer)
         self.ln2, self.mlp = (None, None) if cfg.attn_only else (norm(), MLP(cfg))
 
     def forward(self, x: torch.Tensor, need_pattern: bool = True):
@@ -193,7 +223,7 @@ class Transformer(nn.Module):
         self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" \
             else None
         self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(Block(cfg, h) for h in cfg.heads)
+        self.blocks = nn.ModuleList(Block(cfg, h, i) for i, h in enumerate(cfg.heads))
         self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.layer_norm else nn.Identity()
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.apply(self._init_weights)

@@ -1,0 +1,202 @@
+"""Chain of thought for next-token predictors that are linear (Malach, 2024).
+
+A *linear* auto-regressive model predicts each token from a linear function of the
+one-hot context; alone it cannot even compute the XOR of two bits. Trained on a chain of
+thought whose every step is a linear threshold of earlier tokens, it computes parity of
+any number of bits. The price is *length complexity*: how many intermediate tokens the
+chain needs.
+
+Formats for the parity of ``n`` bits ``x_1..x_n`` (tokens 0/1), all ending in the answer:
+
+* ``"none"``: ``x_1..x_n  p``  -- the answer right away (chain length 1);
+* ``"running"``: ``x_1..x_n  p_1 .. p_n`` with ``p_i = x_1 xor .. xor x_i`` (length n);
+* ``"threshold"``: ``x_1..x_n  c_1 p_1 .. c_n p_n`` with ``c_i = [p_{i-1} + x_i >= 2]``
+  (an AND) and ``p_i = [p_{i-1} + x_i - 2 c_i >= 1]`` -- every token a threshold of two or
+  three earlier ones (length 2n).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from .training import IGNORE_INDEX, train
+from .utils import Sizes, check_choice, check_int
+
+__all__ = [
+    "FORMATS", "parity_chain", "chain_length", "NextTokenNet", "generate", "answer_accuracy",
+    "multiplication_chain", "CoTSetup", "CHAIN_OF_THOUGHT", "all_bit_strings",
+    "train_chain_models",
+]
+
+FORMATS = ("none", "running", "threshold")
+
+
+def chain_length(n: int, fmt: str) -> int:
+    """Tokens the model writes after the ``n`` input bits (the answer included)."""
+    n = check_int("n", n, minimum=1)
+    return {"none": 1, "running": n, "threshold": 2 * n}[check_choice("fmt", fmt, FORMATS)]
+
+
+def parity_chain(x: torch.Tensor, fmt: str) -> torch.Tensor:
+    """Full sequences (B, n + chain) for bits ``x`` (B, n) of 0/1 in the format ``fmt``."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+        raise TypeError("x must be a (batch, n) tensor of 0/1 bits")
+    check_choice("fmt", fmt, FORMATS)
+    x = x.long()
+    p = x.cumsum(dim=1) % 2                                             # (B, n) running xor
+    if fmt == "none":
+        chain = p[:, -1:]
+    elif fmt == "running":
+        chain = p
+    else:
+        prev = torch.cat([torch.zeros_like(p[:, :1]), p[:, :-1]], dim=1)  # p_{i-1}
+        c = ((prev + x) >= 2).long()                                    # AND
+        chain = torch.stack([c, p], dim=2).flatten(1)                   # c_1 p_1 c_2 p_2 ..
+    return torch.cat([x, chain], dim=1)
+
+
+def multiplication_chain(a: int, b: int) -> str:
+    """The long-multiplication chain of thought for ``a * b`` as text (an illustration)."""
+    a, b = check_int("a", a, minimum=0), check_int("b", b, minimum=0)
+    lines, total = [f"{a} * {b} ="], 0
+    for i, digit in enumerate(reversed(str(b))):
+        part = a * int(digit) * 10 ** i
+        total += part
+        lines.append(f"  {a} * {digit} * 10^{i} = {part}  (running sum {total})")
+    lines.append(f"  answer: {total}")
+    return "\n".join(lines)
+
+
+class NextTokenNet(nn.Module):
+    """Auto-regressive next-token model over a fixed-length one-hot context.
+
+    ``hidden=None``: linear -- the logits at position ``t`` are
+    ``b_t + sum_{s<=t} W[t, s, x_s]``, one causal linear map over the embedded context.
+    ``hidden=h``: the same map into ``h`` ReLU units per position, then a linear read-out
+    (an MLP over the context). ``models=M`` trains M independent copies at once.
+    """
+
+    def __init__(self, seq_len: int, vocab: int = 2, hidden: int | None = None,
+                 models: int = 1, init_std: float = 0.1):
+        super().__init__()
+        self.seq_len = check_int("seq_len", seq_len, minimum=1)
+        self.vocab = check_int("vocab", vocab, minimum=2)
+        self.models = check_int("models", models, minimum=1)
+        if hidden is not None:
+            check_int("hidden", hidden, minimum=1)
+        self.hidden = hidden
+        T, V = seq_len, vocab
+        width = V if hidden is None else hidden
+        self.register_buffer("causal", torch.tril(torch.ones(T, T)))          # (T, T)
+        self.w = nn.Parameter(torch.randn(models, T, T, V, width) * init_std)  # (M,T,T,V,H)
+        self.b = nn.Parameter(torch.zeros(models, T, width))
+        if hidden is not None:
+            self.out = nn.Parameter(torch.randn(models, T, hidden, V) / hidden ** 0.5)
+            self.out_b = nn.Parameter(torch.zeros(models, T, V))
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        """Logits (M, B, T, vocab) for token ids ``idx``: (B, T) shared or (M, B, T)."""
+        if idx.dim() not in (2, 3) or idx.shape[-1] > self.seq_len or (
+                idx.dim() == 3 and idx.shape[0] != self.models):
+            raise ValueError(f"idx must be (batch, T) or ({self.models}, batch, T) with "
+                             f"T <= {self.seq_len}, got {tuple(idx.shape)}")
+        if idx.dim() == 2:
+            idx = idx[None].expand(self.models, -1, -1)
+        T = idx.shape[-1]
+        onehot = nn.functional.one_hot(idx, self.vocab).float()               # (M, B, T, V)
+        w = self.w[:, :T, :T] * self.causal[:T, :T, None, None]               # (M,T,T,V,H)
+        z = torch.einsum("mtsvh,mbsv->mbth", w, onehot) + self.b[:, None, :T]  # (M,B,T,H)
+        if self.hidden is None:
+            return z
+        return torch.einsum("mbth,mthv->mbtv", torch.relu(z), self.out[:, :T]) \
+            + self.out_b[:, None, :T]
+
+
+@torch.no_grad()
+def generate(model: NextTokenNet, x: torch.Tensor, steps: int) -> torch.Tensor:
+    """Greedy continuation of prompts ``x`` (B, n) by ``steps`` tokens, per model: (M, B, steps)."""
+    steps = check_int("steps", steps, minimum=1)
+    seqs = x.long()[None].expand(model.models, -1, -1)                   # (M, B, n)
+    for _ in range(steps):                           # generation is sequential by nature
+        nxt = model(seqs)[:, :, -1].argmax(dim=-1)                         # (M, B)
+        seqs = torch.cat([seqs, nxt[:, :, None]], dim=2)
+    return seqs[:, :, x.shape[1]:]
+
+
+@torch.no_grad()
+def answer_accuracy(model: NextTokenNet, x: torch.Tensor, fmt: str) -> torch.Tensor:
+    """Fraction of prompts whose generated chain ends in the right parity, per model (M,)."""
+    n = x.shape[1]
+    chain = generate(model, x, chain_length(n, fmt))                     # (M, B, L)
+    return (chain[:, :, -1] == x.long().sum(dim=1) % 2).float().mean(dim=1)
+
+
+def all_bit_strings(n: int) -> torch.Tensor:
+    """Every string of ``n`` bits, (2**n, n), in binary counting order."""
+    n = check_int("n", n, minimum=1)
+    if n > 20:
+        raise ValueError(f"n must be <= 20 to list all 2**n strings, got {n}")
+    return (torch.arange(2 ** n)[:, None] >> torch.arange(n)) & 1
+
+
+def train_chain_models(
+    fmt: str,
+    hidden: int | None,
+    train_x: torch.Tensor,
+    setup: CoTSetup,
+    *,
+    generator: torch.Generator | None = None,
+    progress: bool = True,
+) -> NextTokenNet:
+    """Train ``setup.seeds`` models of one kind on the chains of the strings ``train_x``.
+
+    Batches are drawn with replacement from ``train_x`` (a fixed training set); the loss
+    is the cross-entropy of every chain token (the input bits are given, not predicted).
+    """
+    if not isinstance(setup, CoTSetup):
+        raise TypeError(f"setup must be a CoTSetup, got {type(setup).__name__}")
+    n = train_x.shape[1]
+    M = setup.seeds
+    model = NextTokenNet(n + chain_length(n, fmt) - 1, hidden=hidden, models=M)
+    g = generator
+
+    def batch(step):
+        rows = torch.randint(len(train_x), (setup.batch_size,), generator=g)
+        return chain_targets(parity_chain(train_x[rows], fmt), n)
+
+    def loss(logits, y):                  # summed over models: independent gradients
+        return nn.functional.cross_entropy(
+            logits.flatten(0, 2), y[None].expand(M, -1, -1).flatten(),
+            ignore_index=IGNORE_INDEX) * M
+
+    train(model, batch, steps=setup.steps, lr=setup.lr, grad_clip=None, loss_fn=loss,
+          eval_every=setup.steps, progress=progress, desc=f"{fmt}, "
+          f"{'linear' if hidden is None else 'MLP'}")
+    return model
+
+
+def chain_targets(seq: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs ``seq[:, :-1]`` and targets ``seq[:, 1:]`` with the input bits masked."""
+    y = seq[:, 1:].clone()
+    y[:, : n - 1] = IGNORE_INDEX
+    return seq[:, :-1], y
+
+
+@dataclass(frozen=True)
+class CoTSetup:
+    """Sizes of the chain-of-thought chapter (see :data:`CHAIN_OF_THOUGHT`)."""
+
+    n: int = 12                   # input bits
+    seeds: int = 3                # independent models per row, trained at once
+    hidden: int = 32              # ReLU units per position of the MLP variant
+    train_size: int = 512         # training strings (of 2**n); the rest are for testing
+    batch_size: int = 256         # strings per step, drawn from the training set
+    steps: int = 800              # AdamW steps
+    lr: float = 1e-2              # AdamW learning rate
+
+
+#: CPU-sized default and the ``FULL=1`` size of the chain-of-thought chapter.
+CHAIN_OF_THOUGHT = Sizes(cpu=CoTSetup(), full=CoTSetup(n=16, seeds=5, train_size=4096,
+                                                       steps=4000))

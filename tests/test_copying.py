@@ -1,0 +1,103 @@
+"""Unit tests for seqtheory.copying: the task, accuracy, the fixed-state models."""
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqtheory.copying import (
+    BOS,
+    COPYING,
+    EOS,
+    PAD,
+    SEP,
+    CopyLSTM,
+    DiagonalRecurrence,
+    copy_batch,
+    copy_models,
+    decode,
+    encode,
+    greedy_copy,
+    max_copy_length,
+    state_bits,
+    string_accuracy,
+)
+from seqtheory.training import IGNORE_INDEX
+
+
+@given(lo=st.integers(1, 8), extra=st.integers(0, 8), seed=st.integers(0, 100))
+@settings(max_examples=25, deadline=None)
+def test_copy_batch_layout(lo, extra, seed):
+    hi = lo + extra
+    x, y = copy_batch(16, lo, hi, generator=torch.Generator().manual_seed(seed))
+    seq = torch.cat([x, y[:, -1:].clamp(min=0)], dim=1)
+    assert x.shape == y.shape == (16, 2 * hi + 2)
+    for row, tgt in zip(x.tolist(), y.tolist(), strict=True):
+        L = row.index(SEP) - 1
+        assert lo <= L <= hi and row[0] == BOS
+        s = row[1:L + 1]
+        assert row[L + 2:2 * L + 2] == s                # the second copy
+        counted = [t for t in tgt if t != IGNORE_INDEX]
+        assert counted == s + [EOS]                     # only the copy and EOS count
+        assert all(t == PAD for t in row[2 * L + 3:])
+    assert seq.shape[1] == 2 * hi + 3
+
+
+def test_string_accuracy_of_an_oracle_and_of_a_one_letter_mistake():
+    x, y = copy_batch(8, 4, 6, generator=torch.Generator().manual_seed(0))
+
+    class Oracle(torch.nn.Module):
+        def forward(self, idx):
+            logits = torch.zeros(*idx.shape, 30)
+            target = y[:, : idx.shape[1]].clamp(min=0)
+            return logits.scatter(2, target[..., None], 1.0)
+
+    assert string_accuracy(Oracle(), x, y) == 1.0
+    y_bad = y.clone()
+    first = (y_bad[0] != IGNORE_INDEX).nonzero()[0]
+    y_bad[0, first] = (y_bad[0, first] + 1) % 26
+    assert string_accuracy(Oracle(), x, y_bad) == pytest.approx(7 / 8)
+
+
+def test_diagonal_recurrence_matches_its_sequential_definition():
+    torch.manual_seed(0)
+    model = DiagonalRecurrence(d_model=16, d_state=8, layers=1)
+    block = model.blocks[0]
+    x = torch.randn(3, 9, 16)
+    u = block.inp(block.ln1(x))
+    a = (-block.log_rate.exp()).exp()
+    h, hs = torch.zeros(3, 8), []
+    for t in range(9):
+        h = a * h + u[:, t]
+        hs.append(h)
+    ref = x + block.out(torch.nn.functional.gelu(torch.stack(hs, 1)))
+    ref = ref + block.mlp(block.ln2(ref))
+    assert torch.allclose(block(x), ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [CopyLSTM, DiagonalRecurrence])
+def test_fixed_state_models_are_causal(cls):
+    torch.manual_seed(0)
+    model = cls()
+    x = torch.randint(30, (2, 12))
+    x2 = x.clone()
+    x2[:, 8:] = (x2[:, 8:] + 1) % 30
+    assert torch.allclose(model(x)[:, :8], model(x2)[:, :8], atol=1e-5)
+
+
+def test_copy_models_have_about_100k_parameters():
+    for name, m in copy_models(COPYING.cpu).items():
+        n = sum(p.numel() for p in m.parameters())
+        assert 80_000 <= n <= 130_000, (name, n)
+
+
+def test_encode_decode_greedy_copy_and_bounds():
+    assert decode(encode("abc")[0]) == "^abc|"
+    with pytest.raises(ValueError, match="letters a-z"):
+        encode("Abc")
+    torch.manual_seed(0)
+    out = greedy_copy(CopyLSTM(), "hello")          # untrained: some string of <= 6 tokens
+    assert isinstance(out, str) and 1 <= len(out) <= 6
+    assert state_bits(256) == 8192
+    assert max_copy_length(47) == pytest.approx(47 / 4.70044, rel=1e-4)
+    with pytest.raises(ValueError, match="max_len must be >= min_len"):
+        copy_batch(2, 5, 3)

@@ -1,0 +1,138 @@
+"""Unit tests for seqtheory.parity: task, batched networks, training loops, lottery odds."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seqtheory.parity import (
+    ParityMLPs,
+    expected_lucky_neurons,
+    lucky_neuron_probability,
+    parity_labels,
+    sparse_parity,
+    steps_to_success,
+    train_offline,
+    train_online,
+)
+
+
+@given(n=st.integers(2, 12), k=st.integers(1, 4), seed=st.integers(0, 1000))
+@settings(max_examples=30, deadline=None)
+def test_sparse_parity_labels_are_products_on_the_support(n, k, seed):
+    k = min(k, n)
+    g = torch.Generator().manual_seed(seed)
+    support = torch.randperm(n, generator=g)[:k].tolist()
+    x, y = sparse_parity(50, n, support, generator=g)
+    assert set(x.unique().tolist()) <= {-1.0, 1.0} and x.shape == (50, n)
+    assert torch.equal(y, x[:, support].prod(dim=1))
+    flipped = x.clone()
+    flipped[:, support[0]] *= -1                      # flipping a support bit flips y
+    assert torch.equal(parity_labels(flipped, support), -y)
+
+
+def test_no_single_bit_correlates_with_a_parity_of_two_or_more():
+    x, y = sparse_parity(200_000, 8, [0, 3, 5], generator=torch.Generator().manual_seed(0))
+    corr = (x * y[:, None]).mean(dim=0)
+    assert corr.abs().max() < 0.01
+
+
+@pytest.mark.parametrize("support, match", [([], "non-empty"), ([0, 9], "lie in 0..7"),
+                                            ([1, 1], "distinct")])
+def test_bad_supports(support, match):
+    with pytest.raises(ValueError, match=match):
+        sparse_parity(4, 8, support)
+
+
+def test_batched_networks_train_like_separate_runs():
+    """Network m of a batch, with its own data, follows exactly its solo trajectory."""
+    def run(widths, sparsity, seed_data):
+        torch.manual_seed(0)
+        nets = ParityMLPs(10, widths, sparsity=sparsity,
+                          generator=torch.Generator().manual_seed(1))
+        opt = torch.optim.SGD(nets.parameters(), lr=0.1)
+        g = torch.Generator().manual_seed(seed_data)
+        for _ in range(5):
+            x, y = sparse_parity(8, 10, [0, 1], models=len(widths), generator=g)
+            loss = (1 - y * nets(x)).clamp(min=0).mean(-1).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return nets, x
+
+    both, x = run([6, 4], [None, 3], 2)
+    # the narrower network's padded units stay dead: zero weight in and out
+    assert torch.all(both.w1[1, 4:] == 0) and torch.all(both.a[1, 4:] == 0)
+    # gradients of a sum over networks are per-network gradients
+    for m in range(2):
+        out_m = both(x)[m]
+        alone = (both.hidden(x)[m] @ both.a[m]) + both.c[m]
+        assert torch.allclose(out_m, alone)
+
+
+def test_sparse_initialisation_gives_each_neuron_s_inputs():
+    nets = ParityMLPs(20, [50, 50], sparsity=[4, None],
+                      generator=torch.Generator().manual_seed(0))
+    nonzero = (nets.w1 != 0).sum(dim=2)                                   # (M, W)
+    assert torch.all(nonzero[0] == 4) and torch.all(nonzero[1] == 20)
+
+
+def test_parity_mlps_bad_inputs():
+    with pytest.raises(ValueError, match="sparsity must be in 1..n"):
+        ParityMLPs(5, [3], sparsity=9)
+    with pytest.raises(ValueError, match="entries for 2 networks"):
+        ParityMLPs(5, [3, 3], sparsity=[2])
+    with pytest.raises(TypeError, match="width must be an int"):
+        ParityMLPs(5, [3.5])
+    with pytest.raises(ValueError, match="n=5 coordinates"):
+        ParityMLPs(5, [3])(torch.ones(2, 4))
+
+
+def test_online_sgd_learns_a_2_sparse_parity_and_records_progress():
+    g = torch.Generator().manual_seed(0)
+    nets = ParityMLPs(10, [200, 200], generator=g)
+    run = train_online(nets, [0, 1], steps=600, eval_every=50, stop_at=0.99, generator=g,
+                       progress=False, test_size=500)
+    assert run.accuracy[0].max() < 0.7 and run.accuracy[-1].min() >= 0.99
+    assert np.all(np.isfinite(steps_to_success(run)))
+    assert run.weight.shape == (len(run.steps), 2, 10)
+    assert np.all(run.support_ratio[-1] > 1.2) and run.distance[0].max() == 0
+
+
+def test_offline_training_per_network_sample_sizes():
+    g = torch.Generator().manual_seed(0)
+    nets = ParityMLPs(8, [64, 64], generator=g)
+    run = train_offline(nets, [0, 1], [16, 400], steps=800, eval_every=400, generator=g,
+                        progress=False, test_size=500)
+    # 400 examples suffice for a 2-parity of 8 bits; 16 examples do not
+    assert run.accuracy[-1, 1] >= 0.95 and run.accuracy[-1, 0] < 0.9
+    with pytest.raises(ValueError, match="positive ints"):
+        train_offline(nets, [0, 1], [0, 5], steps=1, progress=False)
+
+
+def test_steps_to_success_nan_when_never_reached():
+    from seqtheory.parity import ParityRun
+    acc = np.array([[0.5, 0.5], [0.7, 1.0], [0.99, 1.0]])
+    run = ParityRun(np.array([0, 10, 20]), acc, acc, np.zeros((3, 2, 4)), acc)
+    assert steps_to_success(run, 0.99).tolist() == [20, 10]
+    assert np.isnan(steps_to_success(run, 0.999)[0])
+
+
+def test_lucky_neuron_probability_matches_counting_and_simulation():
+    assert lucky_neuron_probability(30, 3, 6) == pytest.approx(
+        math.comb(27, 3) / math.comb(30, 6))
+    assert lucky_neuron_probability(10, 3, 10) == 1.0
+    assert lucky_neuron_probability(30, 3, 6, overlap=0) == pytest.approx(1.0)
+    g = torch.Generator().manual_seed(0)
+    subsets = torch.rand(200_000, 30, generator=g).argsort(dim=1)[:, :6]
+    hits = (subsets < 3).sum(dim=1)
+    assert (hits == 3).float().mean() == pytest.approx(lucky_neuron_probability(30, 3, 6),
+                                                        abs=0.001)
+    assert (hits >= 2).float().mean() == pytest.approx(
+        lucky_neuron_probability(30, 3, 6, overlap=2), abs=0.003)
+    w = np.array([1, 10, 1000])
+    assert np.all(np.diff(expected_lucky_neurons(w, 30, 3, 6)) > 0)
+    with pytest.raises(ValueError, match="k <= n"):
+        lucky_neuron_probability(5, 6, 2)
