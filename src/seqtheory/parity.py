@@ -72,12 +72,12 @@ def sparse_parity(
 
 
 def hinge_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Hinge loss ``max(0, 1 - y f(x))`` averaged over samples, summed over networks.
+    """Hinge loss ``max(0, 1 - y f(x))`` averaged over samples, per network: (M,).
 
-    ``out`` and ``y`` are (M, B). Summing over networks keeps each network's gradient its
-    own (so a batch of networks trains like separate runs).
+    ``out`` and ``y`` are (M, B). Back-propagating the *sum* over networks gives each
+    network its own gradient (so a batch of networks trains like separate runs).
     """
-    return (1 - y * out).clamp(min=0).mean(dim=-1).sum()
+    return (1 - y * out).clamp(min=0).mean(dim=-1)
 
 
 class ParityMLPs(nn.Module):
@@ -206,12 +206,10 @@ def _train(model, support, batches, steps, lr, weight_decay, eval_every, test, p
     record(0, np.full(model.num_models, np.nan))
     for step in tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5):
         x, y = batches(step)
-        per_model = (1 - y * model(x)).clamp(min=0).mean(dim=-1)         # (M,) hinge
+        per_model = hinge_loss(model(x), y)                              # (M,)
         opt.zero_grad(set_to_none=True)
         per_model.sum().backward()        # a sum: each network gets its own gradient
-        opt.step()
-        with torch.no_grad():             # padded units of narrower networks stay zero
-            model.w1.mul_(model.live[:, :, None])
+        opt.step()                        # (padded units get zero gradient: they stay 0)
         if step % eval_every == 0 or step == steps:
             record(step, per_model.detach().numpy())
             if stop_at is not None and rows[-1][1].min() >= stop_at:
