@@ -4,8 +4,8 @@
 * Parallel workers (pytest-xdist) get one torch thread each, so they do not oversubscribe.
 * Each chapter that nbval executes without a failure is stored in the book's jupyter-cache
   (``_ext/bookcache.py`` says where), so ``jupyter-book build .`` afterwards reuses the
-  outputs instead of executing the chapter a second time. Widget state is captured from the
-  kernel, as nbclient would, so progress bars render on the static page.
+  outputs instead of executing the chapter a second time. Progress bars are static text
+  (``SEQTHEORY_STATIC_PROGRESS=1``), so the pages need no widget JavaScript.
 * ``_build/chapter_times.tsv`` records how long each chapter took to execute.
 """
 from __future__ import annotations
@@ -64,6 +64,9 @@ def _is_worker(config) -> bool:
 
 
 def pytest_configure(config):
+    # Chapters executed for the book show each progress bar as one line of text with its
+    # final state (a static page cannot animate a widget); seqtheory.utils.progress_bar.
+    os.environ.setdefault("SEQTHEORY_STATIC_PROGRESS", "1")
     workers = getattr(config.option, "numprocesses", None)
     if _is_worker(config) or (workers not in (None, 0, 1)):
         os.environ.setdefault("SEQTHEORY_NUM_THREADS", "1")  # inherited by nbval's kernels
@@ -115,34 +118,6 @@ def pytest_runtest_makereport(item, call):
         item.config._nb_state.setdefault(item.parent.nodeid, {"seconds": 0.0})["failed"] = True
 
 
-def _widget_state(kernel, timeout: float = 60.0):
-    """Ask the running kernel for the ipywidgets manager state (what nbclient stores)."""
-    code = (
-        "import json as _json\n"
-        "try:\n"
-        "    import ipywidgets as _widgets\n"
-        "    _state = _widgets.Widget.get_manager_state(drop_defaults=True)\n"
-        "except Exception:\n"
-        "    _state = None\n"
-        "print('@@WIDGETS@@' + _json.dumps(_state))\n"
-    )
-    msg_id = kernel.execute_cell_input(code, allow_stdin=False)
-    kernel.await_reply(msg_id, timeout=timeout)
-    text = ""
-    while True:
-        msg = kernel.get_message("iopub", timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream":
-            text += msg["content"]["text"]
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    if "@@WIDGETS@@" not in text:
-        return None
-    state = json.loads(text.split("@@WIDGETS@@", 1)[1])
-    return state if state and state.get("state") else None
-
-
 def _save_executed(nbfile, items, seconds: float) -> None:
     """Merge nbval's outputs into the chapter as myst-nb reads it; save as JSON."""
     import nbformat
@@ -165,9 +140,6 @@ def _save_executed(nbfile, items, seconds: float) -> None:
                 out.execution_count = n
             outputs.append(out)
         cell.outputs, cell.execution_count = outputs, n
-    state = _widget_state(nbfile.kernel)
-    if state:
-        nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": state}
     record = {"md": str(md), "seconds": seconds, "notebook": nbformat.writes(nb)}
     (OUT / (md.stem + ".json")).write_text(json.dumps(record), encoding="utf-8")
 

@@ -140,3 +140,29 @@ def test_markdown_table_and_log_ticks():
     with pytest.raises(ValueError):
         log_ticks(ax, [1], axis="z")
     plt.close(fig)
+
+
+def test_offline_player_needs_no_network_and_describes_itself():
+    from seqtheory.widgets import offline_player
+
+    html = animate(range(3), lambda fig, f: fig.add_subplot().plot([0, f]), dpi=20,
+                   alt='weights "over" time').data
+    assert "font-awesome" not in html and 'class="fa ' not in html
+    assert 'alt="weights &quot;over&quot; time" id="_anim_img' in html
+    assert "&#9654;" in html  # the play button is a text symbol
+    with pytest.raises(ValueError, match="alt"):
+        offline_player(html, alt=" ")
+
+
+def test_progress_bar_is_static_text_when_building_the_book(monkeypatch, capsys):
+    from seqtheory import progress_bar
+
+    monkeypatch.setenv("SEQTHEORY_STATIC_PROGRESS", "1")
+    assert list(progress_bar(range(5), desc="demo")) == list(range(5))
+    out = capsys.readouterr().out
+    assert out.count("demo: 100%") == 1 and "5/5" in out
+    for _ in progress_bar(range(5), desc="hidden", leave=False):
+        pass
+    assert "hidden" not in capsys.readouterr().out
+    monkeypatch.setenv("SEQTHEORY_STATIC_PROGRESS", "0")
+    assert list(progress_bar(range(3), disable=True)) == [0, 1, 2]

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn as nn
-from tqdm.auto import tqdm
 
-from .utils import Sizes, check_float, check_int
+from .utils import Sizes, check_float, check_int, progress_bar
 
 __all__ = [
     "ParityMLPs", "ParityRun", "HiddenProgressSetup", "HIDDEN_PROGRESS", "WidthLuckSetup",
@@ -204,7 +203,7 @@ def _train(model, support, batches, steps, lr, weight_decay, eval_every, test, p
 
     start = time.perf_counter()
     record(0, np.full(model.num_models, np.nan))
-    for step in tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5):
+    for step in progress_bar(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5):
         x, y = batches(step)
         per_model = hinge_loss(model(x), y)                              # (M,)
         opt.zero_grad(set_to_none=True)

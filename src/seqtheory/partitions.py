@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .utils import Sizes, check_choice, check_float, check_int
+from .utils import Sizes, check_choice, check_float, check_int, progress_bar
 
 __all__ = [
     "PartitionProblem",
@@ -399,7 +399,6 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
     snapshots {step: embeddings})`` as NumPy arrays.
     """
     import torch
-    from tqdm.auto import tqdm
 
     if len(xs) != len(ys) or not xs:
         raise ValueError("xs and ys must be non-empty lists of the same length")
@@ -419,7 +418,7 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
     opt = torch.optim.Adam([E, T], lr=lr)
     runs = torch.arange(R)[:, None]
     losses, snaps = [], {}
-    for step in tqdm(range(steps + 1), desc="gradient descent", disable=not progress):
+    for step in progress_bar(range(steps + 1), desc="gradient descent", disable=not progress):
         if snapshot_every and step % snapshot_every == 0:
             snaps[step] = E.detach().numpy().copy()
         if step == steps:
@@ -509,11 +508,11 @@ def recovery_sweep(sizes, cs, trials: int, *, K: int = 3, I: int = 3,  # noqa: E
     Recovery = the consistent partition is unique and equals the planted one (up to
     relabelling).  Instance t of every cell uses seed ``seed + t``.
     """
-    from tqdm.auto import tqdm
+
 
     out = {}
     cells = [(N, c) for N in sizes for c in cs]
-    for N, c in tqdm(cells, desc="SAT recovery", disable=not progress):
+    for N, c in progress_bar(cells, desc="SAT recovery", disable=not progress):
         hits, secs = 0, 0.0
         for t in range(trials):
             pb = planted_problem(N, K, I, balanced=balanced, seed=seed + t)
@@ -533,10 +532,10 @@ def gd_sweep(N: int, cs, runs: int, *, K: int = 3, I: int = 3, steps: int = 1500
 
     Returns ``{c: {"recovery", "ari", "embeddings", "labels", "problems", "snapshots"}}``.
     """
-    from tqdm.auto import tqdm
+
 
     out = {}
-    for c in tqdm(list(cs), desc="gradient descent", disable=not progress):
+    for c in progress_bar(list(cs), desc="gradient descent", disable=not progress):
         problems = [planted_problem(N, K, I, seed=seed + r) for r in range(runs)]
         data = [sample(pb, samples_for(c, N), seed=20_000 + seed + r, noise=noise)
                 for r, pb in enumerate(problems)]

@@ -30,9 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn as nn
-from tqdm.auto import tqdm
 
-from .utils import Sizes, check_choice, check_float, check_int
+from .utils import Sizes, check_choice, check_float, check_int, progress_bar
 
 __all__ = [
     "knn_distances",
@@ -482,7 +481,7 @@ def learning_curve(task: TorusTask, sizes: Sequence[int], learner: str = "knn",
     seeds = list(seeds)
     out = np.empty((len(sizes), len(seeds)))
     jobs = [(i, j) for i in range(len(sizes)) for j in range(len(seeds))]
-    bar = tqdm(jobs, desc=f"{learner}, d={task.d}", disable=not progress, leave=False)
+    bar = progress_bar(jobs, desc=f"{learner}, d={task.d}", disable=not progress, leave=False)
     for i, j in bar:
         if learner == "knn":
             out[i, j] = knn_error(task, sizes[i], seeds[j], **kwargs)
@@ -505,7 +504,7 @@ def approximation_error(task: TorusTask, kind: str = "transformer",
     X, y, _ = task.sample(pool, 30_000 + seed, noisy=False)
     Xt, yt, _ = task.sample(n_test, 20_000 + seed, noisy=False)
     params, errs = [], []
-    for size in tqdm(list(sizes), desc=f"{kind}, d={task.d}", disable=not progress,
+    for size in progress_bar(list(sizes), desc=f"{kind}, d={task.d}", disable=not progress,
                      leave=False):
         torch.manual_seed(seed)
         model = make_learner(kind, task.D, check_int("size", size, minimum=1))

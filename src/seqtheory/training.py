@@ -16,9 +16,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
-from .utils import check_choice, check_float, check_int, dataclass_replace
+from .utils import check_choice, check_float, check_int, dataclass_replace, progress_bar
 
 __all__ = [
     "History", "TrainConfig", "copy_state", "load_snapshot", "lr_at", "next_token_loss", "train",
@@ -165,7 +164,7 @@ def train(
     evaluate(0)
     model.train()
     start = time.perf_counter()
-    bar = tqdm(range(1, cfg.steps + 1), desc=desc, disable=not progress, mininterval=0.5)
+    bar = progress_bar(range(1, cfg.steps + 1), desc=desc, disable=not progress, mininterval=0.5)
     for step in bar:
         lr = lr_at(step, cfg)
         for group in opt.param_groups:

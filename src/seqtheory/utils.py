@@ -1,6 +1,7 @@
 """Shared helpers: seeding, device choice, thread setup and the CPU / FULL run mode."""
 from __future__ import annotations
 
+import io
 import os
 import random
 from dataclasses import dataclass, fields, replace
@@ -8,6 +9,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 import torch
+from tqdm.std import tqdm as _tqdm_std
 
 __all__ = [
     "seed_everything",
@@ -20,6 +22,7 @@ __all__ = [
     "check_float",
     "check_choice",
     "load_data",
+    "progress_bar",
 ]
 
 T = TypeVar("T")
@@ -116,6 +119,47 @@ def setup_threads(n: int | None = None) -> int:
     n = check_int("n", n, minimum=1)
     torch.set_num_threads(n)
     return n
+
+
+# --------------------------------------------------------------------------- progress bars
+STATIC_PROGRESS_ENV = "SEQTHEORY_STATIC_PROGRESS"
+
+
+def progress_bar(iterable=None, **kwargs):
+    """A ``tqdm.auto`` progress bar: a live widget in Jupyter or Colab, text in a terminal.
+
+    When the book is built (``SEQTHEORY_STATIC_PROGRESS=1``, set by the build and the
+    notebook tests) a page has no kernel to animate a widget, so the bar instead shows one
+    line of text with its final state when it closes (e.g. ``training: 100%|...| 500/500``).
+    """
+    if os.environ.get(STATIC_PROGRESS_ENV) == "1":
+        return _StaticBar(iterable, **kwargs)
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, **kwargs)
+
+
+class _StaticBar(_tqdm_std):
+    """tqdm that draws nothing while it runs and shows its final state once, when closed."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["file"] = io.StringIO()
+        kwargs.setdefault("ascii", False)                   # block characters, as in Jupyter
+        super().__init__(*args, **kwargs)
+
+    def close(self):
+        if not self.disable and self.leave:
+            line = str(self)
+            try:
+                from IPython import get_ipython
+                from IPython.display import display
+            except ImportError:
+                get_ipython = None
+            if get_ipython is not None and get_ipython() is not None:
+                display({"text/plain": line}, raw=True)
+            else:
+                print(line)
+        super().close()
 
 
 # --------------------------------------------------------------------------- run size

@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import base64
+import html as html_lib
 import io
+import re
 from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
@@ -17,7 +19,7 @@ import numpy as np
 
 from .utils import check_int
 
-__all__ = ["Explorer", "explorer", "animate", "animate_snapshots", "subsample"]
+__all__ = ["Explorer", "explorer", "animate", "animate_snapshots", "subsample", "offline_player"]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -119,11 +121,13 @@ def animate(
     max_frames: int = 60,
     interval: int = 250,
     dpi: int = 80,
+    alt: str = "animation",
 ):
     """A ``to_jshtml`` animation (IPython HTML) of ``draw(fig, frame)`` over ``frames``.
 
     ``draw`` clears and redraws the figure for one frame.  At most ``max_frames`` (<= 60)
     evenly spaced frames are kept and images are rendered at ``dpi`` to keep pages small.
+    The player is self-contained (see :func:`offline_player`); ``alt`` describes it.
     """
     from IPython.display import HTML
     from matplotlib import animation
@@ -147,7 +151,29 @@ def animate(
                                    blit=False)
     html = anim.to_jshtml(default_mode="once")
     plt.close(fig)
-    return HTML(html)
+    return HTML(offline_player(html, alt))
+
+
+# Text labels for the player's buttons, which matplotlib draws with Font Awesome 4 icons.
+_BUTTON_LABELS = {"fast-backward": "|&#9664;&#9664;", "step-backward": "|&#9664;",
+                  "play fa-flip-horizontal": "&#9664;", "pause": "&#10074;&#10074;",
+                  "play": "&#9654;", "step-forward": "&#9654;|",
+                  "fast-forward": "&#9654;&#9654;|", "minus": "&minus;", "plus": "+"}
+
+
+def offline_player(jshtml: str, alt: str = "animation") -> str:
+    """Make matplotlib's ``to_jshtml`` player work offline and describe it for screen readers.
+
+    matplotlib's player loads Font Awesome from a CDN for its button icons, which fails
+    without a network (the buttons go blank); this drops that stylesheet, draws the buttons
+    with plain text symbols, and gives the frame image ``alt`` text.
+    """
+    if not isinstance(alt, str) or not alt.strip():
+        raise ValueError(f"alt must be a non-empty description of the animation, got {alt!r}")
+    out = re.sub(r'<link rel="stylesheet"\s+href="[^"]*font-awesome[^"]*">', "", jshtml)
+    out = re.sub(r'<i class="fa fa-([a-z -]+)"></i>',
+                 lambda m: _BUTTON_LABELS.get(m.group(1), m.group(1)), out)
+    return out.replace('<img id="_anim_img', f'<img alt="{html_lib.escape(alt)}" id="_anim_img', 1)
 
 
 def animate_snapshots(model, history, draw: Callable, *, steps: Sequence[int] | None = None,

@@ -1,0 +1,70 @@
+"""Sphinx extension: pages that work as static files, with no kernel and no network.
+
+* MathJax is served from the site itself.  Sphinx loads it from a CDN by default, which
+  leaves raw TeX on a page read offline (a classroom, a train, a locally built copy).  The
+  ``django-static-mathjax`` package on PyPI ships MathJax 3; the one combined component
+  the book needs (TeX input, HTML output, every TeX extension) and its web fonts are copied
+  into ``_static/mathjax/`` and ``mathjax_path`` points at it.
+* Chapters executed by the build show progress bars as a line of text with their final
+  state (``SEQTHEORY_STATIC_PROGRESS=1``, inherited by the kernels), not as widgets that
+  would need JavaScript from a CDN.  (``pytest`` sets the same variable, see conftest.py.)
+* A script that two extensions both add is included once (sphinx-thebe's settings script
+  otherwise appears twice and the second copy throws "THEBE_JS_URL has already been
+  declared" on every page).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from sphinx.errors import ExtensionError
+
+COMPONENT = "tex-chtml-full.js"                    # relative to MathJax's es5/ folder
+FONTS = Path("output") / "chtml" / "fonts" / "woff-v2"
+
+
+def mathjax_es5() -> Path:
+    """MathJax's ``es5`` folder inside the installed ``django-static-mathjax`` package."""
+    try:
+        import mathjax  # the import name of django-static-mathjax
+    except ImportError as exc:
+        raise ExtensionError("offline MathJax needs the package django-static-mathjax "
+                             "(pip install -r requirements.txt)") from exc
+    es5 = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    if not (es5 / COMPONENT).is_file():
+        raise ExtensionError(f"{es5 / COMPONENT} is missing: reinstall django-static-mathjax")
+    return es5
+
+
+def _configure(app, config) -> None:
+    mathjax_es5()                                   # fail early, with the fix in the message
+    config.mathjax_path = f"mathjax/{COMPONENT}"    # relative paths are under _static/
+    os.environ.setdefault("SEQTHEORY_STATIC_PROGRESS", "1")
+
+
+def _copy_mathjax(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    es5, dest = mathjax_es5(), Path(app.outdir) / "_static" / "mathjax"
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(es5 / COMPONENT, dest / COMPONENT)
+    shutil.copytree(es5 / FONTS, dest / FONTS, dirs_exist_ok=True)
+
+
+def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    seen, unique = set(), []
+    for script in context.get("script_files", []):
+        key = (str(getattr(script, "filename", script)),
+               tuple(sorted(getattr(script, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+
+
+def setup(app):
+    app.connect("config-inited", _configure)
+    app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("build-finished", _copy_mathjax)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,425 @@
+"""Open every page of the built book in headless Chromium and check what a reader sees.
+
+    python scripts/check_site.py [_build/html]
+
+For each page it fails on: a JavaScript error or console error, a request that leaves the
+site (the book must work offline), an image that did not load, an image without alt
+text, math that MathJax did not render (or rendered as an error), an animation frame or a
+widget that shows a placeholder instead of content, a page whose own bytes (HTML plus its
+images) exceed 3 MB, an internal link or anchor that does not resolve, a solution
+dropdown that is open, and headings that skip a level. It also searches the site for a
+few chapter terms through the search page. A screenshot of each page's first screen goes
+to ``_build/screenshots/`` and a table of page sizes to ``_build/site_report.tsv``.
+
+Chromium is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``),
+so the check needs nothing beyond the standard library and a ``chromium`` binary; the
+pages are served from 127.0.0.1.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import fcntl
+import functools
+import http.server
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlparse
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_PAGE_BYTES = 3 * 1024 * 1024
+VIEWPORT = (1280, 860)
+# (query, page that must be among the results): the search box finds chapter content
+SEARCHES = [("induction head", "book/induction_heads.html"),
+            ("hard-ALiBi", "book/copying.html"),
+            ("intrinsic dimension", "book/scaling_laws.html")]
+# text that means an output was not rendered (a widget or figure repr instead of content)
+PLACEHOLDERS = ["Loading widget", "VBox(children", "HBox(children", "interactive(children",
+                "<Figure size", "Output()", "FloatProgress(", "IntProgress(",
+                "run the notebook to use the controls"]
+
+PAGE_JS = r"""
+(() => {
+  const article = document.querySelector('article') || document.body;
+  const imgs = [...document.images];
+  const alt = i => (i.getAttribute('alt') || '').trim();
+  return JSON.stringify({
+    title: document.title,
+    broken_images: imgs.filter(i => !i.complete || i.naturalWidth === 0)
+                       .map(i => i.getAttribute('src') ? i.getAttribute('src').slice(0, 80)
+                                                       : '(no src) #' + i.id),
+    images: imgs.length,
+    missing_alt: imgs.filter(i => !alt(i) || /\.(png|jpe?g|gif|svg)$/i.test(alt(i)))
+                     .map(i => (i.getAttribute('src') || '#' + i.id).slice(0, 80)),
+    math: document.querySelectorAll('.math').length,
+    math_unrendered: [...document.querySelectorAll('.math')]
+        .filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 60)),
+    math_errors: [...document.querySelectorAll('mjx-merror')]
+        .map(e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 80)),
+    animations: document.querySelectorAll('.animation').length,
+    widget_views: document.querySelectorAll(
+        'script[type="application/vnd.jupyter.widget-view+json"]').length,
+    text: article.innerText,
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    ids: [...document.querySelectorAll('[id], a[name]')].map(e => e.id || e.name),
+    headings: [...article.querySelectorAll('h1, h2, h3, h4, h5, h6')]
+        .map(h => [+h.tagName[1], h.textContent.replace(/[#\u00b6]$/, '').trim()]),
+    dropdowns_open: [...document.querySelectorAll('details.sd-dropdown')]
+        .filter(d => d.open).map(d => d.querySelector('summary').textContent.trim()),
+    dropdowns: document.querySelectorAll('details.sd-dropdown').length,
+  });
+})()
+"""
+
+WAIT_JS = r"""
+(async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+    if (MathJax.typesetPromise) { await MathJax.typesetPromise(); }
+  }
+  await new Promise(r => setTimeout(r, 200));   // matplotlib's player starts on a timer
+  return true;
+})()
+"""
+
+
+class Chromium:
+    """A headless Chromium driven over the DevTools protocol on fds 3 and 4."""
+
+    def __init__(self, binary: str, profile: str):
+        to_chrome_r, self._to_chrome = os.pipe()
+        self._from_chrome, from_chrome_w = os.pipe()
+
+        def child_fds():  # runs in the child before exec: put the pipe ends on fds 3 and 4
+            a = fcntl.fcntl(to_chrome_r, fcntl.F_DUPFD, 10)
+            b = fcntl.fcntl(from_chrome_w, fcntl.F_DUPFD, 10)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        args = [binary, "--headless=new", "--remote-debugging-pipe", "--no-sandbox",
+                "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+                "--disable-extensions", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--mute-audio",
+                "--hide-scrollbars", f"--user-data-dir={profile}",
+                f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}", "about:blank"]
+        self.proc = subprocess.Popen(args, preexec_fn=child_fds, pass_fds=(3, 4),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self._next_id = 0
+        self._replies: dict[int, queue.Queue] = {}
+        self.events: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        buf = b""
+        while True:
+            chunk = os.read(self._from_chrome, 1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\0" in buf:
+                raw, buf = buf.split(b"\0", 1)
+                msg = json.loads(raw)
+                if "id" in msg and msg["id"] in self._replies:
+                    self._replies[msg["id"]].put(msg)
+                elif "method" in msg:
+                    self.events.put(msg)
+
+    def send(self, method: str, params: dict | None = None, session: str | None = None,
+             timeout: float = 60.0) -> dict:
+        self._next_id += 1
+        msg = {"id": self._next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        box = self._replies[self._next_id] = queue.Queue()
+        os.write(self._to_chrome, json.dumps(msg).encode() + b"\0")
+        try:
+            reply = box.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"Chromium did not answer {method} within {timeout} s") from None
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply.get("result", {})
+
+    def close(self) -> None:
+        try:
+            self.send("Browser.close", timeout=5)
+        except Exception:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class Tab:
+    """One page target with the Page, Runtime, Log and Network domains enabled."""
+
+    def __init__(self, browser: Chromium):
+        self.b = browser
+        target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = browser.send("Target.attachToTarget",
+                                    {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.call(f"{domain}.enable")
+        self.call("Network.setCacheDisabled", {"cacheDisabled": True})
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1,
+                   "mobile": False})
+
+    def call(self, method: str, params: dict | None = None, timeout: float = 60.0) -> dict:
+        return self.b.send(method, params, session=self.session, timeout=timeout)
+
+    def evaluate(self, expression: str, timeout: float = 60.0):
+        result = self.call("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
+                                                "returnByValue": True}, timeout=timeout)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"page script failed: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def load(self, url: str, timeout: float = 60.0) -> list[dict]:
+        """Navigate to ``url``; wait for the load event and a quiet network; return events."""
+        while not self.b.events.empty():
+            self.b.events.get_nowait()
+        self.call("Page.navigate", {"url": url})
+        events, inflight, loaded = [], set(), False
+        deadline, quiet_since = time.time() + timeout, None
+        while time.time() < deadline:
+            try:
+                ev = self.b.events.get(timeout=0.1)
+            except queue.Empty:
+                ev = None
+            if ev is not None and ev.get("sessionId") == self.session:
+                events.append(ev)
+                method, p = ev["method"], ev.get("params", {})
+                if method == "Page.loadEventFired":
+                    loaded = True
+                elif method == "Network.requestWillBeSent":
+                    inflight.add(p["requestId"])
+                elif method in ("Network.loadingFinished", "Network.loadingFailed"):
+                    inflight.discard(p["requestId"])
+                quiet_since = None
+            if loaded and not inflight:
+                quiet_since = quiet_since or time.time()
+                if time.time() - quiet_since > 0.5:
+                    return events
+        raise TimeoutError(f"{url} did not finish loading within {timeout} s")
+
+
+def serve(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def network_report(events: list[dict], base: str) -> dict:
+    """Requests, failures, outside requests and bytes by resource, from one page's events."""
+    urls, sizes, failed, outside, errors = {}, {}, [], [], []
+    for ev in events:
+        method, p = ev["method"], ev.get("params", {})
+        if method == "Network.requestWillBeSent":
+            url = p["request"]["url"]
+            urls[p["requestId"]] = url
+            if not url.startswith((base, "data:", "about:", "blob:")):
+                outside.append(url)
+        elif method == "Network.responseReceived" and p["response"]["status"] >= 400:
+            failed.append(f"HTTP {p['response']['status']} {p['response']['url']}")
+        elif method == "Network.loadingFinished":
+            sizes[p["requestId"]] = p.get("encodedDataLength", 0)
+        elif method == "Network.loadingFailed" and not p.get("canceled"):
+            failed.append(f"{p.get('errorText')} {urls.get(p['requestId'], '?')}")
+        elif method == "Runtime.exceptionThrown":
+            d = p["exceptionDetails"]
+            errors.append("exception: " + d.get("exception", {}).get("description", d["text"]))
+        elif method == "Runtime.consoleAPICalled" and p["type"] in ("error", "assert"):
+            errors.append("console." + p["type"] + ": " + " ".join(
+                str(a.get("value", a.get("description", ""))) for a in p["args"]))
+        elif method == "Log.entryAdded" and p["entry"]["level"] == "error":
+            errors.append(f"log: {p['entry']['text']} {p['entry'].get('url', '')}".strip())
+    by_url = {urls[r]: n for r, n in sizes.items() if r in urls}
+    return {"failed": failed, "outside": outside, "errors": errors, "bytes": by_url}
+
+
+def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
+    problems = [f"JavaScript: {e}" for e in net["errors"]]
+    problems += [f"failed request: {f}" for f in net["failed"]]
+    problems += [f"request leaves the site (must work offline): {u}" for u in net["outside"]]
+    problems += [f"image did not load: {s}" for s in info["broken_images"]]
+    problems += [f"image without alt text: {s}" for s in info["missing_alt"]]
+    problems += [f"math not rendered: {t!r}" for t in info["math_unrendered"]]
+    problems += [f"math error: {t!r}" for t in info["math_errors"]]
+    problems += [f"placeholder instead of output: {p!r}" for p in PLACEHOLDERS
+                 if p in info["text"]]
+    if info["widget_views"]:
+        problems.append(f"{info['widget_views']} widget view(s) that a static page cannot show")
+    problems += [f"solution dropdown is open: {t!r}" for t in info["dropdowns_open"]]
+    levels = [h[0] for h in info["headings"]]
+    if rel.startswith("book/"):
+        if levels.count(1) != 1:
+            problems.append(f"{levels.count(1)} top-level headings (want exactly one)")
+        for (a, _), (b, title) in zip(info["headings"], info["headings"][1:]):
+            if b > a + 1:
+                problems.append(f"heading level jumps from h{a} to h{b} at {title!r}")
+    if own_bytes(rel, net, html_root) > MAX_PAGE_BYTES:
+        problems.append(f"page is {own_bytes(rel, net, html_root) / 2**20:.1f} MB "
+                        f"(limit {MAX_PAGE_BYTES / 2**20:.0f} MB)")
+    return problems
+
+
+def own_bytes(rel: str, net: dict, html_root: Path) -> int:
+    """The page's HTML plus the images it loads: what is not shared with other pages (theme,
+    MathJax and search files live in ``_static/`` and similar ``_*`` folders)."""
+    total = (html_root / rel).stat().st_size
+    for url, n in net["bytes"].items():
+        path = urlparse(url).path.lstrip("/")
+        if path != rel and (path.startswith("_images/") or not path.startswith("_")):
+            total += n
+    return total
+
+
+def check_links(pages: dict, html_root: Path, base: str) -> list[str]:
+    ids = {rel: set(info["ids"]) for rel, info in pages.items()}
+    broken = []
+    for rel, info in pages.items():
+        for link in info["links"]:
+            if not link.startswith(base):
+                continue
+            url, frag = urldefrag(link)
+            path = unquote(urlparse(url).path).lstrip("/") or "index.html"
+            if path.endswith("/"):
+                path += "index.html"
+            target = html_root / path
+            if not target.is_file():
+                broken.append(f"{rel}: link to missing {path}")
+                continue
+            if frag and path.endswith(".html"):
+                known = ids.get(path)
+                if known is None:
+                    known = set(re.findall(r'\bid="([^"]+)"', target.read_text("utf-8")))
+                    ids[path] = known
+                if unquote(frag) not in known:
+                    broken.append(f"{rel}: link to missing anchor {path}#{frag}")
+    return sorted(set(broken))
+
+
+def check_search(tab: Tab, base: str) -> list[str]:
+    problems = []
+    for query, page in SEARCHES:
+        tab.load(f"{base}search.html?q={query.replace(' ', '+')}")
+        found = tab.evaluate(r"""
+(async () => {
+  for (let i = 0; i < 100; i++) {
+    const hits = [...document.querySelectorAll('#search-results li a')];
+    const status = document.querySelector('#search-results p');
+    if (hits.length || (status && /did not match|found 0/i.test(status.textContent))) {
+      return hits.map(a => a.getAttribute('href'));
+    }
+    await new Promise(r => setTimeout(r, 100));
+  }
+  return [];
+})()""")
+        if not any(page in (h or "") for h in found):
+            problems.append(f"search for {query!r} does not list {page} (got {found[:5]})")
+    return problems
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("html", nargs="?", default=str(ROOT / "_build" / "html"))
+    parser.add_argument("--screenshots", default=str(ROOT / "_build" / "screenshots"))
+    parser.add_argument("--chromium", default=os.environ.get("CHROMIUM"))
+    args = parser.parse_args(argv)
+    html_root = Path(args.html).resolve()
+    binary = args.chromium or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not binary:
+        print("check_site: no chromium found (Debian: apt-get install chromium)")
+        return 2
+    if not (html_root / "index.html").is_file():
+        print(f"check_site: {html_root} has no index.html; build the book first")
+        return 2
+    shots = Path(args.screenshots)
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    server, base = serve(html_root)
+    rels = sorted(str(p.relative_to(html_root)) for p in html_root.rglob("*.html")
+                  if not p.relative_to(html_root).parts[0].startswith(("_", ".")))
+    profile = tempfile.mkdtemp(prefix="check-site-")
+    browser = Chromium(binary, profile)
+    pages, failures, rows = {}, {}, []
+    try:
+        tab = Tab(browser)
+        for rel in rels:
+            start = time.perf_counter()
+            events = tab.load(base + rel)
+            tab.evaluate(WAIT_JS)
+            info = json.loads(tab.evaluate(PAGE_JS))
+            time.sleep(0.1)
+            while not browser.events.empty():      # messages logged while waiting
+                ev = browser.events.get_nowait()
+                if ev.get("sessionId") == tab.session:
+                    events.append(ev)
+            net = network_report(events, base)
+            pages[rel] = info
+            problems = page_checks(rel, info, net, html_root)
+            if problems:
+                failures[rel] = problems
+            shot = tab.call("Page.captureScreenshot", {"format": "png"})["data"]
+            (shots / (rel.replace("/", "__").removesuffix(".html") + ".png")).write_bytes(
+                base64.b64decode(shot))
+            rows.append((rel, (html_root / rel).stat().st_size, own_bytes(rel, net, html_root),
+                         sum(net["bytes"].values()), info["images"], info["math"],
+                         info["animations"], info["dropdowns"], len(problems),
+                         time.perf_counter() - start))
+        link_problems = check_links(pages, html_root, base)
+        search_problems = check_search(tab, base)
+    finally:
+        browser.close()
+        server.shutdown()
+        shutil.rmtree(profile, ignore_errors=True)
+
+    header = ("page", "html_bytes", "page_bytes", "first_visit_bytes", "images", "math",
+              "animations", "dropdowns", "problems", "seconds")
+    report = Path(args.html).resolve().parent / "site_report.tsv"
+    report.write_text("\n".join("\t".join(str(round(v, 2)) if isinstance(v, float) else str(v)
+                                          for v in row) for row in [header, *rows]) + "\n")
+    print(f"{'page':34s} {'html':>8s} {'page':>8s} {'1st visit':>9s} {'img':>4s} {'math':>5s}"
+          f" {'anim':>4s} {'sol':>4s}  problems")
+    for rel, html, own, first, imgs, math, anims, drops, n, _ in rows:
+        print(f"{rel:34s} {html / 1e3:7.0f}k {own / 1e3:7.0f}k {first / 1e6:8.2f}M {imgs:4d}"
+              f" {math:5d} {anims:4d} {drops:4d}  {n}")
+    for rel, problems in failures.items():
+        print(f"\n{rel}:")
+        for p in problems[:25]:
+            print(f"  - {p}")
+        if len(problems) > 25:
+            print(f"  ... and {len(problems) - 25} more")
+    for title, problems in [("internal links", link_problems), ("search", search_problems)]:
+        if problems:
+            print(f"\n{title}:")
+            for p in problems:
+                print(f"  - {p}")
+    n_bad = len(failures) + bool(link_problems) + bool(search_problems)
+    print(f"\ncheck_site: {len(rows)} pages, screenshots in {shots}, sizes in {report}: "
+          + ("all checks passed" if not n_bad else f"{n_bad} problem group(s)"))
+    return 1 if n_bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

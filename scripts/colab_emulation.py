@@ -1,0 +1,137 @@
+"""Run every chapter notebook the way Google Colab would, in a bare environment.
+
+    python scripts/colab_emulation.py [--venv DIR] [--jobs 2] [book/NAME.ipynb ...]
+
+A fresh virtual environment gets only what Colab ships and the chapters rely on — torch,
+numpy, matplotlib, seaborn, ipywidgets (plus ipykernel, to run a kernel) — and NOT the
+book's library or anything else from requirements.txt. Each paired ``.ipynb`` is copied
+alone into an empty folder (a notebook opened from GitHub has no repository next to it)
+and executed top to bottom in that environment with ``SEQTHEORY_INSTALL_FROM`` pointing
+at this checkout, so the notebook's own setup cell pip-installs the library exactly as it
+would from the remote repository. Before each notebook the library is uninstalled again,
+so every chapter starts like a fresh Colab session. The script also checks that the setup
+cell left torch and numpy alone.
+
+Install constraints (e.g. torch pinned to a local wheel) come from ``PIP_CONSTRAINT``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+COLAB_PACKAGES = ["torch", "numpy", "matplotlib", "seaborn", "ipywidgets", "ipykernel"]
+KERNEL = "seqtheory-colab-emulation"
+
+
+def make_env(venv: Path) -> Path:
+    """A virtual environment with Colab's packages and a Jupyter kernel spec; its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    pip = subprocess.run([str(py), "-m", "pip", "install", "-q", *COLAB_PACKAGES],
+                         capture_output=True, text=True)
+    if pip.returncode:
+        raise SystemExit(f"pip install {' '.join(COLAB_PACKAGES)} failed:\n{pip.stderr}")
+    subprocess.run([str(py), "-m", "ipykernel", "install", "--prefix", str(venv),
+                    "--name", KERNEL, "--display-name", "Colab emulation"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return py
+
+
+def versions(py: Path) -> dict:
+    out = subprocess.run([str(py), "-c", "import json, torch, numpy; print(json.dumps("
+                          "{'torch': [torch.__version__, torch.__file__], "
+                          "'numpy': [numpy.__version__, numpy.__file__]}))"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def run_notebook(nb_path: Path, venv: Path, threads: int) -> tuple[str, float, str | None]:
+    """Execute one notebook alone in an empty folder; return (name, seconds, error)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    work = Path(tempfile.mkdtemp(prefix=f"colab-{nb_path.stem}-"))
+    try:
+        shutil.copy(nb_path, work / nb_path.name)
+        nb = nbformat.read(work / nb_path.name, as_version=4)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("SEQTHEORY_", "PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_"))}
+        env.update({"SEQTHEORY_INSTALL_FROM": ROOT.as_uri(),
+                    "SEQTHEORY_NUM_THREADS": str(threads),
+                    "JUPYTER_PATH": str(venv / "share" / "jupyter"),
+                    "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+                    "PIP_DISABLE_PIP_VERSION_CHECK": "1", "MPLBACKEND": "agg"})
+        client = NotebookClient(nb, timeout=600, kernel_name=KERNEL,
+                                resources={"metadata": {"path": str(work)}})
+        start = time.perf_counter()
+        try:
+            # the kernel inherits this process's environment: hand it the emulated one
+            client.execute(env=env)
+        except Exception as err:  # a failing cell: report the notebook and the error
+            return nb_path.stem, time.perf_counter() - start, f"{type(err).__name__}: {err}"
+        return nb_path.stem, time.perf_counter() - start, None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--venv", type=Path, help="reuse or create the environment here")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="notebooks at a time (each with its own library install)")
+    args = parser.parse_args(argv)
+    from conftest import chapter_notebooks
+
+    notebooks = args.notebooks or chapter_notebooks()
+    venv = args.venv or Path(tempfile.mkdtemp(prefix="colab-venv-")) / "venv"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        print(f"[colab] creating {venv} with only {', '.join(COLAB_PACKAGES)}", flush=True)
+        make_env(venv)
+    os.environ["JUPYTER_PATH"] = str(venv / "share" / "jupyter")  # finds the kernel spec
+    before = versions(py)
+    print(f"[colab] torch {before['torch'][0]}, numpy {before['numpy'][0]}", flush=True)
+    jobs = max(1, min(args.jobs, len(notebooks)))
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    results = []
+    if jobs == 1:
+        for nb in notebooks:
+            # a fresh session: the library is not there until the setup cell installs it
+            subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"],
+                           capture_output=True)
+            results.append(run_notebook(nb, venv, threads))
+            print(f"[colab] {results[-1][0]:24s} {results[-1][1]:6.1f} s  "
+                  f"{'ok' if results[-1][2] is None else 'FAILED'}", flush=True)
+    else:  # parallel notebooks share one environment: install the library once, first
+        subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"],
+                       capture_output=True)
+        results.append(run_notebook(notebooks[0], venv, threads))
+        with ThreadPoolExecutor(jobs) as pool:
+            results += list(pool.map(lambda nb: run_notebook(nb, venv, threads), notebooks[1:]))
+    after = versions(py)
+    failed = [(name, err) for name, _, err in results if err]
+    if after != before:
+        failed.append(("environment", f"a setup cell replaced torch or numpy: {before} -> {after}"))
+    print("\n[colab] chapter                  seconds")
+    for name, seconds, err in results:
+        print(f"[colab] {name:24s} {seconds:7.1f}  {'ok' if err is None else 'FAILED'}")
+    for name, err in failed:
+        print(f"\n[colab] {name} FAILED:\n{err[-3000:]}")
+    print(f"\n[colab] {len(results) - len([r for r in results if r[2]])} of {len(results)} "
+          "notebooks ran in the emulated Colab environment" + (" -- FAILED" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
