@@ -8,6 +8,8 @@
 * Chapters executed by the build show progress bars as a line of text with their final
   state (``SEQTHEORY_STATIC_PROGRESS=1``, inherited by the kernels), not as widgets that
   would need JavaScript from a CDN.  (``pytest`` sets the same variable, see conftest.py.)
+* The light/dark mode defaults to "auto" (none set makes the theme log an error on a
+  reader's first visit).
 * A script that two extensions both add is included once (sphinx-thebe's settings script
   otherwise appears twice and the second copy throws "THEBE_JS_URL has already been
   declared" on every page).
@@ -52,11 +54,13 @@ def _copy_mathjax(app, exception) -> None:
     shutil.copytree(es5 / FONTS, dest / FONTS, dirs_exist_ok=True)
 
 
-def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+def _page_context(app, pagename, templatename, context, doctree) -> None:
+    # pydata-sphinx-theme reads the default light/dark mode from html_context
+    context["default_mode"] = context.get("default_mode") or "auto"
     seen, unique = set(), []
     for script in context.get("script_files", []):
-        key = (str(getattr(script, "filename", script)),
-               tuple(sorted(getattr(script, "attributes", {}).items())))
+        name = getattr(script, "filename", script) or ""    # inline scripts: None or ""
+        key = (str(name), tuple(sorted(getattr(script, "attributes", {}).items())))
         if key not in seen:
             seen.add(key)
             unique.append(script)
@@ -65,6 +69,6 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
 
 def setup(app):
     app.connect("config-inited", _configure)
-    app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _page_context, priority=900)
     app.connect("build-finished", _copy_mathjax)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
