@@ -348,6 +348,62 @@ def check_search(tab: Tab, base: str) -> list[str]:
     return problems
 
 
+# what an executed chapter page must never show
+EXECUTION_ERRORS = ["highlight-ipythontb", "Traceback (most recent call last)", "CellTimeoutError",
+                    "CellExecutionError", "DeadKernelError", "AssertionError"]
+
+
+def toc_chapters() -> list[Path]:
+    """The executable chapters listed in _toc.yml (their .md sources)."""
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    files = re.findall(r"^\s*-?\s*(?:file|root):\s*(\S+)", toc, re.M)
+    paths = [ROOT / (f if f.endswith(".md") else f + ".md") for f in files]
+    return [p for p in paths if p.is_file() and "```{code-cell}" in p.read_text(encoding="utf-8")]
+
+
+def expected_figures(md: Path) -> int:
+    """Code cells of a chapter that must leave an image in its page (figures, explorers and
+    animations carry alt text: tests/test_book.py), hidden cells excluded."""
+    n = 0
+    for cell in md.read_text(encoding="utf-8").split("```{code-cell}")[1:]:
+        head = cell.split("```", 1)[0]
+        if "remove-cell" in head or "remove-output" in head:
+            continue
+        if re.search(r"^\s+alt:", head, re.M) or re.search(r"\banimate(_snapshots)?\(.*alt=",
+                                                           head, re.S):
+            n += 1
+    return n
+
+
+def execution_problems(html_root: Path) -> dict[str, list[str]]:
+    """Chapters that did not execute cleanly: myst-nb's error reports, tracebacks or
+    timeouts in a page, and pages with fewer output images than they have figure cells
+    (a chapter whose execution failed is rendered without outputs)."""
+    failures: dict[str, list[str]] = {}
+    for log in sorted((html_root / "reports").rglob("*.log")):
+        rel = log.relative_to(html_root / "reports").as_posix().removesuffix(".err.log")
+        first = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
+        failures.setdefault(rel + ".html", []).append(
+            f"execution failed (reports/{log.name}): {' '.join(first)[:200]}")
+    for md in toc_chapters():
+        rel = md.relative_to(ROOT).with_suffix(".html").as_posix()
+        page = html_root / rel
+        if not page.is_file():
+            failures.setdefault(rel, []).append("page was not built")
+            continue
+        text = page.read_text(encoding="utf-8")
+        found = [m for m in EXECUTION_ERRORS if m in text]
+        if found:
+            failures.setdefault(rel, []).append(f"execution error shown in the page: {found}")
+        images = len(re.findall(r'<img[^>]+src="[^"]*_images/', text))
+        want = expected_figures(md)
+        if images < want:
+            failures.setdefault(rel, []).append(
+                f"{images} output image(s) for {want} figure cell(s): missing outputs "
+                "(did the chapter fail to execute?)")
+    return failures
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("html", nargs="?", default=str(ROOT / "_build" / "html"))
@@ -362,6 +418,12 @@ def main(argv=None) -> int:
     if not (html_root / "index.html").is_file():
         print(f"check_site: {html_root} has no index.html; build the book first")
         return 2
+    broken = execution_problems(html_root)
+    if broken:
+        print("check_site: chapters that did not execute cleanly:")
+        for rel, problems in broken.items():
+            print(f"  {rel}: " + "; ".join(problems))
+        return 1
     shots = Path(args.screenshots)
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)

@@ -71,7 +71,7 @@ def run_notebook(nb_path: Path, venv: Path, threads: int) -> tuple[str, float, s
                     "JUPYTER_PATH": str(venv / "share" / "jupyter"),
                     "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
                     "PIP_DISABLE_PIP_VERSION_CHECK": "1", "MPLBACKEND": "agg"})
-        client = NotebookClient(nb, timeout=600, kernel_name=KERNEL,
+        client = NotebookClient(nb, timeout=900, kernel_name=KERNEL,
                                 resources={"metadata": {"path": str(work)}})
         start = time.perf_counter()
         try:

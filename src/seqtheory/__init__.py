@@ -1,8 +1,14 @@
 """seqtheory: the library behind the executable book on how transformers learn structure."""
 from .models import ForwardCache, Transformer, TransformerConfig, attention_to_offset
 from .training import History, TrainConfig, train
+from .ensemble import Ensemble, ensemble_loss
 from .utils import (
     Sizes,
+    base_seed,
+    derive_seed,
+    make_generator,
+    make_rng,
+    seeded,
     get_device,
     is_full,
     progress_bar,
@@ -14,6 +20,7 @@ from .utils import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Ensemble",
     "ForwardCache",
     "History",
     "Sizes",
@@ -21,6 +28,12 @@ __all__ = [
     "Transformer",
     "TransformerConfig",
     "attention_to_offset",
+    "base_seed",
+    "derive_seed",
+    "ensemble_loss",
+    "make_generator",
+    "make_rng",
+    "seeded",
     "get_device",
     "is_full",
     "progress_bar",

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from .models import Transformer, TransformerConfig
 from .training import IGNORE_INDEX, History, train
-from .utils import Sizes, check_int
+from .utils import Sizes, check_int, make_generator
 
 __all__ = [
     "NUM_LETTERS", "BOS", "SEP", "EOS", "PAD", "VOCAB_SIZE", "copy_batch", "decode",
@@ -101,7 +101,7 @@ def accuracy_by_length(model: nn.Module, lengths, size: int = 300, seed: int = 0
     """String accuracy on ``size`` random strings of each length (fixed test sets)."""
     return [string_accuracy(model, *copy_batch(
         size, check_int("length", L, minimum=1),
-        generator=torch.Generator().manual_seed(seed + L))) for L in lengths]
+        generator=make_generator(seed + L))) for L in lengths]
 
 
 def decode(tokens) -> str:
@@ -272,9 +272,8 @@ def train_copier(
     if not isinstance(setup, CopySetup):
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
     steps = setup.steps if steps is None else check_int("steps", steps, minimum=1)
-    g = generator if generator is not None else torch.Generator().manual_seed(0)
-    tests = {name: copy_batch(setup.eval_size, length, generator=torch.Generator()
-                              .manual_seed(1000 + length))
+    g = generator if generator is not None else make_generator(0)
+    tests = {name: copy_batch(setup.eval_size, length, generator=make_generator(1000 + length))
              for name, length in [("acc_train_len", setup.max_len),
                                   ("acc_test_len", setup.test_len)]}
 

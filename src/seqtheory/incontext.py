@@ -26,7 +26,7 @@ from .markov import (
 )
 from .models import Transformer, TransformerConfig, attention_to_offset
 from .training import History, TrainConfig, train
-from .utils import Sizes, check_int, seed_everything
+from .utils import Sizes, check_int, make_generator, seed_everything
 
 __all__ = [
     "ICLSetup",
@@ -124,7 +124,7 @@ class ICLEvaluator:
 
     def __init__(self, setup: ICLSetup, n: int = 512, seed: int = 1234):
         n = check_int("n", n, minimum=1)
-        gen = torch.Generator().manual_seed(seed)
+        gen = make_generator(seed)
         self.setup = setup
         self.x, self.P = icl_mc_batch(n, setup.k, setup.T, setup.alpha, order=setup.order,
                                       prior=setup.prior, generator=gen)

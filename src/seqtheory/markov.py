@@ -21,7 +21,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .utils import check_choice, check_float, check_int
+from .utils import check_choice, check_float, check_int, make_generator
 
 __all__ = [
     "sample_transition_matrices",
@@ -429,7 +429,7 @@ def reference_losses(
     from ``n`` fresh sequences of the ICL-MC task.
     """
     n = check_int("n", n, minimum=2)
-    gen = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+    gen = make_generator(seed)
     per_seq: dict[str, list] = {}
     for start in range(0, n, batch):
         x, P = icl_mc_batch(min(batch, n - start), k, T, alpha, order=order, prior=prior,

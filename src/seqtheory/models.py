@@ -12,6 +12,8 @@ different number of heads per layer.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from dataclasses import dataclass, field
 
@@ -23,9 +25,24 @@ from .utils import check_choice, check_float, check_int
 
 __all__ = [
     "POS_ENCODINGS", "ForwardCache", "Transformer", "TransformerConfig", "attention_to_offset",
+    "unchecked_inputs",
 ]
 
 POS_ENCODINGS = ("learned", "relative", "rotary", "hard_alibi", "none")
+
+# Inside a batched program (seqtheory.ensemble) the inputs were validated once outside vmap,
+# where data-dependent checks such as ``int(idx.max())`` are allowed.
+_CHECK_INPUTS = contextvars.ContextVar("seqtheory_check_inputs", default=True)
+
+
+@contextlib.contextmanager
+def unchecked_inputs():
+    """Skip the models' input checks inside this block (the caller has validated them)."""
+    token = _CHECK_INPUTS.set(False)
+    try:
+        yield
+    finally:
+        _CHECK_INPUTS.reset(token)
 
 
 @dataclass
@@ -158,7 +175,7 @@ class Attention(nn.Module):
         elif self.pos == "hard_alibi":
             bias = torch.zeros(self.window_ok.shape[0], T, T, device=x.device).masked_fill(
                 ~self.window_ok[:, :T, :T], float("-inf"))
-        if need_pattern:
+        if need_pattern or not _CHECK_INPUTS.get():   # (explicit path also under vmap)
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
             if bias is not None:
                 scores = scores + bias
@@ -269,6 +286,16 @@ class Transformer(nn.Module):
                 f"sequence length must be in 1..max_len={self.cfg.max_len}, got {embeds.shape[1]}"
             )
 
+    def validate_input(self, idx: torch.Tensor | None = None, *,
+                       embeds: torch.Tensor | None = None) -> None:
+        """Raise a clear error unless exactly one of token ids / input vectors is valid."""
+        if (idx is None) == (embeds is None):
+            raise TypeError("give exactly one of idx (token ids) or embeds (input vectors)")
+        if embeds is None:
+            self._check_input(idx)
+        else:
+            self._check_embeds(embeds)
+
     def forward(self, idx: torch.Tensor | None = None, return_cache: bool = False, *,
                 embeds: torch.Tensor | None = None):
         """Next-token logits (B, T, vocab); with ``return_cache`` also a :class:`ForwardCache`.
@@ -276,14 +303,9 @@ class Transformer(nn.Module):
         Instead of token ids, ``embeds`` (B, T, d_model) may be given: continuous inputs
         (e.g. points of R^D cut into tokens) that replace the token embedding.
         """
-        if (idx is None) == (embeds is None):
-            raise TypeError("give exactly one of idx (token ids) or embeds (input vectors)")
-        if embeds is None:
-            self._check_input(idx)
-            x = self.tok_emb(idx)                                      # (B, T, C)
-        else:
-            self._check_embeds(embeds)
-            x = embeds                                                 # (B, T, C)
+        if _CHECK_INPUTS.get():
+            self.validate_input(idx, embeds=embeds)
+        x = self.tok_emb(idx) if embeds is None else embeds            # (B, T, C)
         T = x.shape[1]
         if self.pos_emb is not None:
             x = x + self.pos_emb.weight[:T]                            # + (T, C)

@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .utils import Sizes, check_choice, check_float, check_int, progress_bar
+from .utils import (
+    Sizes,
+    check_choice,
+    check_float,
+    check_int,
+    make_generator,
+    make_rng,
+    progress_bar,
+)
 
 __all__ = [
     "PartitionProblem",
@@ -86,7 +94,7 @@ def planted_problem(N: int, K: int = 3, I: int = 3, *, kind: str = "binary",  # 
     check_choice("kind", kind, G_KINDS)
     if N < K:
         raise ValueError(f"N must be >= K (every class needs a token), got N={N} < K={K}")
-    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    rng = make_rng(seed)
     labels = np.empty((I, N), dtype=np.int64)
     for i in range(I):
         if balanced:
@@ -128,7 +136,7 @@ def sample(problem: PartitionProblem, S: int, *, seed: int = 0,
     """
     S = check_int("S", S, minimum=1)
     noise = check_float("noise", noise, low=0.0, high=1.0)
-    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    rng = make_rng(seed)
     x = rng.integers(0, problem.N, size=(S, problem.I))
     classes = problem.labels[np.arange(problem.I), x]                 # (S, I)
     y = problem.g[tuple(classes.T)]
@@ -279,7 +287,7 @@ def random_graph(n: int, degree: float, *, seed: int = 0) -> np.ndarray:
     """Edges (m, 2) of a uniform random graph on n vertices with mean degree ``degree``."""
     n = check_int("n", n, minimum=2)
     degree = check_float("degree", degree, low=0.0, high=n - 1)
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     m = int(round(degree * n / 2))
     edges: set = set()
     while len(edges) < m:
@@ -311,7 +319,7 @@ def planted_colourable_graph(n: int, degree: float, K: int = 3, *, seed: int = 0
     """Random graph with a planted K-colouring and mean degree ``degree`` (edges only
     between different colour classes).  Near degree 4.7 for K = 3 such instances are
     known to be hard for solvers."""
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     colour = rng.integers(0, K, n)
     m = int(round(degree * n / 2))
     edges = set()
@@ -403,7 +411,7 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
     if len(xs) != len(ys) or not xs:
         raise ValueError("xs and ys must be non-empty lists of the same length")
     R, S = len(xs), max(len(x) for x in xs)
-    gen = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+    gen = make_generator(seed)
     X = torch.zeros(R, S, I, dtype=torch.long)
     Y = torch.zeros(R, S)
     W = torch.zeros(R, S)
@@ -446,7 +454,7 @@ def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
     K = check_int("K", K, minimum=1)
     if K > N:
         raise ValueError(f"cannot make K={K} clusters of {N} points")
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     best_cost = np.full(B, np.inf)
     best = np.zeros((B, N), dtype=np.int64)
     for _ in range(restarts):

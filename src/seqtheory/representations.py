@@ -26,7 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .training import TrainConfig, train
-from .utils import Sizes, check_choice, check_float, check_int
+from .utils import Sizes, check_choice, check_float, check_int, make_generator, make_rng
 
 __all__ = [
     "linear_cka", "debiased_cka", "FamilyForest", "RELATIONS", "KINSHIP", "KinshipData",
@@ -118,7 +118,7 @@ class FamilyForest:
         lo, hi = (check_int("children", c, minimum=1) for c in children)
         if hi < lo:
             raise ValueError(f"children must be (min, max) with min <= max, got {children}")
-        rng = np.random.default_rng(seed)
+        rng = make_rng(seed)
         gen, fam, parents, couples = [], [], [], []
 
         def person(g, f, of=()):
@@ -218,7 +218,7 @@ class FamilyForest:
     def shuffled(self, seed: int = 0) -> FamilyForest:
         """The same family shapes with people relabelled at random *within* each family:
         a different graph on the same people (person i now sits somewhere else)."""
-        rng = np.random.default_rng(seed)
+        rng = make_rng(seed)
         perm = np.arange(self.n)                 # perm[old] = new label
         for f in np.unique(self.family):
             idx = np.flatnonzero(self.family == f)
@@ -230,7 +230,7 @@ class FamilyForest:
     def split(self, test_fraction: float = 0.2, seed: int = 0, relations=RELATIONS):
         """Random train/test split over *facts* (rows of :meth:`all_facts`)."""
         facts = self.all_facts(relations)
-        order = np.random.default_rng(seed).permutation(len(facts))
+        order = make_rng(seed).permutation(len(facts))
         n_test = int(round(test_fraction * len(facts)))
         return facts[order[n_test:]], facts[order[:n_test]]
 
@@ -282,7 +282,7 @@ def kinship_data(forest: FamilyForest, train_fraction: float = 0.8, seed: int = 
         keep &= forest.family[:, None] == forest.family[None, :]
     a, b = np.nonzero(keep)
     labels = forest.kinship()[a, b]
-    train = np.random.default_rng(seed).random(len(a)) < train_fraction
+    train = make_rng(seed).random(len(a)) < train_fraction
     return KinshipData(torch.from_numpy(np.stack([a, b], 1)), torch.from_numpy(labels),
                        torch.from_numpy(train), forest.n)
 
@@ -322,7 +322,7 @@ class KinshipModels(nn.Module):
         parts: dict[str, list] = {name: [] for name in ("embed", "w_a", "w_b", "b_1",
                                                          "w_out", "b_out")}
         for s, d in zip(seeds, dims, strict=True):
-            g = torch.Generator().manual_seed(s)
+            g = make_generator(s)
             scale = init_scale if init_scale is not None else 1 / np.sqrt(d)
             pad = torch.zeros(n, D - d)
             parts["embed"].append(torch.cat([torch.randn(n, d, generator=g) * scale, pad], 1))
@@ -580,7 +580,7 @@ def stitch_controls(models: KinshipModels, data: KinshipData,
     for group in idx.values():
         for k, m in enumerate(group):
             partner[m] = group[(k + 1) % len(group)]
-    g = torch.Generator().manual_seed(seed)
+    g = make_generator(seed)
     out = {"own": accuracy(models, data),
            "across seeds": stitch([models.embedding(p) for p in partner], models, data,
                                   steps=steps).test_acc,

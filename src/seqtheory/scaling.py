@@ -31,7 +31,16 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .utils import Sizes, check_choice, check_float, check_int, progress_bar
+from .utils import (
+    Sizes,
+    check_choice,
+    check_float,
+    check_int,
+    derive_seed,
+    make_generator,
+    make_rng,
+    progress_bar,
+)
 
 __all__ = [
     "knn_distances",
@@ -134,7 +143,7 @@ def mle_dimension(X, K: int = 20, *, batch_size: int | None = None, seed: int = 
     if batch_size is None:
         return float(1.0 / np.mean(1.0 / _mle_from_distances(knn_distances(X, K))))
     batch_size = check_int("batch_size", batch_size, minimum=K + 1)
-    order = np.random.default_rng(seed).permutation(len(X))
+    order = make_rng(seed).permutation(len(X))
     batches = [order[i:i + batch_size] for i in range(0, len(X) - batch_size + 1, batch_size)]
     if not batches:
         raise ValueError(f"batch_size={batch_size} exceeds the {len(X)} points")
@@ -172,7 +181,7 @@ def sample_sphere(n: int, d: int, D: int | None = None, *, embedding: str = "lin
     d + 1) by a random rotation ("linear") or a smooth non-linear map then a rotation."""
     n, d = check_int("n", n, minimum=1), check_int("d", d, minimum=1)
     check_choice("embedding", embedding, ("linear", "nonlinear"))
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     Y = rng.standard_normal((n, d + 1))
     Y /= np.linalg.norm(Y, axis=1, keepdims=True)
     return _embed(Y, d + 1 if D is None else check_int("D", D, minimum=1), rng, embedding)
@@ -183,7 +192,7 @@ def sample_cube(n: int, d: int, D: int | None = None, *, embedding: str = "linea
     """n points uniform in [0, 1]^d, embedded in R^D like :func:`sample_sphere`."""
     n, d = check_int("n", n, minimum=1), check_int("d", d, minimum=1)
     check_choice("embedding", embedding, ("linear", "nonlinear"))
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     Y = rng.random((n, d))
     return _embed(Y, d if D is None else check_int("D", D, minimum=1), rng, embedding)
 
@@ -296,7 +305,7 @@ class TorusTask:
         check_int("max_freq", self.max_freq, minimum=1)
         check_int("n_modes", self.n_modes, minimum=1)
         check_int("seed", self.seed, minimum=0)
-        rng = np.random.default_rng(self.seed)
+        rng = make_rng(self.seed)
         M = self.max_freq            # all k with |k_i| <= M, M as large as n_modes allows
         while M > 1 and ((2 * M + 1) ** self.d - 1) // 2 > self.n_modes:
             M -= 1
@@ -328,7 +337,7 @@ class TorusTask:
     def sample(self, n: int, seed: int = 0, *, noisy: bool = True):
         """``(X, y, theta)``: n points (float32 tensor (n, D)), labels (n,), angles."""
         n = check_int("n", n, minimum=1)
-        rng = np.random.default_rng([self.seed, check_int("seed", seed, minimum=0), 1])
+        rng = np.random.default_rng([derive_seed(self.seed), derive_seed(seed), 1])
         theta = rng.uniform(0, 2 * np.pi, (n, self.d))
         y = self.target(theta)
         if noisy:
@@ -428,7 +437,7 @@ def _fit_regressor(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps:
     end.  The one training loop behind :func:`net_error` and :func:`approximation_error`."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-    gen = torch.Generator().manual_seed(seed)
+    gen = make_generator(seed)
     b = min(batch, len(X))
     for step in range(1, steps + 1):
         idx = torch.randint(len(X), (b,), generator=gen)
@@ -457,7 +466,7 @@ def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size
     Xt, yt, _ = task.sample(n_test, 10_000 + seed, noisy=False)
     n_val = max(1, n // 5)
     Xv, yv, Xtr, ytr = X[:n_val], y[:n_val], X[n_val:], y[n_val:]
-    torch.manual_seed(seed)
+    torch.manual_seed(derive_seed(seed))
     model = make_learner(kind, task.D, size)
     best = {"val": float("inf"), "test": float("nan")}
 
@@ -506,7 +515,7 @@ def approximation_error(task: TorusTask, kind: str = "transformer",
     params, errs = [], []
     for size in progress_bar(list(sizes), desc=f"{kind}, d={task.d}", disable=not progress,
                      leave=False):
-        torch.manual_seed(seed)
+        torch.manual_seed(derive_seed(seed))
         model = make_learner(kind, task.D, check_int("size", size, minimum=1))
         _fit_regressor(model, X, y, steps=steps, batch=batch, lr=lr, seed=seed)
         with torch.no_grad():

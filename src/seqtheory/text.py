@@ -21,7 +21,7 @@ import torch
 from .models import Transformer, TransformerConfig
 from .scaling import mle_dimension
 from .training import TrainConfig, copy_state, next_token_loss, train
-from .utils import check_choice, check_float, check_int
+from .utils import check_choice, check_float, check_int, derive_seed, make_generator
 
 __all__ = [
     "CharCorpus", "activation_dimension", "hidden_states", "load_shakespeare",
@@ -81,7 +81,7 @@ class CharCorpus:
         if len(ids) <= length:
             raise ValueError(f"the {split} text ({len(ids)} characters) is shorter than a "
                              f"window of {length + 1}")
-        gen = torch.Generator().manual_seed(check_int("seed", seed, minimum=0))
+        gen = make_generator(seed)
         start = torch.randint(len(ids) - length + 1, (check_int("n", n, minimum=1),),
                               generator=gen)
         return ids[start[:, None] + torch.arange(length)]                # (n, length)
@@ -102,7 +102,7 @@ def train_char_model(corpus: CharCorpus, n_train: int, *, d_model: int = 64,
     if n_train > len(corpus.split("train")):
         raise ValueError(f"n_train={n_train} exceeds the {len(corpus.split('train'))} "
                          "training characters")
-    torch.manual_seed(check_int("seed", seed, minimum=0))
+    torch.manual_seed(derive_seed(seed))
     model = Transformer(TransformerConfig(
         vocab_size=corpus.vocab_size, max_len=context, n_layers=n_layers, n_heads=n_heads,
         d_model=d_model))

@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .ensemble import Ensemble, ensemble_loss
 from .utils import check_choice, check_float, check_int, dataclass_replace, progress_bar
 
 __all__ = [
@@ -63,14 +64,19 @@ class History:
     """What happened during training: per-step loss, evaluations and weight snapshots."""
 
     steps: list = field(default_factory=list)       # 1..N, one entry per optimisation step
-    loss: list = field(default_factory=list)        # training loss at each step (nats)
+    loss: list = field(default_factory=list)        # training loss at each step (nats);
+    #                                                 for an Ensemble the mean over members
+    member_loss: list = field(default_factory=list)  # Ensemble only: (M,) losses per step
     lr: list = field(default_factory=list)          # learning rate used at each step
     evals: list = field(default_factory=list)       # dicts {"step": s, metric: value, ...}
     snapshots: dict = field(default_factory=dict)   # step -> state_dict (CPU copies)
     seconds: float = 0.0                            # wall-clock time of the loop
 
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(steps, values)`` of an evaluated metric, as NumPy arrays."""
+        """``(steps, values)`` of an evaluated metric, as NumPy arrays.
+
+        For an :class:`~seqtheory.ensemble.Ensemble` ``values`` has shape (evals, M).
+        """
         rows = [e for e in self.evals if name in e]
         if not rows:
             known = sorted({k for e in self.evals for k in e} - {"step"})
@@ -85,9 +91,14 @@ class History:
             names += [k for k in e if k != "step" and k not in names]
         return names
 
-    def final(self, name: str) -> float:
-        """Last recorded value of an evaluated metric."""
-        return float(self.metric(name)[1][-1])
+    def final(self, name: str):
+        """Last recorded value of an evaluated metric (an (M,) array for an Ensemble)."""
+        last = self.metric(name)[1][-1]
+        return float(last) if np.ndim(last) == 0 else last
+
+    def losses(self) -> np.ndarray:
+        """Training losses as an array: (steps,) or, for an Ensemble, (steps, M)."""
+        return np.array(self.member_loss if self.member_loss else self.loss, dtype=float)
 
 
 def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -129,7 +140,13 @@ def train(
     """Train ``model`` on batches from ``batch_fn(step)`` and return its :class:`History`.
 
     ``eval_fn(model, step) -> {name: value}`` runs in eval mode without gradients every
-    ``cfg.eval_every`` steps, at step 0 and at the end.  Each callback is called after every
+    ``cfg.eval_every`` steps, at step 0 and at the end.
+
+    ``model`` may be an :class:`~seqtheory.ensemble.Ensemble` (several seeds as one batched
+    program): ``batch_fn`` then returns inputs (M, B, ...) and targets (M, B, ...) (or
+    shared (B, ...) targets), each member's loss is its own mean, gradients are clipped
+    per member, ``eval_fn`` returns M values per metric (see ``member_eval``), and a
+    callback's ``loss`` is the (M,) array of member losses.  Each callback is called after every
     step as ``callback(step, model, loss)``; returning ``True`` stops training early.
     Keyword ``overrides`` change fields of ``cfg`` (or of a default :class:`TrainConfig`).
     """
@@ -138,6 +155,7 @@ def train(
     if not callable(batch_fn):
         raise TypeError("batch_fn must be callable as batch_fn(step) -> (inputs, targets)")
     cfg = TrainConfig(**overrides) if cfg is None else dataclass_replace(cfg, **overrides)
+    is_ensemble = isinstance(model, Ensemble)
     callbacks = list(callbacks)
     params = [p for p in model.parameters() if p.requires_grad]
     if cfg.optimizer == "adamw":
@@ -157,7 +175,15 @@ def train(
         model.train(was_training)
         if not isinstance(metrics, dict):
             raise TypeError(f"eval_fn must return a dict of metrics, got {type(metrics).__name__}")
-        hist.evals.append({"step": step, **{k: float(v) for k, v in metrics.items()}})
+        if is_ensemble:
+            row = {k: np.asarray(v, dtype=float).reshape(-1) for k, v in metrics.items()}
+            bad = [k for k, v in row.items() if v.shape != (model.num_members,)]
+            if bad:
+                raise ValueError(f"eval_fn of an Ensemble must return {model.num_members} "
+                                 f"values per metric (see member_eval); wrong: {bad}")
+        else:
+            row = {k: float(v) for k, v in metrics.items()}
+        hist.evals.append({"step": step, **row})
 
     if 0 in snap_at:
         hist.snapshots[0] = copy_state(model)
@@ -170,13 +196,25 @@ def train(
         for group in opt.param_groups:
             group["lr"] = lr
         inputs, targets = batch_fn(step)
-        loss = loss_fn(model(inputs), targets)
+        if is_ensemble:
+            member_losses = ensemble_loss(loss_fn, model(inputs), targets)       # (M,)
+            loss = member_losses.sum()
+        else:
+            loss = loss_fn(model(inputs), targets)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.grad_clip is not None:
-            nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+            if is_ensemble:
+                model.clip_grad_norm_(cfg.grad_clip)
+            else:
+                nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()
-        value = loss.item()
+        if is_ensemble:
+            values = member_losses.detach().cpu().numpy()
+            value = float(values.mean())
+            hist.member_loss.append(values)
+        else:
+            value = loss.item()
         if not math.isfinite(value):
             raise FloatingPointError(f"training loss became {value} at step {step}; lower lr")
         hist.steps.append(step)
@@ -184,11 +222,12 @@ def train(
         hist.lr.append(lr)
         if step in snap_at:
             hist.snapshots[step] = copy_state(model)
-        stop = any([cb(step, model, value) for cb in callbacks])  # call every callback
+        shown_loss = values if is_ensemble else value
+        stop = any([cb(step, model, shown_loss) for cb in callbacks])  # call every callback
         if step % cfg.eval_every == 0 or step == cfg.steps or stop:
             evaluate(step)
             if hist.evals:
-                shown = {k: f"{v:.3f}" for k, v in list(hist.evals[-1].items())[1:4]}
+                shown = {k: f"{np.median(v):.3f}" for k, v in list(hist.evals[-1].items())[1:4]}
                 bar.set_postfix({"train loss": f"{value:.3f}", **shown}, refresh=False)
         if stop:
             break

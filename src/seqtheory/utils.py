@@ -12,9 +12,17 @@ import torch
 from tqdm.std import tqdm as _tqdm_std
 
 __all__ = [
+    "SEED_ENV",
+    "THREADS_ENV",
+    "base_seed",
+    "derive_seed",
+    "make_generator",
+    "make_rng",
+    "seeded",
     "seed_everything",
     "get_device",
     "setup_threads",
+    "default_threads",
     "run_mode",
     "is_full",
     "Sizes",
@@ -69,9 +77,89 @@ def check_choice(name: str, value: Any, choices: tuple) -> Any:
 
 
 # --------------------------------------------------------------------------- reproducibility
-def seed_everything(seed: int = 0) -> int:
-    """Seed Python's, NumPy's and torch's global generators; return the seed."""
+SEED_ENV = "SEQTHEORY_SEED"
+_SEED_MAX = 2**63 - 1
+
+
+def base_seed() -> int:
+    """The book's base seed: ``SEQTHEORY_SEED`` from the environment, default 0.
+
+    Every seed that the library or a chapter turns into random state goes through
+    :func:`derive_seed`, so one number re-draws a whole chapter: with another base seed a
+    chapter must tell the same story (the book's claim checks run under several).
+    """
+    env = os.environ.get(SEED_ENV, "").strip()
+    if not env:
+        return 0
+    try:
+        value = int(env)
+    except ValueError:
+        raise ValueError(f"{SEED_ENV} must be a non-negative int, got {env!r}") from None
+    if not 0 <= value <= _SEED_MAX:
+        raise ValueError(f"{SEED_ENV} must be in 0..2**63-1, got {value}")
+    return value
+
+
+def derive_seed(seed: int = 0) -> int:
+    """The seed actually used for the logical seed ``seed`` under the base seed.
+
+    Base seed 0 keeps every seed as written (``derive_seed(k) == k``); any other base maps
+    the pair (base, k) through NumPy's ``SeedSequence`` to an unrelated 63-bit seed, so
+    seeds 0, 1, 2, ... of one base never meet those of another.
+    """
     seed = check_int("seed", seed, minimum=0)
+    if seed > _SEED_MAX:
+        raise ValueError(f"seed must be in 0..2**63-1, got {seed}")
+    base = base_seed()
+    if base == 0:
+        return seed
+    words = np.random.SeedSequence([seed, base]).generate_state(2, dtype=np.uint32)
+    return int((int(words[0]) << 31) ^ int(words[1])) & _SEED_MAX
+
+
+def make_generator(seed: int = 0, device: str | torch.device = "cpu") -> torch.Generator:
+    """A ``torch.Generator`` seeded with :func:`derive_seed` ``(seed)``."""
+    return torch.Generator(device=device).manual_seed(derive_seed(seed))
+
+
+def make_rng(seed: int = 0) -> np.random.Generator:
+    """A NumPy ``Generator`` seeded with :func:`derive_seed` ``(seed)``."""
+    return np.random.default_rng(derive_seed(seed))
+
+
+class seeded:
+    """Context manager: run a block under torch's global RNG seeded with ``derive_seed(seed)``,
+    then restore the previous global state (so building a model is reproducible without
+    disturbing anything else).
+
+    >>> with seeded(3):
+    ...     model = Transformer(cfg)        # the same weights every time the cell runs
+    """
+
+    def __init__(self, seed: int = 0):
+        self.seed = derive_seed(seed)
+
+    def __enter__(self):
+        self._state = torch.random.get_rng_state()
+        self._cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+        if self._cuda:
+            self._cuda_state = torch.cuda.get_rng_state_all()
+        torch.manual_seed(self.seed)
+        return self
+
+    def __exit__(self, *exc):
+        torch.random.set_rng_state(self._state)
+        if self._cuda:
+            torch.cuda.set_rng_state_all(self._cuda_state)
+        return False
+
+
+def seed_everything(seed: int = 0) -> int:
+    """Seed Python's, NumPy's and torch's global generators with ``derive_seed(seed)``.
+
+    Returns the seed used (``seed`` itself under the default base seed 0).
+    """
+    seed = derive_seed(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -100,23 +188,39 @@ def get_device(prefer: str = "auto", verbose: bool = True) -> torch.device:
     return device
 
 
-def setup_threads(n: int | None = None) -> int:
-    """Set torch's intra-op threads for tiny models; return the number used.
+THREADS_ENV = "SEQTHEORY_NUM_THREADS"
 
-    Tiny models are overhead-bound, so more threads rarely help and oversubscription
-    (several processes x several threads) hurts.  ``n=None`` reads the environment
-    variable ``SEQTHEORY_NUM_THREADS`` and otherwise uses ``min(2, cpu_count)``.
+
+def default_threads() -> int:
+    """Torch intra-op threads the book uses: ``SEQTHEORY_NUM_THREADS``, else 1.
+
+    The book's models are tiny and overhead-bound. Measured on a 2-core CPU (300 ICL-MC
+    steps, ``benchmarks/bench_threads.py``): idle, one thread is as fast as two; next to
+    one busy process, two threads are about 3x slower than one, and far slower next to
+    another torch job. So the default is one thread; set the variable to use more.
     """
-    if n is None:
-        env = os.environ.get("SEQTHEORY_NUM_THREADS")
-        if env:
-            try:
-                n = int(env)
-            except ValueError:
-                raise ValueError(f"SEQTHEORY_NUM_THREADS must be an int, got {env!r}") from None
-        else:
-            n = min(2, os.cpu_count() or 1)
-    n = check_int("n", n, minimum=1)
+    env = os.environ.get(THREADS_ENV, "").strip()
+    if not env:
+        return 1
+    try:
+        n = int(env)
+    except ValueError:
+        raise ValueError(f"{THREADS_ENV} must be a positive int, got {env!r}") from None
+    if n < 1:
+        raise ValueError(f"{THREADS_ENV} must be >= 1, got {n}")
+    return n
+
+
+def setup_threads(n: int | None = None) -> int:
+    """Set torch's intra-op threads; return the number used.
+
+    ``n=None`` uses :func:`default_threads` (``SEQTHEORY_NUM_THREADS``, else one thread:
+    tiny models gain nothing from more threads on a small machine and lose a lot as
+    soon as another program competes for the cores). 1 and 2 threads take different
+    floating-point paths, so their results differ in the last bits; the book's claim
+    checks are statements over seeds with margins that absorb this.
+    """
+    n = default_threads() if n is None else check_int("n", n, minimum=1)
     torch.set_num_threads(n)
     return n
 
