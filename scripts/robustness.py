@@ -10,7 +10,9 @@ assert that failed, with its values. It is not part of CI (it takes a while):
     python scripts/robustness.py                       # base seeds 1 and 2, every chapter
     python scripts/robustness.py --seeds 0,1,2,3 --chapters copying,partitions --jobs 2
 
-Results also go to ``_build/robustness.tsv``. Exit status 1 if any run failed.
+Results also go to ``_build/robustness.tsv``, and every executed notebook (with its
+outputs, up to the failing cell) to ``_build/robustness/CHAPTER-seedS.ipynb``.
+Exit status 1 if any run failed.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ RUN_ONE = r"""
 import json, sys, time, nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
-path, timeout = sys.argv[1], int(sys.argv[2])
+path, timeout, out = sys.argv[1], int(sys.argv[2]), sys.argv[4]
 nb = nbformat.read(path, as_version=4)
 start = time.perf_counter()
 result = {"ok": True}
@@ -43,6 +45,7 @@ except CellTimeoutError as err:
 except CellExecutionError as err:
     result = {"ok": False, "error": f"{err.ename}: {err.evalue}", "detail": err.traceback}
 result["seconds"] = time.perf_counter() - start
+nbformat.write(nb, out)   # the executed notebook, outputs included, to read the numbers
 print("@@RESULT@@" + json.dumps(result))
 """
 
@@ -66,8 +69,10 @@ def run_one(nb: Path, seed: int, threads: int, timeout: int) -> dict:
            "SEQTHEORY_STATIC_PROGRESS": "1", "OMP_NUM_THREADS": str(threads),
            "MPLBACKEND": "Agg"}
     env.pop("FULL", None)
-    proc = subprocess.run([sys.executable, "-c", RUN_ONE, str(nb), str(timeout), str(nb.parent)],
-                          env=env, capture_output=True, text=True)
+    out = ROOT / "_build" / "robustness" / f"{nb.stem}-seed{seed}.ipynb"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, "-c", RUN_ONE, str(nb), str(timeout), str(nb.parent),
+                           str(out)], env=env, capture_output=True, text=True)
     marker = [line for line in proc.stdout.splitlines() if line.startswith("@@RESULT@@")]
     if not marker:
         return {"ok": False, "error": f"runner crashed (exit {proc.returncode})",

@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.copying: the task, accuracy, the fixed-state models."""
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -101,3 +102,38 @@ def test_encode_decode_greedy_copy_and_bounds():
     assert max_copy_length(47) == pytest.approx(47 / 4.70044, rel=1e-4)
     with pytest.raises(ValueError, match="max_len must be >= min_len"):
         copy_batch(2, 5, 3)
+
+
+def test_train_copiers_trains_every_seed_and_matches_a_single_run():
+    """Seeds train as one program; seed s of the ensemble follows the model trained alone."""
+    from seqtheory.copying import CopySetup, copy_model, train_copier, train_copiers
+    from seqtheory.utils import make_generator, seeded
+
+    setup = CopySetup(min_len=2, max_len=3, test_len=4, d_model=8, batch_size=4, steps=6,
+                      warmup=2, eval_every=3, eval_size=5, seeds=(0, 3))
+    runs = train_copiers(setup, ("transformer", "LSTM"), progress=False)
+    for name, run in runs.items():
+        assert run.seeds == (0, 3) and list(run.steps) == [0, 3, 6]
+        assert run.acc_train_len.shape == (3, 2) and run.acc_test_len.shape == (2,)
+        assert len(run.models) == 2
+        with seeded(3):
+            alone = copy_model(name, setup)
+        hist = train_copier(alone, setup, generator=make_generator(10_000 + 3), progress=False)
+        np.testing.assert_allclose(run.acc_train_len[:, 1], hist.metric("acc_train_len")[1])
+        for k, v in alone.state_dict().items():
+            torch.testing.assert_close(run.models[1].state_dict()[k], v, rtol=1e-4, atol=1e-5)
+
+
+def test_copy_setup_and_train_copiers_refuse_bad_input():
+    from seqtheory.copying import CopySetup, copy_model, train_copiers
+
+    with pytest.raises(ValueError, match="max_len"):
+        CopySetup(min_len=5, max_len=4)
+    with pytest.raises(ValueError, match="seeds"):
+        CopySetup(seeds=(1, 1))
+    with pytest.raises(ValueError, match="multiple of 4"):
+        CopySetup(d_model=10)
+    with pytest.raises(ValueError, match="unknown model name"):
+        train_copiers(CopySetup(), ("GRU",))
+    with pytest.raises(ValueError, match="name must be one of"):
+        copy_model("GRU", CopySetup())

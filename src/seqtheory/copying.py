@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -26,7 +27,7 @@ __all__ = [
     "NUM_LETTERS", "BOS", "SEP", "EOS", "PAD", "VOCAB_SIZE", "copy_batch", "decode",
     "string_accuracy", "CopyLSTM", "DiagonalRecurrence", "CopySetup", "COPYING",
     "state_bits", "max_copy_length", "copy_models", "train_copier", "encode", "greedy_copy",
-    "accuracy_by_length",
+    "accuracy_by_length", "MODEL_NAMES", "copy_model", "CopyRun", "train_copiers",
 ]
 
 NUM_LETTERS = 26
@@ -217,24 +218,50 @@ class CopySetup:
     """Sizes of the copying chapter (see :data:`COPYING`)."""
 
     min_len: int = 5              # shortest training string
-    max_len: int = 16             # longest training string
-    test_len: int = 32            # length-generalisation test (twice the training length)
+    max_len: int = 10             # longest training string
+    test_len: int = 20            # length-generalisation test (twice the training length)
     d_model: int = 64             # width of every model
-    batch_size: int = 32          # strings per step
-    steps: int = 1500             # optimisation steps for each model
-    lstm_factor: int = 3          # the LSTM also gets this many times the steps
+    batch_size: int = 32          # strings per step (per seed)
+    steps: int = 800              # optimisation steps for each model
     lr: float = 3e-3              # peak AdamW learning rate (warm-up, then cosine decay)
     warmup: int = 100             # warm-up steps
-    eval_every: int = 250         # evaluate every this many steps
+    eval_every: int = 200         # evaluate every this many steps
     eval_size: int = 300          # strings per evaluation and length
+    seeds: tuple = (0, 1, 2)      # every model is trained once per seed
+
+    def __post_init__(self) -> None:
+        check_int("min_len", self.min_len, minimum=1)
+        check_int("max_len", self.max_len, minimum=self.min_len)
+        check_int("test_len", self.test_len, minimum=1)
+        check_int("d_model", self.d_model, minimum=4)
+        if self.d_model % 4:
+            raise ValueError(f"d_model must be a multiple of 4 (four heads), got {self.d_model}")
+        for name in ("batch_size", "steps", "eval_every", "eval_size"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("warmup", self.warmup, minimum=0)
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be distinct and non-empty, got {self.seeds}")
+        for seed in self.seeds:
+            check_int("seed", seed, minimum=0)
+
+    @property
+    def context(self) -> int:
+        """Longest sequence the models accept: a copy of ``2 * test_len`` letters."""
+        return 2 * max(self.max_len, 2 * self.test_len) + 2
 
 
-#: CPU-sized default and the ``FULL=1`` size of the copying chapter.
-COPYING = Sizes(cpu=CopySetup(), full=CopySetup(steps=5000, eval_size=2000))
+#: CPU-sized default and the ``FULL=1`` size of the copying chapter (strings up to 16
+#: letters, 5 seeds, longer training: for a GPU).
+COPYING = Sizes(cpu=CopySetup(),
+                full=CopySetup(max_len=16, test_len=32, steps=5000, eval_every=250,
+                               eval_size=2000, seeds=(0, 1, 2, 3, 4)))
+
+MODEL_NAMES = ("transformer", "hard-ALiBi", "LSTM", "linear recurrence")
 
 
-def copy_models(setup: CopySetup) -> dict[str, nn.Module]:
-    """The four models of the chapter, each of about 100k parameters.
+def copy_model(name: str, setup: CopySetup) -> nn.Module:
+    """One freshly initialised model of the chapter (uses torch's global generator; build
+    it under :func:`seqtheory.utils.seeded` for a reproducible initialisation).
 
     ``transformer``: two layers, four heads, learned absolute positions. ``hard-ALiBi``:
     the same, but the first layer's heads see only the last 1, 2, 3 and 4 tokens and the
@@ -243,15 +270,29 @@ def copy_models(setup: CopySetup) -> dict[str, nn.Module]:
     """
     if not isinstance(setup, CopySetup):
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
-    d, T = setup.d_model, 2 * max(setup.max_len, setup.test_len) + 2
-    base = dict(vocab_size=VOCAB_SIZE, max_len=T, n_layers=2, n_heads=4, d_model=d)
-    return {
-        "transformer": Transformer(TransformerConfig(**base)),
-        "hard-ALiBi": Transformer(TransformerConfig(
-            **base, pos_encoding="hard_alibi", windows=((1, 2, 3, 4), (0, 0, 0, 0)))),
-        "LSTM": CopyLSTM(VOCAB_SIZE, d_embed=d, hidden=2 * d),
-        "linear recurrence": DiagonalRecurrence(VOCAB_SIZE, d_model=d, d_state=2 * d),
-    }
+    if name not in MODEL_NAMES:
+        raise ValueError(f"name must be one of {MODEL_NAMES}, got {name!r}")
+    d = setup.d_model
+    base = dict(vocab_size=VOCAB_SIZE, max_len=setup.context, n_layers=2, n_heads=4, d_model=d)
+    if name == "transformer":
+        return Transformer(TransformerConfig(**base))
+    if name == "hard-ALiBi":
+        return Transformer(TransformerConfig(
+            **base, pos_encoding="hard_alibi", windows=((1, 2, 3, 4), (0, 0, 0, 0))))
+    if name == "LSTM":
+        return CopyLSTM(VOCAB_SIZE, d_embed=d, hidden=2 * d)
+    return DiagonalRecurrence(VOCAB_SIZE, d_model=d, d_state=2 * d)
+
+
+def copy_models(setup: CopySetup) -> dict[str, nn.Module]:
+    """The four models of the chapter, each of about 100k parameters (see :func:`copy_model`)."""
+    return {name: copy_model(name, setup) for name in MODEL_NAMES}
+
+
+def _copy_tests(setup: CopySetup) -> dict:
+    return {name: copy_batch(setup.eval_size, length, generator=make_generator(1000 + length))
+            for name, length in [("acc_train_len", setup.max_len),
+                                 ("acc_test_len", setup.test_len)]}
 
 
 def train_copier(
@@ -267,15 +308,13 @@ def train_copier(
 
     Every ``eval_every`` steps it records the string accuracy at the longest training
     length (``acc_train_len``); at the end also at ``test_len`` (``acc_test_len``). Both
-    use fixed test sets.
+    use fixed test sets. ``generator`` draws the training strings (default: seed 0).
     """
     if not isinstance(setup, CopySetup):
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
     steps = setup.steps if steps is None else check_int("steps", steps, minimum=1)
     g = generator if generator is not None else make_generator(0)
-    tests = {name: copy_batch(setup.eval_size, length, generator=make_generator(1000 + length))
-             for name, length in [("acc_train_len", setup.max_len),
-                                  ("acc_test_len", setup.test_len)]}
+    tests = _copy_tests(setup)
 
     def evaluate(m, step):
         names = list(tests) if step == steps else ["acc_train_len"]
@@ -286,3 +325,84 @@ def train_copier(
                  steps=steps, lr=setup.lr, warmup=min(setup.warmup, steps),
                  schedule="cosine", eval_every=setup.eval_every, eval_fn=evaluate,
                  progress=progress, desc=desc)
+
+
+@dataclass
+class CopyRun:
+    """One model architecture trained once per seed (see :func:`train_copiers`)."""
+
+    name: str
+    seeds: tuple
+    steps: np.ndarray         # (E,) evaluation steps
+    acc_train_len: np.ndarray  # (E, M) string accuracy at max_len, per seed
+    acc_test_len: np.ndarray   # (M,) string accuracy at test_len after training, per seed
+    models: list              # the M trained models (standalone modules, eval mode)
+    seconds: float            # training time of all seeds together
+
+    def final(self) -> np.ndarray:
+        """(M,) accuracy at the longest training length after training."""
+        return self.acc_train_len[-1]
+
+
+def train_copiers(setup: CopySetup, names=MODEL_NAMES, *, progress: bool = True) -> dict:
+    """Train each named model once per seed in ``setup.seeds``; return ``{name: CopyRun}``.
+
+    Seed ``s`` fixes a model's initialisation (``seeded(s)``) and its stream of training
+    strings (the same for every architecture). Transformers and the linear recurrence
+    train all their seeds as one batched program (:class:`~seqtheory.ensemble.Ensemble`);
+    the LSTM (whose fused kernel cannot be batched over weights) trains seed by seed.
+    """
+    from .ensemble import Ensemble, member_eval
+    from .utils import seeded
+
+    if not isinstance(setup, CopySetup):
+        raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
+    if isinstance(names, str):
+        names = (names,)
+    bad = [n for n in names if n not in MODEL_NAMES]
+    if bad:
+        raise ValueError(f"unknown model name(s) {bad}; allowed: {MODEL_NAMES}")
+    tests = _copy_tests(setup)
+    seeds = tuple(setup.seeds)
+
+    def evaluate(m, step):
+        keys = list(tests) if step == setup.steps else ["acc_train_len"]
+        return {k: string_accuracy(m, *tests[k]) for k in keys}
+
+    def data(seed):
+        return make_generator(10_000 + seed)
+
+    kw = dict(steps=setup.steps, lr=setup.lr, warmup=min(setup.warmup, setup.steps),
+              schedule="cosine", eval_every=setup.eval_every, progress=progress)
+    runs = {}
+    for name in names:
+        if name == "LSTM":
+            hists, models = [], []
+            for s in seeds:
+                with seeded(s):
+                    model = copy_model(name, setup)
+                g = data(s)
+                hists.append(train(model, lambda step, g=g: copy_batch(
+                    setup.batch_size, setup.min_len, setup.max_len, generator=g),
+                    eval_fn=evaluate, desc=f"{name}, seed {s}", **kw))
+                models.append(model.eval())
+            steps_, _ = hists[0].metric("acc_train_len")
+            acc = np.stack([h.metric("acc_train_len")[1] for h in hists], axis=1)
+            test = np.array([h.final("acc_test_len") for h in hists])
+            seconds = sum(h.seconds for h in hists)
+        else:
+            ens = Ensemble(lambda name=name: copy_model(name, setup), seeds)
+            gens = [data(s) for s in seeds]
+
+            def batch(step, gens=gens):
+                xs, ys = zip(*(copy_batch(setup.batch_size, setup.min_len, setup.max_len,
+                                          generator=g) for g in gens))
+                return torch.stack(xs), torch.stack(ys)                  # (M, B, T)
+
+            h = train(ens, batch, eval_fn=member_eval(evaluate),
+                      desc=f"{name}, {len(seeds)} seeds", **kw)
+            steps_, acc = h.metric("acc_train_len")
+            test, seconds = h.final("acc_test_len"), h.seconds
+            models = [m.eval() for m in ens.members()]
+        runs[name] = CopyRun(name, seeds, steps_, acc, np.asarray(test), models, seconds)
+    return runs

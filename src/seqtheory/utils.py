@@ -31,6 +31,8 @@ __all__ = [
     "check_choice",
     "load_data",
     "progress_bar",
+    "glue",
+    "spread",
 ]
 
 T = TypeVar("T")
@@ -264,6 +266,42 @@ class _StaticBar(_tqdm_std):
             else:
                 print(line)
         super().close()
+
+
+# --------------------------------------------------------------------------- numbers in the text
+GLUE_PREFIX = "application/papermill.record/"
+
+
+def glue(name: str, value: Any, display: bool = False) -> Any:
+    """Make ``value`` available to the chapter's text as ``{glue:text}`name```; return it.
+
+    The same as ``myst_nb.glue`` (which the book build reads), without needing myst-nb
+    where a notebook runs (Colab): numbers quoted in the prose come from the run, so
+    text and output cannot drift apart.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    try:
+        from IPython import get_ipython
+        from IPython.core.formatters import format_display_data
+        from IPython.display import display as ipy_display
+    except ImportError:
+        return value
+    if get_ipython() is None:
+        return value
+    bundle, metadata = format_display_data(value)
+    prefix = "" if display else GLUE_PREFIX
+    metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
+    ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
+    return value
+
+
+def spread(values, digits: int = 2) -> str:
+    """``"median [min, max]"`` of values over seeds, e.g. ``"0.97 [0.94, 1.00]"``."""
+    v = np.asarray(values, dtype=float).reshape(-1)
+    if v.size == 0:
+        raise ValueError("values must not be empty")
+    return f"{np.median(v):.{digits}f} [{v.min():.{digits}f}, {v.max():.{digits}f}]"
 
 
 # --------------------------------------------------------------------------- run size

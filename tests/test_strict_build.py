@@ -1,0 +1,47 @@
+"""The README's `jupyter-book build .` fails loudly when a chapter fails to execute.
+
+A one-page book with the project's own _config.yml and extensions, whose only code cell
+fails a claim check, must make the plain build command (no -W) exit non-zero.
+"""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PAGE = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# A chapter whose claim check fails
+
+```{code-cell} ipython3
+assert 1 + 1 == 3, "a claim that does not hold"
+```
+"""
+
+
+def test_build_fails_on_a_chapter_that_fails(tmp_path):
+    book = tmp_path / "book"
+    book.mkdir()
+    shutil.copy(ROOT / "_config.yml", book / "_config.yml")
+    shutil.copy(ROOT / "references.bib", book / "references.bib")
+    shutil.copytree(ROOT / "_ext", book / "_ext", ignore=shutil.ignore_patterns("__pycache__"))
+    (book / "src").mkdir()
+    (book / "requirements.txt").write_text("\n")
+    (book / "_toc.yml").write_text("format: jb-book\nroot: page\n")
+    (book / "page.md").write_text(PAGE)
+    jb = Path(sys.executable).with_name("jupyter-book")
+    proc = subprocess.run([str(jb), "build", str(book)], capture_output=True, text=True,
+                          timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert "a claim that does not hold" in out, out[-3000:]
