@@ -127,6 +127,23 @@ class Ensemble(nn.Module):
         return [self.member(m) for m in range(self.num_members)]
 
     @torch.no_grad()
+    def _scratch_members(self) -> list[nn.Module]:
+        """Reusable modules holding the members' current weights (for evaluation only:
+        they are overwritten at the next call, so do not keep them)."""
+        if not hasattr(self, "_scratch") or len(self._scratch) != self.num_members:
+            self._scratch = [self.member(m) for m in range(self.num_members)]
+            return self._scratch
+        params, buffers = self._state()
+        for m, model in enumerate(self._scratch):
+            own = dict(model.named_parameters())
+            own.update(dict(model.named_buffers()))
+            for n, t in {**params, **buffers}.items():
+                if n in own:
+                    own[n].copy_(t[m])
+            model.train(self.training)
+        return self._scratch
+
+    @torch.no_grad()
     def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
         """Clip each member's gradient to global norm ``max_norm``; return the (M,) norms."""
         grads = [p.grad for p in self.stacked.values() if p.grad is not None]
@@ -155,7 +172,7 @@ def member_eval(eval_fn: Callable[[nn.Module, int], dict]) -> Callable[[Ensemble
     The result maps each metric name to the list of its M member values.
     """
     def evaluate(ens: Ensemble, step: int) -> dict:
-        rows = [eval_fn(model, step) for model in ens.members()]
+        rows = [eval_fn(model, step) for model in ens._scratch_members()]
         return {k: [float(r[k]) for r in rows] for k in rows[0]}
 
     return evaluate
