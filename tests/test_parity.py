@@ -13,6 +13,7 @@ from seqtheory.parity import (
     hinge_loss,
     lucky_neuron_probability,
     parity_labels,
+    placebo_ratios,
     sparse_parity,
     steps_to_success,
     train_offline,
@@ -99,6 +100,26 @@ def test_online_sgd_learns_a_2_sparse_parity_and_records_progress():
     assert np.all(np.isfinite(steps_to_success(run)))
     assert run.weight.shape == (len(run.steps), 2, 10)
     assert np.all(run.support_ratio[-1] > 1.2) and run.distance[0].max() == 0
+    # the placebo: all 28 off-support pairs of 8 bits, each 1 at step 0, below the support
+    placebo = placebo_ratios(run)
+    assert placebo.shape == (28, len(run.steps), 2) and np.allclose(placebo[:, 0], 1.0)
+    support = run.subset_ratio([0, 1])
+    assert np.allclose(support, run.support_ratio / run.support_ratio[0])
+    assert np.all(support[-1] > placebo[:, -1].max(axis=0))
+
+
+def test_placebo_ratios_samples_distinct_subsets_when_there_are_many():
+    from seqtheory.parity import ParityRun
+    rng = np.random.default_rng(0)
+    weight = rng.uniform(0.5, 1.5, size=(3, 2, 20))
+    run = ParityRun(np.arange(3), np.zeros((3, 2)), np.zeros((3, 2)), weight, np.zeros((3, 2)),
+                    support=(0, 1, 2, 3))
+    placebo = placebo_ratios(run, max_subsets=50, generator=np.random.default_rng(1))
+    assert placebo.shape == (50, 3, 2) and np.allclose(placebo[:, 0], 1.0)
+    assert len({tuple(np.round(p[-1], 12)) for p in placebo}) == 50     # distinct subsets
+    with pytest.raises(ValueError, match="off-support"):
+        placebo_ratios(ParityRun(np.arange(1), np.zeros((1, 1)), np.zeros((1, 1)),
+                                 np.ones((1, 1, 3)), np.zeros((1, 1)), support=(0, 1)))
 
 
 def test_offline_training_per_network_sample_sizes():

@@ -12,6 +12,7 @@ loss summed over networks, its own gradient, so it learns exactly as if trained 
 """
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from .utils import Sizes, check_float, check_int, progress_bar
 __all__ = [
     "ParityMLPs", "ParityRun", "HiddenProgressSetup", "HIDDEN_PROGRESS", "WidthLuckSetup",
     "WIDTH_LUCK", "sparse_parity", "parity_labels", "hinge_loss", "train_online",
-    "train_offline", "steps_to_success", "lucky_neuron_probability",
+    "train_offline", "steps_to_success", "placebo_ratios", "lucky_neuron_probability",
     "expected_lucky_neurons",
 ]
 
@@ -185,6 +186,40 @@ class ParityRun:
         on[list(self.support)] = True
         return self.weight[..., on].mean(-1) / self.weight[..., ~on].mean(-1)
 
+    def subset_ratio(self, subset) -> np.ndarray:
+        """(E, M): mean |w| on ``subset`` over mean |w| off the support, divided by its
+        value at the first evaluation (so every subset starts at 1)."""
+        on = np.zeros(self.weight.shape[-1], bool)
+        on[list(self.support)] = True
+        r = self.weight[..., list(subset)].mean(-1) / self.weight[..., ~on].mean(-1)
+        return r / r[0]
+
+
+def placebo_ratios(run: ParityRun, *, max_subsets: int = 5000,
+                   generator: np.random.Generator | None = None) -> np.ndarray:
+    """The support ratio's placebo: :meth:`ParityRun.subset_ratio` for off-support subsets
+    of the support's size, (P, E, M).
+
+    These subsets carry no signal, so their spread is what noise alone gives the support
+    ratio. All of them are used when there are at most ``max_subsets`` (3-subsets of 27
+    off-support bits: 2,925); otherwise ``max_subsets`` distinct random ones, drawn with
+    ``generator``.
+    """
+    max_subsets = check_int("max_subsets", max_subsets, minimum=1)
+    n, k = run.weight.shape[-1], len(run.support)
+    off = [i for i in range(n) if i not in set(run.support)]
+    if k > len(off):
+        raise ValueError(f"no off-support subset of size {k} among {len(off)} coordinates")
+    if math.comb(len(off), k) <= max_subsets:
+        subsets = [list(t) for t in itertools.combinations(off, k)]
+    else:
+        rng = generator if generator is not None else np.random.default_rng(0)
+        chosen: set = set()
+        while len(chosen) < max_subsets:
+            chosen.add(tuple(sorted(rng.choice(off, size=k, replace=False).tolist())))
+        subsets = [list(t) for t in sorted(chosen)]
+    return np.stack([run.subset_ratio(t) for t in subsets])
+
 
 def _train(model, support, batches, steps, lr, weight_decay, eval_every, test, progress, desc,
            stop_at):
@@ -322,7 +357,7 @@ class HiddenProgressSetup:
     seeds: int = 4                # networks trained at once in the main experiment
     steps: int = 2000             # steps of the main experiment
     ks: tuple = (2, 3, 4, 5)      # support sizes of the steps-vs-k experiment
-    k_seeds: int = 2              # networks per k
+    k_seeds: int = 3              # networks per k
     max_steps: int = 15000        # give up on a k after this many steps
     eval_every: int = 50          # evaluate every this many steps
 
