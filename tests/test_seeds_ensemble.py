@@ -192,3 +192,17 @@ def test_ensemble_refuses_bad_input():
         ens(torch.full((2, 4, 5), 99))
     with pytest.raises(ValueError, match="m must be in 0..1"):
         ens.member(2)
+
+
+def test_tied_weights_stay_tied_in_an_ensemble():
+    cfg = TransformerConfig(vocab_size=7, max_len=12, n_layers=1, d_model=8, tie_weights=True)
+    x = torch.randint(0, 7, (2, 4, 10), generator=torch.Generator().manual_seed(0))
+    ens = Ensemble(lambda: Transformer(cfg), [0, 1])
+    hist = train(ens, lambda s: (x, x.roll(-1, -1)), steps=5, progress=False)
+    with seeded(1):
+        alone = Transformer(cfg)
+    h = train(alone, lambda s: (x[1], x[1].roll(-1, -1)), steps=5, progress=False)
+    np.testing.assert_allclose(hist.losses()[:, 1], h.loss, rtol=1e-4)
+    member = ens.member(1)
+    assert member.unembed.weight is member.tok_emb.weight
+    torch.testing.assert_close(member.tok_emb.weight, alone.tok_emb.weight, rtol=1e-4, atol=1e-5)

@@ -62,8 +62,9 @@ class Ensemble(nn.Module):
         self.stacked = nn.ParameterDict({_key(n): nn.Parameter(p) for n, p in params.items()})
         for n, b in buffers.items():
             self.register_buffer("buf__" + _key(n), b, persistent=False)
-        # a weightless copy of the architecture that functional_call fills with each member
-        self._template = [copy.deepcopy(members[0]).to("meta")]
+        # a copy of the architecture that functional_call fills with each member's weights
+        # (a real copy, not "meta": moving to meta would untie tied weights)
+        self._template = [copy.deepcopy(members[0])]
         self._fresh = [copy.deepcopy(members[0])]          # real weights, for member()
 
     @property

@@ -395,10 +395,11 @@ class TokenizationSetup:
     n_symbols: int = 1_000_000         # training stream = test stream length (unigram sweep)
     dictionary_sizes: tuple = (4, 16, 64, 256, 1024)
     trap_steps: int = 2500             # 1-layer tied model: long enough to see it escape
-    trap_seeds: tuple = (0, 1)
-    control_steps: int = 600           # the runs that are not trapped
+    trap_seeds: tuple = (0, 1, 2)      # seeds of every condition of the trap experiment
+    control_steps: int = 300           # the runs that are not trapped (near H by then)
     trap_length: int = 64              # sequence length of the trap experiment
-    lm_steps: int = 600                # characters vs tokens
+    lm_steps: int = 150                # characters vs tokens (the early race, 3 seeds each)
+    race_seeds: tuple = (0, 1, 2)
     char_length: int = 256             # characters per training sequence
     token_length: int = 96             # BPE tokens per training sequence
     batch_size: int = 32
@@ -407,4 +408,5 @@ class TokenizationSetup:
 #: CPU default and the FULL=1 (GPU) sizes of the tokenization chapter
 SETUP = Sizes(cpu=TokenizationSetup(),
               full=TokenizationSetup(n_symbols=10_000_000, trap_steps=10_000,
-                                     trap_seeds=(0, 1, 2, 3), lm_steps=5000))
+                                     trap_seeds=(0, 1, 2, 3), lm_steps=5000,
+                                     race_seeds=(0, 1, 2, 3)))
