@@ -119,3 +119,22 @@ def test_plot_phases_draws_one_curve_per_strategy():
     assert [line.get_label() for line in ax.lines] == ["uniform", "unigram", "bigram"]
     assert ax.get_yscale() == "log" and len(ax.patches) == 3
     plt.close("all")
+
+
+def test_phases_and_rise_step():
+    import numpy as np
+
+    from seqtheory.incontext import phases, rise_step
+
+    steps = np.array([0, 50, 100, 150, 200])
+    curves = {"uniform": np.array([0.0, 0.2, 0.3, 0.4, 0.5]),
+              "unigram": np.array([0.1, 0.01, 0.02, 0.3, 0.4]),
+              "bigram": np.array([0.3, 0.2, 0.1, 0.01, 0.005])}
+    assert phases(steps, curves) == [("uniform", 0, 0), ("unigram", 50, 100),
+                                     ("bigram", 150, 200)]
+    values = np.array([0.1, 0.1, 0.2, 0.5, 0.6])
+    assert rise_step(steps, values, start=1) == 150        # half-way: 0.35
+    assert rise_step(steps, values, start=1, frac=0.2) == 100
+    assert rise_step(steps, values[::-1], start=0) is None
+    with pytest.raises(ValueError):
+        phases(steps, {})

@@ -36,6 +36,8 @@ __all__ = [
     "train_icl",
     "induction_attention",
     "switch_step",
+    "phases",
+    "rise_step",
     "plot_phases",
     "MinimalICL",
 ]
@@ -223,6 +225,47 @@ def switch_step(history: History, lower: str = "bigram", upper: str = "unigram")
         if closer[i:].all():
             return int(steps[i])
     return None
+
+
+def phases(steps, curves: dict) -> list[tuple[str, int, int]]:
+    """The strategies the model was closest to, in the order it visited them.
+
+    ``steps`` are the evaluated steps and ``curves`` maps each strategy name to its
+    KL(strategy || model) at those steps (a :class:`History` gives both through
+    ``history.metric``).  Returns ``(name, first step, last step)`` for every maximal run of
+    evaluations with the same closest strategy, e.g. ``[("uniform", 0, 50), ("unigram",
+    100, 900), ("bigram", 950, 2000)]``.
+    """
+    import numpy as np
+
+    names = list(curves)
+    if not names:
+        raise ValueError("curves must name at least one strategy")
+    steps = np.asarray(steps)
+    kl = np.stack([np.asarray(curves[n], dtype=float) for n in names])
+    if kl.shape[1] != steps.shape[0]:
+        raise ValueError(f"curves have {kl.shape[1]} values for {steps.shape[0]} steps")
+    closest = kl.argmin(0)
+    out = []
+    for i, c in enumerate(closest):
+        if out and out[-1][0] == names[c]:
+            out[-1] = (names[c], out[-1][1], int(steps[i]))
+        else:
+            out.append((names[c], int(steps[i]), int(steps[i])))
+    return out
+
+
+def rise_step(steps, values, start: int, frac: float = 0.5) -> int | None:
+    """First evaluated step after index ``start`` at which ``values`` has covered ``frac`` of
+    its rise from ``values[start]`` to its final value (None if it does not rise)."""
+    import numpy as np
+
+    steps, values = np.asarray(steps), np.asarray(values, dtype=float)
+    lo, hi = values[start], values[-1]
+    if not hi > lo:
+        return None
+    reached = np.nonzero(values[start:] >= lo + frac * (hi - lo))[0]
+    return int(steps[start + reached[0]])
 
 
 class MinimalICL(nn.Module):
