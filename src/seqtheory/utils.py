@@ -83,6 +83,17 @@ SEED_ENV = "SEQTHEORY_SEED"
 _SEED_MAX = 2**63 - 1
 
 
+def _env_int(name: str, default: int, allowed: str) -> int:
+    """The int in environment variable ``name`` (``default`` if unset or empty)."""
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return default
+    try:
+        return int(env)
+    except ValueError:
+        raise ValueError(f"{name} must be {allowed}, got {env!r}") from None
+
+
 def base_seed() -> int:
     """The book's base seed: ``SEQTHEORY_SEED`` from the environment, default 0.
 
@@ -90,13 +101,7 @@ def base_seed() -> int:
     :func:`derive_seed`, so one number re-draws a whole chapter: with another base seed a
     chapter must tell the same story (the book's claim checks run under several).
     """
-    env = os.environ.get(SEED_ENV, "").strip()
-    if not env:
-        return 0
-    try:
-        value = int(env)
-    except ValueError:
-        raise ValueError(f"{SEED_ENV} must be a non-negative int, got {env!r}") from None
+    value = _env_int(SEED_ENV, 0, "a non-negative int")
     if not 0 <= value <= _SEED_MAX:
         raise ValueError(f"{SEED_ENV} must be in 0..2**63-1, got {value}")
     return value
@@ -197,17 +202,11 @@ def default_threads() -> int:
     """Torch intra-op threads the book uses: ``SEQTHEORY_NUM_THREADS``, else 1.
 
     The book's models are tiny and overhead-bound. Measured on a 2-core CPU (300 ICL-MC
-    steps, ``benchmarks/bench_threads.py``): idle, one thread is as fast as two; next to
-    one busy process, two threads are about 3x slower than one, and far slower next to
-    another torch job. So the default is one thread; set the variable to use more.
+    steps, ``benchmarks/bench_threads.py``): idle, two threads are about 1.4x faster; next
+    to one busy program they are about 2.4x slower than one thread, and about 4x slower
+    next to another torch job. So the default is one thread; set the variable to use more.
     """
-    env = os.environ.get(THREADS_ENV, "").strip()
-    if not env:
-        return 1
-    try:
-        n = int(env)
-    except ValueError:
-        raise ValueError(f"{THREADS_ENV} must be a positive int, got {env!r}") from None
+    n = _env_int(THREADS_ENV, 1, "a positive int")
     if n < 1:
         raise ValueError(f"{THREADS_ENV} must be >= 1, got {n}")
     return n
