@@ -103,6 +103,33 @@ def test_gradient_descent_recovers_with_many_samples():
     assert all(same_partition(labels[r], pbs[r].labels) for r in range(2))
 
 
+def test_dense_and_per_sample_losses_agree():
+    # the loss from tuple counts (dense) equals the per-sample loss, runs of unequal length
+    pbs = [planted_problem(6, 2, 3, seed=s) for s in range(2)]
+    data = [sample(pb, n, seed=s) for s, (pb, n) in enumerate(zip(pbs, (40, 90), strict=True))]
+    xs, ys = [d[0] for d in data], [d[1] for d in data]
+    E1, L1, _ = train_embeddings(xs, ys, 6, 3, m=2, steps=30, lr=0.05, dense=True)
+    E0, L0, _ = train_embeddings(xs, ys, 6, 3, m=2, steps=30, lr=0.05, dense=False)
+    assert np.allclose(L1, L0, atol=1e-5) and np.allclose(E1, E0, atol=1e-4)
+    assert L1[-1] < L1[0]
+    with pytest.raises(ValueError, match="tokens in 0..3"):
+        train_embeddings([np.full((3, 2), 9)], [np.zeros(3)], 4, 2)
+
+
+def test_gd_sweep_reports_per_instance_scores():
+    from seqtheory.partitions import gd_sweep
+
+    out = gd_sweep(12, (2, 30), 3, K=3, I=2, steps=300, lr=0.05, snapshot_every=150,
+                   progress=False)
+    for c in (2, 30):
+        assert out[c]["recovered"].shape == (3,) and out[c]["aris"].shape == (3,)
+        assert out[c]["recovery"] == pytest.approx(out[c]["recovered"].mean())
+        assert out[c]["ari"] == pytest.approx(out[c]["aris"].mean())
+        assert sorted(out[c]["snapshots"]) == [0, 150, 300]
+    assert out[30]["recovery"] == 1.0                   # S = 30 N ln N: plenty
+    assert out[2]["ari"] < out[30]["ari"]
+
+
 def test_kmeans_separates_obvious_clusters():
     pts = np.concatenate([np.zeros((5, 2)), np.ones((5, 2)) * 10, np.ones((5, 2)) * [0, 10]])
     labels = kmeans(pts, 3)

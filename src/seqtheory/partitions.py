@@ -383,6 +383,11 @@ def coverage_probability(N: int, S: int, I: int = 1) -> float:  # noqa: E741
 
 
 # ------------------------------------------------------------------ gradient descent on embeddings
+#: largest number of token tuples per run (N ** I) for which the loss is computed on the full
+#: table of predictions; beyond it, per sample
+DENSE_CELLS = 2**18
+
+
 def _contract(embedded: list, core):
     """f = core contracted with one embedding per group: (R, S).
 
@@ -394,10 +399,21 @@ def _contract(embedded: list, core):
     return out
 
 
+def _predict_all(E, core):
+    """f for every token tuple: (R, N ** I), tuple (n_1, ..., n_I) at index
+    ``((n_1 N + n_2) N + ...) N + n_I``.  ``E`` is (R, I, N, m), ``core`` (R, m, ..., m)."""
+    import torch
+
+    out = core
+    for i in range(E.shape[1]):              # contract the leading m axis, append an N axis
+        out = torch.einsum("rna,ra...->r...n", E[:, i], out)  # (R, m.., N..)
+    return out.reshape(out.shape[0], -1)
+
+
 def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa: E741
                      steps: int = 2000, lr: float = 0.05, init: float = 0.1,
                      seed: int = 0, snapshot_every: int | None = None,
-                     progress: bool = False):
+                     progress: bool = False, dense: bool | None = None):
     """Fit R multilinear models at once, one per (x, y) pair, by full-batch Adam.
 
     Model: every token n of group i has an embedding ``E_i[n]`` in R^m, and
@@ -405,11 +421,20 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
     labels (centred and scaled per run).  Runs may have different numbers of samples
     (padded and masked).  Returns ``(embeddings (R, I, N, m), losses (steps,),
     snapshots {step: embeddings})`` as NumPy arrays.
+
+    The loss depends on the samples only through how often each token tuple occurs and
+    the sum of its labels, so for small tables (``dense``; default: N ** I <=
+    ``DENSE_CELLS``) it is computed from f on all N ** I tuples — a few small matrix
+    products, whatever the number of samples — and otherwise sample by sample.
     """
     import torch
 
     if len(xs) != len(ys) or not xs:
         raise ValueError("xs and ys must be non-empty lists of the same length")
+    N, m = check_int("N", N, minimum=1), check_int("m", m, minimum=1)
+    I = check_int("I", I, minimum=1)  # noqa: E741
+    if dense is None:
+        dense = N**I <= DENSE_CELLS
     R, S = len(xs), max(len(x) for x in xs)
     gen = make_generator(seed)
     X = torch.zeros(R, S, I, dtype=torch.long)
@@ -418,21 +443,35 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
     for r, (x, y) in enumerate(zip(xs, ys, strict=True)):
         y = np.asarray(y, dtype=float)
         y = (y - y.mean()) / (y.std() + 1e-8)
-        X[r, : len(x)] = torch.as_tensor(np.asarray(x))
+        x = np.asarray(x)
+        if x.shape != (len(y), I) or x.min() < 0 or x.max() >= N:
+            raise ValueError(f"run {r}: x must be ({len(y)}, {I}) tokens in 0..{N - 1}")
+        X[r, : len(x)] = torch.as_tensor(x)
         Y[r, : len(y)] = torch.as_tensor(y, dtype=torch.float32)
         W[r, : len(y)] = 1.0 / len(y)
     E = (init * torch.randn(R, I, N, m, generator=gen)).requires_grad_()
     T = (init * torch.randn(R, *([m] * I), generator=gen)).requires_grad_()
     opt = torch.optim.Adam([E, T], lr=lr)
     runs = torch.arange(R)[:, None]
+    if dense:  # sum_s w_s (f(x_s) - y_s)^2 = sum_t (C_t f_t^2 - 2 Y_t f_t) + sum_s w_s y_s^2
+        flat = torch.zeros(R, S, dtype=torch.long)
+        for i in range(I):
+            flat = flat * N + X[:, :, i]                                # (R, S) tuple index
+        C = torch.zeros(R, N**I).scatter_add_(1, flat, W)              # weight of each tuple
+        Ysum = torch.zeros(R, N**I).scatter_add_(1, flat, W * Y)       # weighted label sum
+        const = (W * Y**2).sum()
     losses, snaps = [], {}
     for step in progress_bar(range(steps + 1), desc="gradient descent", disable=not progress):
         if snapshot_every and step % snapshot_every == 0:
             snaps[step] = E.detach().numpy().copy()
         if step == steps:
             break
-        embedded = [E[:, i][runs, X[:, :, i]] for i in range(I)]       # I x (R, S, m)
-        loss = (W * (_contract(embedded, T) - Y) ** 2).sum()
+        if dense:
+            f = _predict_all(E, T)                                      # (R, N ** I)
+            loss = ((C * f - 2 * Ysum) * f).sum() + const
+        else:
+            embedded = [E[:, i][runs, X[:, :, i]] for i in range(I)]   # I x (R, S, m)
+            loss = (W * (_contract(embedded, T) - Y) ** 2).sum()
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -490,17 +529,20 @@ class PartitionSetup:
     cs: tuple = (1, 2, 3, 4, 6, 8, 10)  # c = S / (N ln N)
     trials: int = 10                    # planted instances per (N, c)
     gd_N: int = 32
-    gd_cs: tuple = (4, 8, 16, 32)
+    gd_cs: tuple = (4, 8, 12, 16, 32)
     gd_runs: int = 8                    # trained together as one tensor program
     gd_steps: int = 1500
     colouring_sizes: tuple = (100, 200, 300, 350)
     colouring_graphs: int = 3
+    variation_trials: int = 40          # instances per c, balanced vs imbalanced classes
+    unknown_k_trials: int = 8           # instances for the unknown-K variation
 
 
 #: CPU default and FULL=1 sizes of the partitions chapter
 SETUP = Sizes(cpu=PartitionSetup(),
               full=PartitionSetup(sizes=(16, 32, 64, 128), trials=50, gd_runs=32,
-                                  colouring_sizes=(100, 200, 300, 400, 450)))
+                                  colouring_sizes=(100, 200, 300, 400, 450),
+                                  variation_trials=100, unknown_k_trials=32))
 
 
 def samples_for(c: float, N: int) -> int:
@@ -538,7 +580,8 @@ def gd_sweep(N: int, cs, runs: int, *, K: int = 3, I: int = 3, steps: int = 1500
     """Gradient descent on embeddings, then k-means: for each c, the recovery rate and
     mean adjusted Rand index over ``runs`` planted instances trained as one program.
 
-    Returns ``{c: {"recovery", "ari", "embeddings", "labels", "problems", "snapshots"}}``.
+    Returns ``{c: {"recovery", "ari", "recovered", "aris", "embeddings", "labels",
+    "problems", "snapshots", "losses"}}``; ``recovered`` and ``aris`` are per instance.
     """
 
 
@@ -555,6 +598,7 @@ def gd_sweep(N: int, cs, runs: int, *, K: int = 3, I: int = 3, steps: int = 1500
         ari = [np.mean([adjusted_rand_index(labels[r, i], problems[r].labels[i])
                         for i in range(I)]) for r in range(runs)]
         out[c] = {"recovery": float(np.mean(rec)), "ari": float(np.mean(ari)),
+                  "recovered": np.array(rec), "aris": np.array(ari),
                   "embeddings": emb, "labels": labels, "problems": problems,
                   "snapshots": snaps, "losses": losses}
     return out
