@@ -138,3 +138,39 @@ def test_phases_and_rise_step():
     assert rise_step(steps, values[::-1], start=0) is None
     with pytest.raises(ValueError):
         phases(steps, {})
+
+
+def test_evaluator_induction_attention_matches_the_public_function():
+    ev = ICLEvaluator(SMALL, n=16)
+    model = SMALL.model().eval()
+    with torch.no_grad():
+        out = ev(model)
+        _, cache = model(ev.x, return_cache=True)
+    direct = induction_attention(cache.attn[-1], ev.x).max(-1).values.mean().item()
+    assert out["layer-2 induction attention"] == pytest.approx(direct, abs=1e-6)
+
+
+def test_trigram_setup_is_second_order_with_two_layer_one_heads():
+    from seqtheory.incontext import TRIGRAM
+
+    cpu = TRIGRAM.pick("cpu")
+    assert cpu.order == 2 and cpu.k == 2 and cpu.n_heads == (2, 1)
+    assert TRIGRAM.pick("full").steps > cpu.steps
+    assert ICLEvaluator(cpu.replace(T=20), n=4).bayes == "trigram"
+
+
+def test_history_from_record_round_trips_and_validates():
+    from seqtheory.incontext import history_from_record
+
+    rec = {"steps": [0, 50, 100], "loss": [1.1, 1.0, 0.9],
+           "KL(uniform||model)": [0.0, 0.1, 0.2], "KL(unigram||model)": [0.1, 0.01, 0.1],
+           "KL(bigram||model)": [0.2, 0.1, 0.01]}
+    h = history_from_record(rec)
+    assert h.metric("loss")[0].tolist() == [0, 50, 100]
+    assert switch_step(h) == 100
+    with pytest.raises(ValueError, match="lacks"):
+        history_from_record(rec, names=("trigram",))
+    with pytest.raises(ValueError, match="one value per step"):
+        history_from_record({**rec, "loss": [1.0]})
+    with pytest.raises(TypeError, match="dict"):
+        history_from_record([rec])

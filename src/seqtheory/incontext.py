@@ -1,7 +1,7 @@
 """In-context learning of Markov chains (ICL-MC): experiment set-ups, evaluation, mechanism.
 
 * :class:`ICLSetup` holds one experiment's task and model sizes; :data:`MAIN` is the
-  chapter's main run at CPU and ``FULL=1`` sizes.
+  chapter's main run at CPU and ``FULL=1`` sizes, :data:`TRIGRAM` its second-order task.
 * :class:`ICLEvaluator` measures a model on a fixed held-out batch: its loss, its KL
   divergence to every reference strategy and to the true transition row (averaged over
   positions and at the last position), and two attention statistics of the induction-head
@@ -31,6 +31,7 @@ from .utils import Sizes, check_int, make_generator, seed_everything
 __all__ = [
     "ICLSetup",
     "MAIN",
+    "TRIGRAM",
     "ICLEvaluator",
     "ICLRun",
     "train_icl",
@@ -39,6 +40,7 @@ __all__ = [
     "phases",
     "rise_step",
     "plot_phases",
+    "history_from_record",
     "MinimalICL",
 ]
 
@@ -91,6 +93,14 @@ MAIN = Sizes(
     full=ICLSetup(lr=5e-4, steps=6000, eval_every=100),  # the published learning rate
 )
 
+#: binary second-order chains (Bayes rule: the in-context trigram), two heads in layer 1 (one
+#: per offset), d_model = 32; trained by scripts/icl_trigram.py (the chapter's archived run)
+TRIGRAM = Sizes(
+    cpu=ICLSetup(k=2, order=2, n_heads=(2, 1), d_model=32, lr=3e-3, steps=4000),
+    full=ICLSetup(k=2, order=2, n_heads=(2, 1), d_model=32, lr=3e-3, steps=10000,
+                  eval_every=100),
+)
+
 
 def induction_attention(pattern: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """Attention mass on "matching" keys: from query t to keys s with x[s - 1] == x[t].
@@ -105,11 +115,22 @@ def induction_attention(pattern: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     B, H, T, _ = pattern.shape
     if tuple(x.shape) != (B, T):
         raise ValueError(f"x must have shape ({B}, {T}), got {tuple(x.shape)}")
+    return _matching_mass(pattern, _matching_keys(x, pattern.dtype))
+
+
+def _matching_keys(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(B, T, T) indicator of the keys s <= t with x[s - 1] == x[t] (causal)."""
+    T = x.shape[1]
     prev = torch.full_like(x, -1)
     prev[:, 1:] = x[:, :-1]                                             # token before key s
     match = (prev[:, None, :] == x[:, :, None]) & torch.ones(T, T, dtype=torch.bool).tril()
-    mass = (pattern * match[:, None]).sum(-1)                           # (B, H, T)
-    has = match.any(-1)[:, None, :].to(pattern.dtype)                   # (B, 1, T)
+    return match.to(dtype)
+
+
+def _matching_mass(pattern: torch.Tensor, match: torch.Tensor) -> torch.Tensor:
+    """Mean attention mass (B, H) on the keys of ``match`` over queries with a match."""
+    mass = torch.einsum("bhts,bts->bht", pattern, match)               # (B, H, T)
+    has = (match.sum(-1) > 0).to(pattern.dtype)[:, None, :]             # (B, 1, T)
     return (mass * has).sum(-1) / has.sum(-1).clamp_min(1.0)
 
 
@@ -136,6 +157,7 @@ class ICLEvaluator:
         self.bayes = ngram_name(setup.order + 1)
         self.reference_loss = {name: sequence_loss(p, self.x).mean().item()
                                for name, p in {**refs, "oracle": self.oracle}.items()}
+        self._match = None                          # matching-key mask, built on first use
 
     def model_probs(self, model: nn.Module) -> tuple[torch.Tensor, object]:
         """The model's next-token distributions on the held-out batch: (B, T, k)."""
@@ -154,8 +176,11 @@ class ICLEvaluator:
         if cache is not None:
             out["layer-1 previous-token attention"] = \
                 attention_to_offset(cache.attn[0], 1).max(-1).values.mean().item()
+            pattern = cache.attn[-1]                                # (B, H, T, T)
+            if self._match is None or self._match.dtype != pattern.dtype:
+                self._match = _matching_keys(self.x, pattern.dtype)  # fixed held-out batch
             out["layer-2 induction attention"] = \
-                induction_attention(cache.attn[-1], self.x).max(-1).values.mean().item()
+                _matching_mass(pattern, self._match).max(-1).values.mean().item()
         return out
 
 
@@ -213,6 +238,26 @@ def plot_phases(history: History, ax=None, strategies=("uniform", "unigram", "bi
            ylabel="KL(strategy ‖ model) (nats)")
     ax.legend(title="distance to", loc="lower left", ncol=len(strategies), fontsize="small")
     return ax
+
+
+def history_from_record(record: dict, names=("uniform", "unigram", "bigram")) -> History:
+    """A :class:`History` holding the evaluations of an archived run (a dict with ``steps``,
+    ``loss`` and ``KL(<name>||model)`` lists, as the ``scripts/icl_*.py`` files store them),
+    so that :func:`plot_phases`, :func:`switch_step` and friends work on it."""
+    if not isinstance(record, dict):
+        raise TypeError(f"record must be a dict, got {type(record).__name__}")
+    keys = ["steps", "loss", *(f"KL({n}||model)" for n in names)]
+    missing = [k for k in keys if k not in record]
+    if missing:
+        raise ValueError(f"record lacks {missing}; it has {sorted(record)}")
+    n = len(record["steps"])
+    bad = [k for k in keys if len(record[k]) != n]
+    if bad:
+        raise ValueError(f"{bad} must have one value per step ({n})")
+    evals = [{"step": int(record["steps"][i]), "loss": float(record["loss"][i]),
+              **{f"KL({m}||model)": float(record[f"KL({m}||model)"][i]) for m in names}}
+             for i in range(n)]
+    return History(evals=evals)
 
 
 def switch_step(history: History, lower: str = "bigram", upper: str = "unigram") -> int | None:

@@ -1,0 +1,111 @@
+"""Binary second-order chains over seeds: the data behind "Trigrams" in book/induction_heads.md.
+
+Trains the chapter's trigram set-up (seqtheory.incontext.TRIGRAM: k = 2, order 2, a
+2-layer attention-only transformer with two heads in layer 1 and one in layer 2,
+d_model = 32, T = 100, batch 64, AdamW 3e-3, constant rate) for several seeds and records,
+every `eval_every` steps, the held-out loss (256 sequences) and the KL divergence from the
+uniform, unigram, bigram and trigram rules to the model. With a constant learning rate the
+first N steps of a run are exactly the N-step run, so the phases can be read off at any
+budget up to `steps` (the file records the switch to the trigram rule at 2,500 steps, the
+chapter's former live budget, and at the full length).
+
+    SEQTHEORY_NUM_THREADS=1 python scripts/icl_trigram.py --jobs 3   # ~4 min on 3 free cores
+
+writes src/seqtheory/data/icl_trigram.json (shipped with the library:
+seqtheory.utils.load_data("icl_trigram.json")). Seeds go through seqtheory's base-seed
+helper; each run uses one torch thread, whatever --jobs is, so results do not depend on it.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import torch
+
+import seqtheory
+from seqtheory import derive_seed, setup_threads
+from seqtheory.incontext import TRIGRAM, phases, switch_step, train_icl
+
+OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_trigram.json"
+SEEDS = (0, 1, 2)
+NAMES = ("uniform", "unigram", "bigram", "trigram")
+FORMER_BUDGET = 2500   # steps of the chapter's former live run
+
+
+def truncated_switch(steps, lower, upper, budget: int):
+    """switch_step of the first ``budget`` steps: first evaluation after which ``lower`` is
+    closer than ``upper`` at every evaluation up to ``budget`` (None if never)."""
+    keep = [i for i, s in enumerate(steps) if s <= budget]
+    closer = [lower[i] < upper[i] for i in keep]
+    for i in range(1, len(keep)):
+        if all(closer[i:]):
+            return int(steps[keep[i]])
+    return None
+
+
+def one_seed(seed: int, mode: str) -> dict:
+    torch.set_num_threads(1)
+    setup = TRIGRAM.pick(mode)
+    start = time.perf_counter()
+    cpu = time.process_time()
+    run = train_icl(setup, seed=seed, eval_n=256, desc=f"trigram, seed {seed}", progress=False)
+    h = run.history
+    steps = h.metric("loss")[0]
+    kl = {n: h.metric(f"KL({n}||model)")[1] for n in NAMES}
+    return {"seed": seed, "derived_seed": derive_seed(seed),
+            "seconds": round(time.perf_counter() - start, 1),
+            "cpu_seconds": round(time.process_time() - cpu, 1),
+            "steps": steps.tolist(), "loss": h.metric("loss")[1].tolist(),
+            "reference_loss": run.evaluator.reference_loss,
+            **{f"KL({n}||model)": v.tolist() for n, v in kl.items()},
+            "phases": phases(steps, kl),
+            "switch": switch_step(h, "trigram", "bigram"),
+            "switch_at_former_budget": truncated_switch(
+                steps.tolist(), kl["trigram"], kl["bigram"], FORMER_BUDGET)}
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=1, help="seeds trained in parallel")
+    parser.add_argument("--mode", choices=("cpu", "full"), default="cpu")
+    args = parser.parse_args()
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    setup_threads()
+    setup = TRIGRAM.pick(args.mode)
+    meta = {"script": "scripts/icl_trigram.py", "seqtheory": seqtheory.__version__,
+            "torch": torch.__version__, "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+            "device": f"CPU ({cpu_name()}, {os.cpu_count()} cores), 1 thread per run",
+            "mode": args.mode,
+            "setup": dict(setup.__dict__), "former_budget": FORMER_BUDGET,
+            "seeds": list(SEEDS), "derived_seeds": [derive_seed(s) for s in SEEDS]}
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        runs = list(pool.map(one_seed, SEEDS, [args.mode] * len(SEEDS)))
+    for r in runs:
+        print(f"seed {r['seed']} | phases {r['phases']} | switch {r['switch']} "
+              f"(at {FORMER_BUDGET}: {r['switch_at_former_budget']}) | {r['cpu_seconds']} s CPU",
+              flush=True)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"meta": meta, "runs": runs}, default=str))
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()
