@@ -168,8 +168,10 @@ class _RecurrentBlock(nn.Module):
         # h_t = sum_{s<=t} a^(t-s) u_s: one lower-triangular (T, T) matrix per channel,
         # applied as a batched matmul over channels (faster than einsum's layout on CPU)
         kernel = (lag.clamp(min=0)[None] * log_a[:, None, None]).exp() * (lag >= 0)  # (N,T,T)
-        h = (u @ kernel.transpose(1, 2)).permute(1, 2, 0)                   # (B, T, N)
-        x = x + self.out(F.gelu(h))
+        h = F.gelu(u @ kernel.transpose(1, 2))                              # (N, B, T)
+        # GELU before the permute: on the permuted (strided) tensor it and its backward
+        # take several times longer than on contiguous memory
+        x = x + self.out(h.permute(1, 2, 0))                                # (B, T, C)
         return x + self.mlp(self.ln2(x))
 
 
@@ -222,7 +224,8 @@ class CopySetup:
     test_len: int = 20            # length-generalisation test (twice the training length)
     d_model: int = 64             # width of every model
     batch_size: int = 32          # strings per step (per seed)
-    steps: int = 800              # optimisation steps for each model
+    steps: int = 600              # optimisation steps for each model (both transformers
+    #                               copy 0.93-1.00 at length 10 on every seed; 800 add ~0.03)
     lr: float = 3e-3              # peak AdamW learning rate (warm-up, then cosine decay)
     warmup: int = 100             # warm-up steps
     eval_every: int = 200         # evaluate every this many steps
@@ -396,7 +399,7 @@ def train_copiers(setup: CopySetup, names=MODEL_NAMES, *, progress: bool = True)
 
             def batch(step, gens=gens):
                 xs, ys = zip(*(copy_batch(setup.batch_size, setup.min_len, setup.max_len,
-                                          generator=g) for g in gens))
+                                          generator=g) for g in gens), strict=True)
                 return torch.stack(xs), torch.stack(ys)                  # (M, B, T)
 
             h = train(ens, batch, eval_fn=member_eval(evaluate),
