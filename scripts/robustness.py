@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         list(pool.map(work, jobs))
 
-    print(f"\n| chapter | " + " | ".join(f"seed {s}" for s in seeds) + " |")
+    print("\n| chapter | " + " | ".join(f"seed {s}" for s in seeds) + " |")
     print("|---|" + "---|" * len(seeds))
     rows = []
     for nb in nbs:

@@ -80,8 +80,11 @@ from seqtheory.scaling import (  # noqa: E402
     TorusTask,
     approximation_error,
     fit_power_law,
+    fit_regressors,
     knn_error,
     learning_curve,
+    learning_curves,
+    load_text_sweep,
     net_error,
     plot_product_tree,
     predicted_exponents,
@@ -191,7 +194,43 @@ def test_point_models_shapes_and_errors():
 def test_approximation_error_improves_with_width():
     task = TorusTask(d=1, D=16, max_freq=4)
     params, errs = approximation_error(task, "mlp", (4, 32), steps=300, progress=False)
-    assert params[1] > params[0] and errs[1] < errs[0]
+    assert errs.shape == (2, 1)
+    assert params[1] > params[0] and errs[1, 0] < errs[0, 0]
+    # several tasks and seeds in one batched program: (tasks, sizes, seeds)
+    tasks = [task, TorusTask(d=2, D=16, max_freq=4)]
+    _, errs = approximation_error(tasks, "mlp", (4, 32), (0, 1), steps=300, pool=1024,
+                                  progress=False)
+    assert errs.shape == (2, 2, 2) and (errs[:, 1] < errs[:, 0]).all()
+    with pytest.raises(ValueError, match="ambient"):
+        approximation_error([task, TorusTask(d=1, D=8)], "mlp", (4,), progress=False)
+
+
+def test_learning_curves_batch_members_with_their_own_data():
+    tasks = [TorusTask(d=1, D=16, max_freq=4), TorusTask(d=2, D=16, max_freq=4)]
+    err = learning_curves(tasks, [64, 512], "mlp", (0, 1), size=16, steps=150,
+                          eval_every=50, progress=False)
+    assert err.shape == (2, 2, 2) and np.isfinite(err).all()
+    # each member trains on its own samples: more data, lower error (mean over seeds)
+    assert (err[:, 1].mean(-1) < err[:, 0].mean(-1)).all()
+    assert np.array_equal(err, learning_curves(tasks, [64, 512], "mlp", (0, 1), size=16,
+                                               steps=150, eval_every=50, progress=False))
+    # k-NN through the sweep is exactly knn_error
+    knn = learning_curves(tasks, [300], "knn", (4,), progress=False)
+    assert knn[1, 0, 0] == knn_error(tasks[1], 300, seed=4)
+    with pytest.raises(TypeError, match="TorusTask"):
+        learning_curves([], [64], "mlp")
+    with pytest.raises(ValueError, match="one entry per member"):
+        fit_regressors("mlp", 16, 8, [tasks[0].sample(10)[:2]], [], init_seeds=[0], steps=1)
+
+
+def test_archived_text_sweep_loads_as_arrays():
+    sweep = load_text_sweep()
+    S, N = len(sweep["seeds"]), len(sweep["sizes"])
+    assert S >= 3 and sweep["test_loss"].shape == sweep["best_step"].shape == (S, N)
+    assert sweep["layer_id"].shape == (S, 3)
+    assert sweep["position_id"].shape == (S, len(sweep["positions"]))
+    assert sweep["width_id"].shape == (S, len(sweep["widths"]))
+    assert {"script", "date", "device"} <= set(sweep["meta"])
 
 
 def test_product_tree_depth_and_setup_sizes():

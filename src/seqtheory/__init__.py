@@ -1,20 +1,20 @@
 """seqtheory: the library behind the executable book on how transformers learn structure."""
+from .ensemble import Ensemble, ensemble_loss
 from .models import ForwardCache, Transformer, TransformerConfig, attention_to_offset
 from .training import History, TrainConfig, train
-from .ensemble import Ensemble, ensemble_loss
 from .utils import (
     Sizes,
     base_seed,
     derive_seed,
-    make_generator,
-    make_rng,
-    seeded,
     get_device,
     glue,
     is_full,
+    make_generator,
+    make_rng,
     progress_bar,
     run_mode,
     seed_everything,
+    seeded,
     setup_threads,
 )
 

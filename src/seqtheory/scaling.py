@@ -20,7 +20,9 @@ Scaling laws:
   in R^D, with noisy training labels and a clean test target.
 * learners: :func:`knn_error` (k-nearest-neighbour regression, k by leave-one-out),
   :func:`net_error` (an MLP or the shared transformer reading the point as tokens, trained
-  with checkpoint selection on a validation split); :func:`learning_curve` sweeps n.
+  with checkpoint selection on a validation split); :func:`learning_curves` sweeps tasks,
+  n and seeds, training every network of the sweep as one batched program
+  (:func:`fit_regressors`).
 """
 from __future__ import annotations
 
@@ -58,8 +60,11 @@ __all__ = [
     "knn_error",
     "net_error",
     "learning_curve",
+    "learning_curves",
+    "fit_regressors",
     "approximation_error",
     "plot_product_tree",
+    "load_text_sweep",
     "ScalingSetup",
     "SETUP",
 ]
@@ -325,8 +330,9 @@ class TorusTask:
 
     def target(self, theta) -> np.ndarray:
         """The clean target f at angles ``theta`` (n, d)."""
-        theta = np.asarray(theta, float)
-        return np.cos(theta @ self.freqs.T + self.phases) @ self.amps  # (n,)
+        theta = torch.as_tensor(np.asarray(theta, float))              # torch's cos is
+        phase = theta @ torch.from_numpy(self.freqs).T + torch.from_numpy(self.phases)
+        return (torch.cos(phase) @ torch.from_numpy(self.amps)).numpy()  # 3x NumPy's: (n,)
 
     def embed(self, theta) -> np.ndarray:
         """Points of R^D for angles ``theta`` (n, d)."""
@@ -350,13 +356,25 @@ def knn_error(task: TorusTask, n: int, seed: int = 0, *, n_test: int = 2048,
               ks: Sequence[int] | None = None) -> float:
     """Test MSE (vs the clean target) of k-NN regression on n noisy samples.
 
-    k is chosen from ``ks`` (default: powers of 2) by leave-one-out error on the training
+    k is chosen from ``ks`` (default: powers of 2 up to n/8) by leave-one-out error on the training
     set, so the learner adapts to the data as theory's rate-optimal k ~ n^(2b/(2b+d)) does.
     """
     n = check_int("n", n, minimum=2)
     X, y, _ = task.sample(n, seed)
     Xt, yt, _ = task.sample(n_test, 10_000 + seed, noisy=False)
-    ks = [k for k in (ks or [2 ** i for i in range(12)]) if k < n]
+    return _knn_error(X, y, Xt, yt, ks)
+
+
+def _knn_error(X: torch.Tensor, y: torch.Tensor, Xt: torch.Tensor, yt: torch.Tensor,
+               ks: Sequence[int] | None = None) -> float:
+    """k-NN regression's test MSE on (Xt, yt), k chosen by leave-one-out on (X, y)."""
+    n = len(X)
+    # default: powers of 2 up to n/8 (the leave-one-out choice sits far below: at most
+    # n/32 on the chapter's tasks), so the neighbour search stays a cheap top-k
+    if ks:
+        ks = [k for k in ks if k < n]
+    else:
+        ks = [2 ** i for i in range(16) if 2 ** i <= max(n // 8, 1)]
     kmax = max(ks)
     d_tr = torch.cdist(X, X)                                           # (n, n)
     d_tr.fill_diagonal_(float("inf"))
@@ -429,26 +447,142 @@ def make_learner(kind: str, D: int, size: int = 32) -> nn.Module:
     return PointTransformer(D, n_tokens=4, d_model=size, n_heads=2 if size % 2 == 0 else 1)
 
 
-def _fit_regressor(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, steps: int,
-                   batch: int, lr: float, seed: int, weight_decay: float = 0.01,
-                   eval_every: int = 0, on_eval=None) -> None:
-    """Mean-squared-error training on random mini-batches of (X, y): AdamW with cosine
-    decay; ``on_eval(model)`` runs without gradients every ``eval_every`` steps and at the
-    end.  The one training loop behind :func:`net_error` and :func:`approximation_error`."""
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+def _pad(tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack tensors of different lengths along a new first dimension, zero-padded;
+    returns ``(stacked (M, n_max, ...), lengths (M,))``."""
+    n_max = max(len(t) for t in tensors)
+    out = tensors[0].new_zeros((len(tensors), n_max, *tensors[0].shape[1:]))
+    for m, t in enumerate(tensors):
+        out[m, : len(t)] = t
+    return out, torch.tensor([len(t) for t in tensors])
+
+
+def _masked_mse(ens, X: torch.Tensor, y: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Each member's mean squared error on its own first ``lengths[m]`` points (M,)."""
+    err = (ens(X) - y) ** 2                                            # (M, n_max)
+    mask = torch.arange(X.shape[1]) < lengths[:, None]
+    return (err * mask).sum(1) / lengths
+
+
+def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence,
+                   val: Sequence | None = None, *, init_seeds: Sequence[int], steps: int,
+                   batch: int = 128, lr: float = 3e-3, weight_decay: float = 0.01,
+                   eval_every: int = 100, progress: bool = False,
+                   desc: str = "training") -> np.ndarray:
+    """Train M regressors of one architecture as one batched program; their test MSEs.
+
+    Member ``m`` (initialised under seed ``init_seeds[m]``) minimises the squared error on
+    its own training set ``train[m] = (X, y)`` with AdamW and cosine decay, on mini-batches
+    of ``batch`` points drawn with replacement from that set.  With ``val`` given, the
+    members are evaluated every ``eval_every`` steps and at the end, and each reports its
+    error on ``test[m]`` at the evaluation where its error on ``val[m]`` was lowest (early
+    stopping); without ``val``, its final test error.  The members are stacked into one
+    :class:`~seqtheory.ensemble.Ensemble`, so M networks cost far less than M runs.
+    """
+    from .ensemble import Ensemble
+
+    check_choice("kind", kind, ("mlp", "transformer"))
+    steps = check_int("steps", steps, minimum=1)
+    batch = check_int("batch", batch, minimum=1)
+    eval_every = check_int("eval_every", eval_every, minimum=1)
+    M = len(train)
+    if M == 0 or len(test) != M or (val is not None and len(val) != M) \
+            or len(init_seeds) != M:
+        raise ValueError("train, test, val and init_seeds must have one entry per member "
+                         f"(got {M}, {len(test)}, {None if val is None else len(val)}, "
+                         f"{len(init_seeds)})")
+    ens = Ensemble(lambda: make_learner(kind, D, size), list(init_seeds))
+    Xtr, ntr = _pad([x for x, _ in train])
+    ytr, _ = _pad([y for _, y in train])
+    Xte, nte = _pad([x for x, _ in test])
+    yte, _ = _pad([y for _, y in test])
+    if val is not None:
+        Xv, nv = _pad([x for x, _ in val])
+        yv, _ = _pad([y for _, y in val])
+    opt = torch.optim.AdamW(ens.parameters(), lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-    gen = make_generator(seed)
-    b = min(batch, len(X))
-    for step in range(1, steps + 1):
-        idx = torch.randint(len(X), (b,), generator=gen)
-        loss = ((model(X[idx]) - y[idx]) ** 2).mean()
+    gen = make_generator(init_seeds[0])
+    rows = torch.arange(M)[:, None]
+    best_val = torch.full((M,), float("inf"))
+    best_test = torch.full((M,), float("nan"))
+    for step in progress_bar(range(1, steps + 1), desc=desc, disable=not progress,
+                             leave=False):
+        idx = (torch.rand(M, batch, generator=gen) * ntr[:, None]).long()   # (M, batch)
+        loss = ((ens(Xtr[rows, idx]) - ytr[rows, idx]) ** 2).mean(1).sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
-        if on_eval is not None and (step % eval_every == 0 or step == steps):
+        if val is not None and (step % eval_every == 0 or step == steps):
             with torch.no_grad():
-                on_eval(model)
+                v = _masked_mse(ens, Xv, yv, nv)
+                better = v < best_val
+                if better.any():
+                    best_test = torch.where(better, _masked_mse(ens, Xte, yte, nte), best_test)
+                    best_val = torch.minimum(v, best_val)
+    if val is None:
+        with torch.no_grad():
+            best_test = _masked_mse(ens, Xte, yte, nte)
+    return best_test.numpy().astype(float)
+
+
+def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: str = "knn",
+                    seeds: Sequence[int] = (0,), *, size: int = 32, steps: int = 1500,
+                    batch: int = 128, lr: float = 3e-3, n_test: int = 2048,
+                    eval_every: int = 100, progress: bool = True) -> np.ndarray:
+    """Test errors (len(tasks), len(sizes), len(seeds)) of ``learner`` ("knn", "mlp" or
+    "transformer") trained on n = each size noisy samples of each task with each seed.
+
+    Seed s draws the n training samples (``task.sample(n, s)``) and the clean test set
+    (``task.sample(n_test, 10_000 + s)``).  Networks: the first fifth of the n samples is
+    a validation set that picks the checkpoint (:func:`fit_regressors`; every network of
+    the sweep trains in one batched program, each with its own data and initialisation).
+    The tasks must share the ambient dimension D.
+    """
+    check_choice("learner", learner, ("knn", "mlp", "transformer"))
+    tasks = list(tasks)
+    if not tasks or not all(isinstance(t, TorusTask) for t in tasks):
+        raise TypeError("tasks must be a non-empty sequence of TorusTask")
+    if len({t.D for t in tasks}) > 1:
+        raise ValueError(f"tasks must share the ambient dimension D, got {[t.D for t in tasks]}")
+    sizes = [check_int("n", int(n), minimum=5) for n in sizes]
+    seeds = [check_int("seed", int(s), minimum=0) for s in seeds]
+    if not sizes or not seeds:
+        raise ValueError("sizes and seeds must be non-empty")
+    jobs = [(t, i, j) for t in range(len(tasks)) for i in range(len(sizes))
+            for j in range(len(seeds))]
+    out = np.empty((len(tasks), len(sizes), len(seeds)))
+    test_sets = {(t, j): tasks[t].sample(n_test, 10_000 + seeds[j], noisy=False)[:2]
+                 for t in range(len(tasks)) for j in range(len(seeds))}
+    if learner == "knn":     # the same numbers as knn_error(task, n, seed, n_test=n_test)
+        for t, i, j in progress_bar(jobs, desc="kNN", disable=not progress, leave=False):
+            X, y, _ = tasks[t].sample(sizes[i], seeds[j])
+            out[t, i, j] = _knn_error(X, y, *test_sets[t, j])
+        return out
+    steps = check_int("steps", steps, minimum=1)
+    train, val, test, init = [], [], [], []
+    for t, i, j in jobs:
+        X, y, _ = tasks[t].sample(sizes[i], seeds[j])
+        n_val = max(1, sizes[i] // 5)
+        val.append((X[:n_val], y[:n_val]))
+        train.append((X[n_val:], y[n_val:]))
+        test.append(test_sets[t, j])
+        # one initialisation per (seed, task, size): distinct members of one ensemble
+        init.append(1_000_000 * seeds[j] + 1000 * t + i)
+    err = fit_regressors(learner, tasks[0].D, size, train, test, val, init_seeds=init,
+                         steps=steps, batch=batch, lr=lr, weight_decay=1e-4,
+                         eval_every=eval_every, progress=progress,
+                         desc=f"{len(jobs)} {learner}s in one batch")
+    for k, (t, i, j) in enumerate(jobs):
+        out[t, i, j] = err[k]
+    return out
+
+
+def learning_curve(task: TorusTask, sizes: Sequence[int], learner: str = "knn",
+                   seeds: Sequence[int] = (0,), **kwargs) -> np.ndarray:
+    """Test errors (len(sizes), len(seeds)) of ``learner`` on one task
+    (see :func:`learning_curves`)."""
+    return learning_curves([task], sizes, learner, seeds, **kwargs)[0]
 
 
 def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size: int = 32,
@@ -460,68 +594,56 @@ def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size
     20% pick the checkpoint (evaluated every ``eval_every`` steps) -- early stopping, so
     small training sets are not judged by how badly they overfit the noise.
     """
-    n = check_int("n", n, minimum=5)
-    steps = check_int("steps", steps, minimum=1)
-    X, y, _ = task.sample(n, seed)
-    Xt, yt, _ = task.sample(n_test, 10_000 + seed, noisy=False)
-    n_val = max(1, n // 5)
-    Xv, yv, Xtr, ytr = X[:n_val], y[:n_val], X[n_val:], y[n_val:]
-    torch.manual_seed(derive_seed(seed))
-    model = make_learner(kind, task.D, size)
-    best = {"val": float("inf"), "test": float("nan")}
-
-    def on_eval(m: nn.Module) -> None:
-        val = float(((m(Xv) - yv) ** 2).mean())
-        if val < best["val"]:
-            best.update(val=val, test=float(((m(Xt) - yt) ** 2).mean()))
-
-    _fit_regressor(model, Xtr, ytr, steps=steps, batch=batch, lr=lr, seed=seed,
-                   weight_decay=1e-4, eval_every=eval_every, on_eval=on_eval)
-    return best["test"]
+    check_choice("kind", kind, ("mlp", "transformer"))
+    return float(learning_curves([task], [n], kind, [seed], size=size, steps=steps,
+                                 batch=batch, lr=lr, n_test=n_test, eval_every=eval_every,
+                                 progress=False)[0, 0, 0])
 
 
-def learning_curve(task: TorusTask, sizes: Sequence[int], learner: str = "knn",
-                   seeds: Sequence[int] = (0,), *, progress: bool = True,
-                   **kwargs) -> np.ndarray:
-    """Test errors (len(sizes), len(seeds)) of ``learner`` ("knn", "mlp" or
-    "transformer") trained on each size n with each seed."""
-    check_choice("learner", learner, ("knn", "mlp", "transformer"))
-    sizes = [check_int("n", int(n), minimum=5) for n in sizes]
-    seeds = list(seeds)
-    out = np.empty((len(sizes), len(seeds)))
-    jobs = [(i, j) for i in range(len(sizes)) for j in range(len(seeds))]
-    bar = progress_bar(jobs, desc=f"{learner}, d={task.d}", disable=not progress, leave=False)
-    for i, j in bar:
-        if learner == "knn":
-            out[i, j] = knn_error(task, sizes[i], seeds[j], **kwargs)
-        else:
-            out[i, j] = net_error(task, sizes[i], learner, seeds[j], **kwargs)
-    return out
-
-
-def approximation_error(task: TorusTask, kind: str = "transformer",
-                        sizes: Sequence[int] = (8, 16, 32), seed: int = 0, *,
-                        steps: int = 2000, batch: int = 128, lr: float = 3e-3,
-                        n_test: int = 4096, pool: int = 65_536,
+def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] = (8, 16, 32),
+                        seeds: Sequence[int] = (0,), *, steps: int = 2000, batch: int = 128,
+                        lr: float = 3e-3, n_test: int = 4096, pool: int = 65_536,
                         progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """``(parameter counts, test MSEs)`` of networks of each size (width or d_model),
-    trained on clean samples drawn from a pool far larger than the networks (``pool``
-    points) -- effectively unlimited data, so what remains is approximation (and
-    optimisation) error."""
+    """``(parameter counts (len(sizes),), test MSEs)`` of networks of each size (width or
+    d_model), trained on clean samples drawn from a pool far larger than the networks
+    (``pool`` points, one pool per task) -- effectively unlimited data, so what remains is
+    approximation (and optimisation) error.  A seed draws the initialisation and the order
+    of the mini-batches.
+
+    ``tasks`` is one :class:`TorusTask` (errors of shape (len(sizes), len(seeds))) or a
+    sequence of them with one D (errors (len(tasks), len(sizes), len(seeds))).  All tasks
+    and seeds of one size train as one batched program (:func:`fit_regressors`).
+    """
+    one = isinstance(tasks, TorusTask)
+    tasks = [tasks] if one else list(tasks)
+    if not tasks or not all(isinstance(t, TorusTask) for t in tasks):
+        raise TypeError("tasks must be a TorusTask or a non-empty sequence of them")
+    if len({t.D for t in tasks}) > 1:
+        raise ValueError(f"tasks must share the ambient dimension D, got {[t.D for t in tasks]}")
     steps = check_int("steps", steps, minimum=1)
+    batch = check_int("batch", batch, minimum=1)
     pool = check_int("pool", pool, minimum=batch)
-    X, y, _ = task.sample(pool, 30_000 + seed, noisy=False)
-    Xt, yt, _ = task.sample(n_test, 20_000 + seed, noisy=False)
-    params, errs = [], []
-    for size in progress_bar(list(sizes), desc=f"{kind}, d={task.d}", disable=not progress,
-                     leave=False):
-        torch.manual_seed(derive_seed(seed))
-        model = make_learner(kind, task.D, check_int("size", size, minimum=1))
-        _fit_regressor(model, X, y, steps=steps, batch=batch, lr=lr, seed=seed)
-        with torch.no_grad():
-            errs.append(float(((model(Xt) - yt) ** 2).mean()))
-        params.append(model.num_params())
-    return np.array(params), np.array(errs)
+    seeds = [check_int("seed", int(s), minimum=0) for s in seeds]
+    sizes = [check_int("size", int(s), minimum=1) for s in sizes]
+    if not sizes or not seeds:
+        raise ValueError("sizes and seeds must be non-empty")
+    jobs = [(t, j) for t in range(len(tasks)) for j in range(len(seeds))]
+    # one pool and one test set per task, shared by the seeds (which draw the
+    # initialisation and the order of the mini-batches)
+    pools = [t.sample(pool, 30_000, noisy=False)[:2] for t in tasks]
+    tests = [t.sample(n_test, 20_000, noisy=False)[:2] for t in tasks]
+    train = [pools[t] for t, _ in jobs]
+    test = [tests[t] for t, _ in jobs]
+    init = [1_000_000 * seeds[j] + 1000 * t for t, j in jobs]
+    params, errs = [], np.empty((len(tasks), len(sizes), len(seeds)))
+    for i, size in enumerate(progress_bar(sizes, desc=f"{kind}s", disable=not progress,
+                                          leave=False)):
+        err = fit_regressors(kind, tasks[0].D, size, train, test, init_seeds=init,
+                             steps=steps, batch=batch, lr=lr)
+        for k, (t, j) in enumerate(jobs):
+            errs[t, i, j] = err[k]
+        params.append(make_learner(kind, tasks[0].D, size).num_params())
+    return np.array(params), (errs[0] if one else errs)
 
 
 def plot_product_tree(d: int = 8, ax=None):
@@ -558,6 +680,44 @@ def plot_product_tree(d: int = 8, ax=None):
     return ax
 
 
+def load_text_sweep(name: str = "scaling_text.json") -> dict:
+    """The archived character-level sweep written by ``scripts/scaling_text.py``, as arrays.
+
+    Keys: ``meta`` (script, date, device, settings), ``seeds`` (S,), ``sizes`` (N,),
+    ``test_loss``, ``best_step`` and ``id`` (S, N) for the d_model-32 model at each size;
+    ``widths`` (W,) and ``width_id`` (S, W) at n = ``meta["ablation_n"]``; ``layer_id``
+    (S, 3: embeddings, after block 1, after block 2), ``positions`` (P,) and
+    ``position_id`` (S, P) of the d_model-32 model at that n.
+    """
+    from .utils import load_data
+
+    data = load_data(name)
+    meta, runs = data["meta"], data["runs"]
+    seeds, sizes = list(meta["seeds"]), list(meta["sizes"])
+    width0 = meta["train_char_model"]["d_model"]
+    widths = sorted({width0, *meta["widths"]})
+    n_ab = meta["ablation_n"]
+
+    def run(seed, n, width):
+        for r in runs:
+            if r["seed"] == seed and r["n"] == n and r["d_model"] == width:
+                return r
+        raise ValueError(f"{name} has no run with seed={seed}, n={n}, d_model={width}")
+
+    grid = [[run(s, n, width0) for n in sizes] for s in seeds]
+    return {
+        "meta": meta, "seeds": np.array(seeds), "sizes": np.array(sizes),
+        "test_loss": np.array([[r["test_loss"] for r in row] for row in grid]),
+        "best_step": np.array([[r["best_step"] for r in row] for row in grid]),
+        "id": np.array([[r["id"] for r in row] for row in grid]),
+        "widths": np.array(widths),
+        "width_id": np.array([[run(s, n_ab, w)["id"] for w in widths] for s in seeds]),
+        "layer_id": np.array([run(s, n_ab, width0)["layer_id"] for s in seeds]),
+        "positions": np.array(meta["positions"]),
+        "position_id": np.array([run(s, n_ab, width0)["position_id"] for s in seeds]),
+    }
+
+
 @dataclass(frozen=True)
 class ScalingSetup:
     """Sizes of the scaling-laws chapter's experiments (CPU default; FULL=1 is larger)."""
@@ -569,9 +729,12 @@ class ScalingSetup:
     max_freq: int = 8                         # Fourier cutoff of the random target
     sizes: tuple = (128, 256, 512, 1024, 2048, 4096)   # training-set sizes n
     knn_seeds: tuple = (0, 1, 2)
-    mlp_seeds: tuple = (0, 1)
+    mlp_seeds: tuple = (0, 1, 2)
+    data_learners: tuple = ("kNN", "MLP")     # Experiment 2 (FULL adds the transformer)
     net_sizes: tuple = (256, 512, 1024, 2048, 4096)     # sizes for the transformer
-    tf_seeds: tuple = (0,)
+    tf_seeds: tuple = (0, 1, 2)
+    approx_kinds: tuple = ("mlp",)            # Experiment 3 (FULL adds the transformer)
+    approx_seeds: tuple = (0, 1, 2)
     net_steps: int = 600                      # optimisation steps per network
     widths: tuple = (8, 16, 32, 64)           # MLP widths for model scaling
     tf_widths: tuple = (8, 16, 32)            # transformer d_model for model scaling
@@ -580,6 +743,14 @@ class ScalingSetup:
     text_steps: int = 1000
     text_widths: tuple = (16, 32, 64)         # d_model for ID vs model size
     text_docs: int = 450                      # held-out documents for activation ID
+    text_seeds: tuple = (0, 1, 2)             # seeds of the archived text sweep
+    text_ablation_n: int = 16_000             # characters for the layer/width/position runs
+
+    def text_kwargs(self, **changes) -> dict:
+        """Keyword arguments of :func:`seqtheory.text.train_char_model` for the chapter's
+        character model (2 layers, d_model 32, 2 heads, context 32), with ``changes``."""
+        return {**dict(d_model=32, n_heads=2, context=32, batch=32, lr=1e-2,
+                       steps=self.text_steps, progress=False), **changes}
 
 
 SETUP = Sizes(
@@ -587,6 +758,8 @@ SETUP = Sizes(
     full=ScalingSetup(id_points=20_000, torus_dims=(1, 2, 3, 4, 6),
                       sizes=tuple(2 ** k for k in range(7, 16)), knn_seeds=(0, 1, 2, 3, 4),
                       mlp_seeds=(0, 1, 2), net_sizes=tuple(2 ** k for k in range(8, 16)),
+                      data_learners=("kNN", "MLP", "transformer"),
+                      approx_kinds=("mlp", "transformer"), approx_seeds=(0, 1, 2, 3, 4),
                       tf_seeds=(0, 1, 2), net_steps=4000, widths=(8, 16, 32, 64, 128, 256),
                       tf_widths=(8, 16, 32, 64, 128), width_dims=(2, 3, 4),
                       text_sizes=tuple(2_000 * 2 ** k for k in range(10)), text_steps=8000,

@@ -1,0 +1,92 @@
+"""Character-level Shakespeare over seeds: the data behind "Experiment 4" of
+book/scaling_laws.md.
+
+For each seed, trains the chapter's character model (``ScalingSetup.text_kwargs()``: the
+shared transformer, 2 layers, d_model = 32, context 32, AdamW, cosine schedule, the
+checkpoint with the best validation loss kept) on the first n training characters for
+every n in ``ScalingSetup.text_sizes``, and records the test loss, the step of the best
+checkpoint and the intrinsic dimension of the final layer's activations. At
+n = ``text_ablation_n`` it also records the dimension of every layer, at several positions
+in the document, and of models of the other widths (``text_widths``).
+
+    SEQTHEORY_NUM_THREADS=1 python scripts/scaling_text.py     # about 10 minutes on one free core
+
+writes src/seqtheory/data/scaling_text.json (shipped with the library:
+seqtheory.utils.load_data("scaling_text.json")) after every seed. Seeds go through
+seqtheory's base-seed helper; the chapter trains one of these runs live (seed 0 at
+n = text_ablation_n) and checks it against this file.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+import seqtheory
+from seqtheory import derive_seed, setup_threads
+from seqtheory.scaling import SETUP
+from seqtheory.text import CharCorpus, activation_dimension, load_shakespeare, train_char_model
+
+OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "scaling_text.json"
+POSITIONS = (1, 2, 4, 8, 16, 31)
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def main() -> None:
+    threads = setup_threads()
+    cfg = SETUP.pick("cpu")
+    corpus = CharCorpus(load_shakespeare())
+    kw = cfg.text_kwargs()
+    meta = {"script": "scripts/scaling_text.py", "seqtheory": seqtheory.__version__,
+            "torch": torch.__version__, "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+            "device": f"CPU ({cpu_name()}), {threads} thread(s)",
+            "train_char_model": {k: v for k, v in kw.items() if k != "progress"},
+            "sizes": list(cfg.text_sizes), "widths": list(cfg.text_widths),
+            "ablation_n": cfg.text_ablation_n, "n_docs": cfg.text_docs,
+            "positions": list(POSITIONS), "seeds": [], "derived_seeds": []}
+    runs = []
+    for seed in cfg.text_seeds:
+        jobs = [(n, kw["d_model"]) for n in cfg.text_sizes]
+        jobs += [(cfg.text_ablation_n, w) for w in cfg.text_widths if w != kw["d_model"]]
+        for n, width in jobs:
+            start = time.perf_counter()
+            model, res = train_char_model(corpus, n, **{**kw, "d_model": width}, seed=seed)
+            rec = {"seed": seed, "n": n, "d_model": width, "test_loss": res["test_loss"],
+                   "val_loss": res["val_loss"], "best_step": res["best_step"],
+                   "params": res["params"],
+                   "id": activation_dimension(model, corpus, n_docs=cfg.text_docs)}
+            if n == cfg.text_ablation_n and width == kw["d_model"]:
+                rec["layer_id"] = [activation_dimension(model, corpus, layer=i,
+                                                        n_docs=cfg.text_docs)
+                                   for i in range(3)]
+                rec["position_id"] = [activation_dimension(model, corpus, positions=[p],
+                                                           n_docs=3600)
+                                      for p in POSITIONS]
+            rec["seconds"] = round(time.perf_counter() - start, 1)
+            runs.append(rec)
+            print(f"seed {seed} | n={n:6d} | d_model={width:3d} | test {rec['test_loss']:.3f}"
+                  f" | best step {rec['best_step']} | ID {rec['id']:.2f} | "
+                  f"{rec['seconds']} s", flush=True)
+        meta["seeds"].append(seed)
+        meta["derived_seeds"].append(derive_seed(seed))
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        OUT.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1))
+        print(f"wrote {OUT} (seeds {meta['seeds']})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
