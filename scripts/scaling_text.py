@@ -9,7 +9,7 @@ checkpoint and the intrinsic dimension of the final layer's activations. At
 n = ``text_ablation_n`` it also records the dimension of every layer, at several positions
 in the document, and of models of the other widths (``text_widths``).
 
-    SEQTHEORY_NUM_THREADS=1 python scripts/scaling_text.py     # about 10 minutes on one free core
+    SEQTHEORY_NUM_THREADS=1 python scripts/scaling_text.py     # about 25 minutes on one core
 
 writes src/seqtheory/data/scaling_text.json (shipped with the library:
 seqtheory.utils.load_data("scaling_text.json")) after every seed. Seeds go through
@@ -81,6 +81,7 @@ def main() -> None:
             print(f"seed {seed} | n={n:6d} | d_model={width:3d} | test {rec['test_loss']:.3f}"
                   f" | best step {rec['best_step']} | ID {rec['id']:.2f} | "
                   f"{rec['seconds']} s", flush=True)
+        meta["sweep_seconds"] = round(sum(r["seconds"] for r in runs), 1)
         meta["seeds"].append(seed)
         meta["derived_seeds"].append(derive_seed(seed))
         OUT.parent.mkdir(parents=True, exist_ok=True)

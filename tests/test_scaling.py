@@ -217,6 +217,12 @@ def test_learning_curves_batch_members_with_their_own_data():
     # k-NN through the sweep is exactly knn_error
     knn = learning_curves(tasks, [300], "knn", (4,), progress=False)
     assert knn[1, 0, 0] == knn_error(tasks[1], 300, seed=4)
+    # a member's run does not depend on the other members (up to batched rounding)
+    a, b = tasks[0].sample(200, 1)[:2], tasks[1].sample(300, 2)[:2]
+    test = tasks[0].sample(500, 3, noisy=False)[:2]
+    both = fit_regressors("mlp", 16, 8, [a, b], [test, test], init_seeds=[5, 6], steps=50)
+    alone = fit_regressors("mlp", 16, 8, [a], [test], init_seeds=[5], steps=50)
+    assert both[0] == pytest.approx(alone[0], rel=1e-3)
     with pytest.raises(TypeError, match="TorusTask"):
         learning_curves([], [64], "mlp")
     with pytest.raises(ValueError, match="one entry per member"):

@@ -471,9 +471,10 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
                    desc: str = "training") -> np.ndarray:
     """Train M regressors of one architecture as one batched program; their test MSEs.
 
-    Member ``m`` (initialised under seed ``init_seeds[m]``) minimises the squared error on
-    its own training set ``train[m] = (X, y)`` with AdamW and cosine decay, on mini-batches
-    of ``batch`` points drawn with replacement from that set.  With ``val`` given, the
+    Member ``m`` (initialised under seed ``init_seeds[m]``, which also draws its
+    mini-batches) minimises the squared error on its own training set ``train[m] = (X, y)``
+    with AdamW and cosine decay, on mini-batches of ``batch`` points drawn with replacement
+    from that set, so its run does not depend on the other members.  With ``val`` given, the
     members are evaluated every ``eval_every`` steps and at the end, and each reports its
     error on ``test[m]`` at the evaluation where its error on ``val[m]`` was lowest (early
     stopping); without ``val``, its final test error.  The members are stacked into one
@@ -501,13 +502,14 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
         yv, _ = _pad([y for _, y in val])
     opt = torch.optim.AdamW(ens.parameters(), lr=lr, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-    gen = make_generator(init_seeds[0])
+    gens = [make_generator(s) for s in init_seeds]      # each member's own batch order
     rows = torch.arange(M)[:, None]
     best_val = torch.full((M,), float("inf"))
     best_test = torch.full((M,), float("nan"))
     for step in progress_bar(range(1, steps + 1), desc=desc, disable=not progress,
                              leave=False):
-        idx = (torch.rand(M, batch, generator=gen) * ntr[:, None]).long()   # (M, batch)
+        idx = torch.stack([torch.randint(n, (batch,), generator=g)
+                           for n, g in zip(ntr.tolist(), gens, strict=True)])  # (M, batch)
         loss = ((ens(Xtr[rows, idx]) - ytr[rows, idx]) ** 2).mean(1).sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
