@@ -151,3 +151,42 @@ def test_unigram_sweep_rows():
     assert row["bits_per_symbol"] == pytest.approx(direct)
     with pytest.raises(ValueError, match="tokenizer must be one of"):
         unigram_sweep(x, y, (4,), tokenizers=("WordPiece",))
+
+
+@pytest.mark.parametrize("batch,T,k", [(32, 65, 1), (8, 700, 4), (5, 10, 3)])
+def test_switching_sampler_matches_sample_switching(batch, T, k):
+    from seqtheory.tokenization import switching_sampler
+
+    sample = switching_sampler(batch, T, 0.5, 0.8, k=k)
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    for _ in range(3):                                        # the same stream, draw by draw
+        assert torch.equal(sample(g1), sample_switching(batch, T, 0.5, 0.8, k=k, generator=g2))
+    with pytest.raises(ValueError, match="batch must be"):
+        switching_sampler(0, T, 0.5, 0.8)
+
+
+def test_bpe_train_matches_reference_counting():
+    """Pair codes a * V + b with V the ids in use give the merges of a * d + b (ties too)."""
+    x = source(20_000, k=4).numpy()
+
+    def reference(seq, d):                                    # the textbook loop, codes a * d + b
+        seq, merges = seq.copy(), []
+        while 2 + len(merges) < d:
+            counts = np.bincount(seq[:-1] * d + seq[1:], minlength=d * d)
+            best = int(np.argmax(counts))
+            if counts[best] < 2:
+                break
+            a, b = divmod(best, d)
+            merges.append((a, b))
+            out, i, new = [], 0, 2 + len(merges) - 1
+            while i < seq.size:
+                if i + 1 < seq.size and seq[i] == a and seq[i + 1] == b:
+                    out.append(new)
+                    i += 2
+                else:
+                    out.append(seq[i])
+                    i += 1
+            seq = np.array(out)
+        return merges
+
+    assert BPE.train(x[:3000], 24).merges == reference(x[:3000], 24)

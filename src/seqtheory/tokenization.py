@@ -26,7 +26,7 @@ from .utils import Sizes, check_choice, check_int
 
 __all__ = [
     "BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths", "encode_rows",
-    "token_batch", "unigram_sweep", "TokenizationSetup", "SETUP",
+    "token_batch", "unigram_sweep", "switching_sampler", "TokenizationSetup", "SETUP",
 ]
 
 
@@ -96,9 +96,11 @@ def _apply_merge(seq: np.ndarray, ok: np.ndarray, a: int, b: int, new: int):
         run_start = np.r_[True, np.diff(idx) != 1]
         first = idx[run_start][np.cumsum(run_start) - 1]
         idx = idx[(idx - first) % 2 == 0]
-    seq = seq.copy()
-    seq[idx] = new
-    return np.delete(seq, idx + 1), np.delete(ok, idx)
+    keep = np.ones(seq.size, dtype=bool)
+    keep[idx + 1] = False                           # drop the right half of each pair
+    out = seq[keep]
+    out[idx - np.arange(idx.size)] = new            # positions of the pairs after the drop
+    return out, ok[keep[1:]]                        # pair (i, i+1) survives iff i+1 is kept
 
 
 class BPE(_Vocab):
@@ -126,14 +128,15 @@ class BPE(_Vocab):
         if alphabet in wanted:
             seen[alphabet] = seq
         while alphabet + len(merges) < d and seq.size > 1:
-            pairs = seq[:-1][ok] * d + seq[1:][ok]
+            V = alphabet + len(merges)               # ids in use: pair code a * V + b
+            pairs = seq[:-1][ok] * V + seq[1:][ok]
             if pairs.size == 0:
                 break
-            counts = np.bincount(pairs, minlength=d * d)
+            counts = np.bincount(pairs, minlength=V * V)
             best = int(np.argmax(counts))            # ties: smallest (a, b)
             if counts[best] < 2:
                 break
-            a, b = divmod(best, d)
+            a, b = divmod(best, V)
             new = alphabet + len(merges)
             seq, ok = _apply_merge(seq, ok, a, b, new)
             merges.append((a, b))
@@ -388,6 +391,29 @@ def unigram_sweep(train, test, dictionary_sizes: Sequence[int],
     return rows
 
 
+def switching_sampler(batch: int, T: int, p: float, q: float, *, k: int = 1):
+    """``sample(generator)``: the same draws as ``markov.sample_switching(batch, T, p, q,
+    k=k, generator=generator)``, with the transition matrices and their stationary
+    distribution computed once (a training loop samples thousands of small batches)."""
+    import torch
+
+    from .markov import sample_chains, stationary_distribution, switching_matrix
+
+    batch = check_int("batch", batch, minimum=1)
+    T = check_int("T", T, minimum=1)
+    k = check_int("k", k, minimum=1)
+    P = switching_matrix(p, q).to(torch.float32).expand(batch * k, 2, 2).contiguous()
+    pi = stationary_distribution(P)
+    n = -(-T // k)                                                  # ceil(T / k) per chain
+
+    def sample(generator=None):
+        start = torch.multinomial(pi, 1, generator=generator)[:, 0]      # (batch * k,)
+        chains = sample_chains(P, n, start=start, generator=generator)   # (batch * k, n)
+        return chains.view(batch, k, n).transpose(1, 2).reshape(batch, n * k)[:, :T].contiguous()
+
+    return sample
+
+
 @dataclass(frozen=True)
 class TokenizationSetup:
     """Sizes of the tokenization chapter's experiments."""
@@ -398,7 +424,7 @@ class TokenizationSetup:
     trap_seeds: tuple = (0, 1, 2)      # seeds of every condition of the trap experiment
     control_steps: int = 300           # the runs that are not trapped (near H by then)
     trap_length: int = 64              # sequence length of the trap experiment
-    lm_steps: int = 150                # characters vs tokens (the early race, 3 seeds each)
+    lm_steps: int = 125                # characters vs tokens (the early race, 3 seeds each)
     race_seeds: tuple = (0, 1, 2)
     char_length: int = 256             # characters per training sequence
     token_length: int = 96             # BPE tokens per training sequence
