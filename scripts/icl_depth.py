@@ -4,8 +4,14 @@ Trains transformers on binary order-m Markov chains (m = 1, 2, 3; rows ~ Dirichl
 T = 100) and records, every `eval_every` steps, the held-out loss and the KL divergence
 from the Bayes in-context (m+1)-gram rule and from the m-gram rule to the model.
 
-    python scripts/icl_depth.py            # CPU size: about 15 minutes on 2 cores
+    SEQTHEORY_NUM_THREADS=1 python scripts/icl_depth.py   # CPU size, 3 seeds: ~30 min, one core
     FULL=1 python scripts/icl_depth.py     # longer runs, 3 seeds (for a GPU machine)
+
+The seeds can be split over processes and merged afterwards:
+
+    python scripts/icl_depth.py --seeds 1 --out /tmp/depth1.json &
+    python scripts/icl_depth.py --seeds 2 --out /tmp/depth2.json &
+    wait; python scripts/icl_depth.py --merge /tmp/depth0.json /tmp/depth1.json /tmp/depth2.json
 
 writes src/seqtheory/data/icl_depth.json (shipped with the library, so the chapter can load
 it in Colab too: seqtheory.utils.load_data("icl_depth.json")). Each run is seeded, so the file
@@ -13,6 +19,8 @@ is reproducible on the same machine and library version.
 """
 from __future__ import annotations
 
+import argparse
+import datetime
 import json
 import platform
 import time
@@ -33,12 +41,49 @@ ARCHITECTURES = {
     "2 layers, attention-only": dict(n_layers=2, attn_only=True),
     "4 layers, attention-only": dict(n_layers=4, attn_only=True),
 }
-RUN = Sizes(cpu=dict(steps=2000, seeds=(0,)), full=dict(steps=8000, seeds=(0, 1, 2)))
+RUN = Sizes(cpu=dict(steps=2000, seeds=(0, 1, 2)), full=dict(steps=8000, seeds=(0, 1, 2)))
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def merge(paths: list[Path]) -> None:
+    """Combine the runs of several output files (one per seed) into OUT."""
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    meta = dict(parts[0]["meta"])
+    meta["size"] = {**meta["size"],
+                    "seeds": sorted({s for p in parts for s in p["meta"]["size"]["seeds"]})}
+    meta["seconds"] = round(sum(p["meta"].get("seconds", 0) for p in parts), 1)
+    meta["parts"] = [{"seeds": p["meta"]["size"]["seeds"],
+                      "date": p["meta"].get("date", "not recorded"),
+                      "device": p["meta"].get("device", "not recorded")} for p in parts]
+    runs = [r for p in parts for r in p["runs"]]
+    runs.sort(key=lambda r: (r["order"], list(ARCHITECTURES).index(r["architecture"]),
+                             r["seed"]))
+    OUT.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1, default=str))
+    print(f"wrote {OUT} (seeds {meta['size']['seeds']}, {len(runs)} runs)")
 
 
 def main() -> None:
-    size = RUN.pick()
-    setup_threads()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", help="comma-separated seeds (default: the run size's)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--merge", nargs="+", type=Path, help="merge these outputs into OUT")
+    args = parser.parse_args()
+    if args.merge:
+        return merge(args.merge)
+    size = dict(RUN.pick())
+    if args.seeds:
+        size["seeds"] = tuple(int(s) for s in args.seeds.split(","))
+    threads = setup_threads()
+    t0 = time.perf_counter()
     base = MAIN.pick("cpu").replace(k=2, d_model=32, steps=size["steps"], eval_every=100)
     runs = []
     for order in (1, 2, 3):
@@ -46,7 +91,8 @@ def main() -> None:
             for seed in size["seeds"]:
                 setup = base.replace(order=order, **changes)
                 start = time.perf_counter()
-                run = train_icl(setup, seed=seed, desc=f"order {order}, {arch}")
+                run = train_icl(setup, seed=seed, desc=f"order {order}, {arch}",
+                                progress=False)
                 bayes, lower = ngram_name(order + 1), ngram_name(order)
                 steps, kl_bayes = run.history.metric(f"KL({bayes}||model)")
                 runs.append({
@@ -64,10 +110,13 @@ def main() -> None:
                       f"{kl_bayes[-1]:.3f} | {runs[-1]['seconds']} s", flush=True)
     meta = {"script": "scripts/icl_depth.py", "seqtheory": seqtheory.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+            "device": f"CPU ({cpu_name()}), {threads} thread(s)",
+            "seconds": round(time.perf_counter() - t0, 1),
             "setup": {k: v for k, v in base.__dict__.items()}, "size": size}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1, default=str))
-    print(f"wrote {OUT}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1, default=str))
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
