@@ -32,6 +32,7 @@ import seqtheory
 from seqtheory import Sizes, setup_threads
 from seqtheory.incontext import MAIN, train_icl
 from seqtheory.markov import ngram_name
+from seqtheory.utils import cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_depth.json"
 
@@ -42,16 +43,6 @@ ARCHITECTURES = {
     "4 layers, attention-only": dict(n_layers=4, attn_only=True),
 }
 RUN = Sizes(cpu=dict(steps=2000, seeds=(0, 1, 2)), full=dict(steps=8000, seeds=(0, 1, 2)))
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def merge(paths: list[Path]) -> None:

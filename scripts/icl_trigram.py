@@ -31,6 +31,7 @@ import torch
 import seqtheory
 from seqtheory import derive_seed, setup_threads
 from seqtheory.incontext import TRIGRAM, phases, switch_step, train_icl
+from seqtheory.utils import cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_trigram.json"
 SEEDS = (0, 1, 2)
@@ -68,16 +69,6 @@ def one_seed(seed: int, mode: str) -> dict:
             "switch": switch_step(h, "trigram", "bigram"),
             "switch_at_former_budget": truncated_switch(
                 steps.tolist(), kl["trigram"], kl["bigram"], FORMER_BUDGET)}
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ import torch
 import seqtheory
 from seqtheory import derive_seed, setup_threads
 from seqtheory.incontext import MAIN, switch_step, train_icl
+from seqtheory.utils import cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_variations.json"
 SEEDS = (0, 1, 2)
@@ -64,16 +65,6 @@ def record(run, names):
     for n in ("layer-1 previous-token attention", "layer-2 induction attention"):
         out[n] = h.metric(n)[1].tolist()
     return out
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def main() -> None:

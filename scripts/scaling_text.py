@@ -30,19 +30,10 @@ import seqtheory
 from seqtheory import derive_seed, setup_threads
 from seqtheory.scaling import SETUP
 from seqtheory.text import CharCorpus, activation_dimension, load_shakespeare, train_char_model
+from seqtheory.utils import cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "scaling_text.json"
 POSITIONS = (1, 2, 4, 8, 16, 31)
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def main() -> None:

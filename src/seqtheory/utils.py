@@ -341,6 +341,21 @@ def dataclass_replace(obj: Any, **changes: Any) -> Any:
     return replace(obj, **changes)
 
 
+def cpu_name() -> str:
+    """This machine's CPU model (from /proc/cpuinfo where there is one), for the metadata
+    that the archiving scripts write next to their results."""
+    import platform
+    from pathlib import Path
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 def load_data(name: str) -> Any:
     """Load a JSON data file shipped with the library (``seqtheory/data/NAME``).
 
