@@ -157,3 +157,39 @@ def test_lucky_neuron_probability_matches_counting_and_simulation():
     assert np.all(np.diff(expected_lucky_neurons(w, 30, 3, 6)) > 0)
     with pytest.raises(ValueError, match="k <= n"):
         lucky_neuron_probability(5, 6, 2)
+
+
+def test_hypercube_enumerates_every_sign_vector_once():
+    from seqtheory.parity import hypercube
+    x = hypercube(5)
+    assert x.shape == (32, 5) and set(x.unique().tolist()) == {-1.0, 1.0}
+    assert torch.unique(x, dim=0).shape[0] == 32
+    with pytest.raises(ValueError, match="n must be <= 20"):
+        hypercube(21)
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        hypercube(0)
+
+
+def test_population_gradient_is_minus_a_times_a_fourier_coefficient_of_the_gate():
+    # while |f| < 1 everywhere the hinge loss is 1 - y f, so dL/dw_ji = -a_j E[y 1{gate} x_i]
+    # = -a_j * (Fourier coefficient of the gate on S xor {i}): degree k-1 on the support,
+    # k+1 off it -- and the off-support one is not zero
+    from seqtheory.parity import hypercube, population_gradient
+    g = torch.Generator().manual_seed(3)
+    net = ParityMLPs(8, [50, 30], generator=g)
+    support = [1, 4, 6]
+    grad = population_gradient(net, support)
+    x = hypercube(8)
+    y = x[:, support].prod(-1)
+    with torch.no_grad():
+        assert net(x).abs().max() < 1
+        gate = ((torch.einsum("mwn,bn->mbw", net.w1, x) + net.b1[:, None]) > 0).float()
+    coef = torch.einsum("mbw,b,bn->mwn", gate, y, x) / 2 ** 8
+    assert torch.allclose(grad, -net.a.detach()[:, :, None] * coef, atol=1e-6)
+    off = [i for i in range(8) if i not in support]
+    assert grad[0][:, off].abs().max() > 1e-3          # off the support: small, not zero
+    assert torch.all(grad[1, 30:] == 0)                # padded units of the narrower net
+    with pytest.raises(TypeError, match="model must be a ParityMLPs"):
+        population_gradient(torch.nn.Linear(8, 1), support)
+    with pytest.raises(ValueError, match="support coordinates"):
+        population_gradient(net, [0, 9])

@@ -2,7 +2,9 @@
 
 An ``(n, k)``-sparse parity labels ``x`` in ``{-1, +1}^n`` by the product of ``k`` hidden
 coordinates (the *support*). It is statistically easy (``O(k log n)`` samples pin the
-support down) but hard for gradient methods, which see nothing until they find it.
+support down) but hard for statistical-query learners, and the population gradient of a
+network only carries a weak signal about the support (a Fourier gap, see
+:func:`population_gradient`).
 Two chapters use this module: *hidden progress* (online SGD, :func:`train_online`) and
 *width and luck* (a fixed sample, :func:`train_offline`).
 
@@ -27,7 +29,7 @@ __all__ = [
     "ParityMLPs", "ParityRun", "HiddenProgressSetup", "HIDDEN_PROGRESS", "WidthLuckSetup",
     "WIDTH_LUCK", "sparse_parity", "parity_labels", "hinge_loss", "train_online",
     "train_offline", "steps_to_success", "placebo_ratios", "lucky_neuron_probability",
-    "expected_lucky_neurons",
+    "expected_lucky_neurons", "hypercube", "population_gradient",
 ]
 
 
@@ -78,6 +80,30 @@ def hinge_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     network its own gradient (so a batch of networks trains like separate runs).
     """
     return (1 - y * out).clamp(min=0).mean(dim=-1)
+
+
+def hypercube(n: int) -> torch.Tensor:
+    """All ``2**n`` points of ``{-1, +1}^n`` as a float tensor (2**n, n), for ``n <= 20``."""
+    n = check_int("n", n, minimum=1)
+    if n > 20:
+        raise ValueError(f"n must be <= 20 to enumerate {{-1, +1}}^n, got {n}")
+    bits = (torch.arange(2 ** n)[:, None] >> torch.arange(n)) & 1         # (2^n, n)
+    return 1 - 2 * bits.float()
+
+
+def population_gradient(model: ParityMLPs, support) -> torch.Tensor:
+    """Exact gradient of the population hinge loss w.r.t. the first-layer weights: (M, W, n).
+
+    The expectation over uniform ``x`` is an exact average over all ``2**n`` inputs
+    (``model.n <= 20``), so no sampling noise enters; the model is left unchanged.
+    """
+    if not isinstance(model, ParityMLPs):
+        raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
+    x = hypercube(model.n)                                               # (2^n, n)
+    y = parity_labels(x, support)                                        # (2^n,)
+    loss = hinge_loss(model(x), y[None, :]).sum()
+    (grad,) = torch.autograd.grad(loss, model.w1)
+    return grad.detach()
 
 
 class ParityMLPs(nn.Module):
@@ -156,7 +182,8 @@ class ParityMLPs(nn.Module):
     def coordinate_weight(self) -> torch.Tensor:
         """Mean |w_i| over each network's neurons, per input coordinate i: (M, n).
 
-        The hidden progress: on the support it grows while accuracy sits at chance.
+        The hidden progress: during the plateau every coordinate's weight shrinks, but those
+        on the support shrink less, so their share grows while accuracy sits at chance.
         """
         per_neuron = torch.tensor(self.widths, dtype=torch.float)
         return self.w1.abs().sum(dim=1) / per_neuron[:, None]
@@ -360,12 +387,18 @@ class HiddenProgressSetup:
     k_seeds: int = 3              # networks per k
     max_steps: int = 15000        # give up on a k after this many steps
     eval_every: int = 50          # evaluate every this many steps
+    ns: tuple = (15, 20, 30, 40, 50)  # input sizes of the steps-vs-n experiment (k fixed)
+    n_seeds: int = 4              # networks per n
+    n_eval_every: int = 25        # evaluation interval of the steps-vs-n experiment
+    gradient_ns: tuple = (10, 12, 14)  # input sizes of the exact population gradient
 
 
 #: CPU-sized default and the ``FULL=1`` size of the hidden-progress chapter.
 HIDDEN_PROGRESS = Sizes(
     cpu=HiddenProgressSetup(),
-    full=HiddenProgressSetup(seeds=8, ks=(2, 3, 4, 5, 6), k_seeds=5, max_steps=200000),
+    full=HiddenProgressSetup(seeds=8, ks=(2, 3, 4, 5, 6), k_seeds=5, max_steps=200000,
+                             ns=(15, 20, 30, 40, 50, 70, 100), n_seeds=8,
+                             gradient_ns=(10, 12, 14, 16, 18)),
 )
 
 
