@@ -38,6 +38,41 @@ def test_threshold_chain_steps_are_threshold_gates():
     assert torch.equal(p, ((prev + x - 2 * c) >= 1).long())
 
 
+def test_binary_and_unary_chains_are_threshold_gates():
+    n = 7
+    x = all_bit_strings(n)
+    count = x.sum(dim=1)
+    b = parity_chain(x, "binary")[:, n:]                     # MSB first, 3 digits for n=7
+    assert chain_length(n, "binary") == 3 == b.shape[1]
+    assert chain_length(12, "binary") == 4 and chain_length(15, "binary") == 4
+    assert chain_length(16, "binary") == 5
+    assert torch.equal(b[:, 0] * 4 + b[:, 1] * 2 + b[:, 2], count)
+    assert torch.equal(b[:, 1], ((count - 4 * b[:, 0]) >= 2).long())
+    u = parity_chain(x, "unary")[:, n:]
+    signs = torch.tensor([(-1) ** j for j in range(n)])      # u_1 - u_2 + u_3 - ...
+    assert torch.equal(u[:, :n], (count[:, None] >= torch.arange(1, n + 1)).long())
+    assert torch.equal(u[:, -1], ((u[:, :n] * signs).sum(dim=1) >= 1).long())
+
+
+def test_shared_weights_depend_only_on_the_distance():
+    torch.manual_seed(0)
+    model = NextTokenNet(6, models=2, shared=True)             # linear, tied weights
+    assert model.w.shape == (2, 6, 2, 2) and model.b.shape == (2, 1, 2)
+    x = torch.randint(0, 2, (5, 6))
+    onehot = torch.nn.functional.one_hot(x, 2).float()          # (B, T, V)
+    with torch.no_grad():
+        want = torch.stack([
+            torch.stack([model.b[m, 0] + sum(onehot[:, s] @ model.w[m, t - s]
+                                             for s in range(t + 1))
+                         for t in range(6)], dim=1)
+            for m in range(2)])                                  # (M, B, T, V)
+    assert torch.allclose(model(x), want, atol=1e-6)
+    mlp = NextTokenNet(6, hidden=3, models=2, shared=True)
+    assert mlp.out.shape == (2, 1, 3, 2) and mlp(x).shape == (2, 5, 6, 2)
+    with pytest.raises(TypeError, match="shared must be a bool"):
+        NextTokenNet(6, shared=1)
+
+
 def test_linear_model_is_causal_and_batched_models_are_independent():
     torch.manual_seed(0)
     model = NextTokenNet(8, models=2)

@@ -9,6 +9,12 @@ chain needs.
 Formats for the parity of ``n`` bits ``x_1..x_n`` (tokens 0/1), all ending in the answer:
 
 * ``"none"``: ``x_1..x_n  p``  -- the answer right away (chain length 1);
+* ``"binary"``: the binary digits of the count ``S = x_1 + .. + x_n``, most significant
+  first (length ``ceil(log2(n + 1))``); each digit is a threshold of the bits and the
+  digits before it, ``b_j = [S - sum_{l>j} 2^l b_l >= 2^j]``, and the last one is the
+  parity;
+* ``"unary"``: ``u_1 .. u_n  p`` with ``u_j = [S >= j]`` and
+  ``p = [u_1 - u_2 + u_3 - .. >= 1]`` (length n + 1);
 * ``"running"``: ``x_1..x_n  p_1 .. p_n`` with ``p_i = x_1 xor .. xor x_i`` (length n);
 * ``"threshold"``: ``x_1..x_n  c_1 p_1 .. c_n p_n`` with ``c_i = [p_{i-1} + x_i >= 2]``
   (an AND) and ``p_i = [p_{i-1} + x_i - 2 c_i >= 1]`` -- every token a threshold of two or
@@ -30,13 +36,15 @@ __all__ = [
     "train_chain_models",
 ]
 
-FORMATS = ("none", "running", "threshold")
+FORMATS = ("none", "binary", "running", "unary", "threshold")
 
 
 def chain_length(n: int, fmt: str) -> int:
     """Tokens the model writes after the ``n`` input bits (the answer included)."""
     n = check_int("n", n, minimum=1)
-    return {"none": 1, "running": n, "threshold": 2 * n}[check_choice("fmt", fmt, FORMATS)]
+    check_choice("fmt", fmt, FORMATS)
+    return {"none": 1, "binary": n.bit_length(), "running": n, "unary": n + 1,
+            "threshold": 2 * n}[fmt]
 
 
 def parity_chain(x: torch.Tensor, fmt: str) -> torch.Tensor:
@@ -48,6 +56,14 @@ def parity_chain(x: torch.Tensor, fmt: str) -> torch.Tensor:
     p = x.cumsum(dim=1) % 2                                             # (B, n) running xor
     if fmt == "none":
         chain = p[:, -1:]
+    elif fmt == "binary":
+        count = x.sum(dim=1, keepdim=True)                              # (B, 1)
+        shifts = torch.arange(chain_length(x.shape[1], fmt) - 1, -1, -1)
+        chain = (count >> shifts) & 1                                   # (B, m) MSB first
+    elif fmt == "unary":
+        count = x.sum(dim=1, keepdim=True)
+        u = (count >= torch.arange(1, x.shape[1] + 1)).long()           # (B, n) thermometer
+        chain = torch.cat([u, p[:, -1:]], dim=1)
     elif fmt == "running":
         chain = p
     else:
@@ -76,25 +92,36 @@ class NextTokenNet(nn.Module):
     ``b_t + sum_{s<=t} W[t, s, x_s]``, one causal linear map over the embedded context.
     ``hidden=h``: the same map into ``h`` ReLU units per position, then a linear read-out
     (an MLP over the context). ``models=M`` trains M independent copies at once.
+
+    ``shared=False`` (the setting of Malach's theorem) gives every position its own
+    weights, a *time-inhomogeneous* model. ``shared=True`` ties them across positions:
+    ``W[t, s]`` depends only on the distance ``t - s`` and every position has the same
+    bias and read-out, like a causal convolution over the whole context.
     """
 
     def __init__(self, seq_len: int, vocab: int = 2, hidden: int | None = None,
-                 models: int = 1, init_std: float = 0.1):
+                 models: int = 1, init_std: float = 0.1, shared: bool = False):
         super().__init__()
         self.seq_len = check_int("seq_len", seq_len, minimum=1)
         self.vocab = check_int("vocab", vocab, minimum=2)
         self.models = check_int("models", models, minimum=1)
         if hidden is not None:
             check_int("hidden", hidden, minimum=1)
-        self.hidden = hidden
+        if not isinstance(shared, bool):
+            raise TypeError(f"shared must be a bool, got {shared!r}")
+        self.hidden, self.shared = hidden, shared
         T, V = seq_len, vocab
         width = V if hidden is None else hidden
+        P = 1 if shared else T                          # positions with their own weights
         self.register_buffer("causal", torch.tril(torch.ones(T, T)))          # (T, T)
-        self.w = nn.Parameter(torch.randn(models, T, T, V, width) * init_std)  # (M,T,T,V,H)
-        self.b = nn.Parameter(torch.zeros(models, T, width))
+        # shared: weights per distance t - s, gathered into (T, T) by this index
+        self.register_buffer("distance", (torch.arange(T)[:, None] - torch.arange(T)).clamp(min=0))
+        self.w = nn.Parameter(torch.randn(models, T, *([] if shared else [T]), V, width)
+                              * init_std)                   # (M,T,T,V,H) or (M,T,V,H)
+        self.b = nn.Parameter(torch.zeros(models, P, width))
         if hidden is not None:
-            self.out = nn.Parameter(torch.randn(models, T, hidden, V) / hidden ** 0.5)
-            self.out_b = nn.Parameter(torch.zeros(models, T, V))
+            self.out = nn.Parameter(torch.randn(models, P, hidden, V) / hidden ** 0.5)
+            self.out_b = nn.Parameter(torch.zeros(models, P, V))
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Logits (M, B, T, vocab) for token ids ``idx``: (B, T) shared or (M, B, T)."""
@@ -106,12 +133,15 @@ class NextTokenNet(nn.Module):
             idx = idx[None].expand(self.models, -1, -1)
         T = idx.shape[-1]
         onehot = nn.functional.one_hot(idx, self.vocab).float()               # (M, B, T, V)
-        w = self.w[:, :T, :T] * self.causal[:T, :T, None, None]               # (M,T,T,V,H)
-        z = torch.einsum("mtsvh,mbsv->mbth", w, onehot) + self.b[:, None, :T]  # (M,B,T,H)
+        w = self.w[:, self.distance[:T, :T]] if self.shared else self.w[:, :T, :T]
+        w = w * self.causal[:T, :T, None, None]                               # (M,T,T,V,H)
+        b = self.b.expand(-1, T, -1) if self.shared else self.b[:, :T]        # (M,T,H)
+        z = torch.einsum("mtsvh,mbsv->mbth", w, onehot) + b[:, None]           # (M,B,T,H)
         if self.hidden is None:
             return z
-        return torch.einsum("mbth,mthv->mbtv", torch.relu(z), self.out[:, :T]) \
-            + self.out_b[:, None, :T]
+        out = self.out.expand(-1, T, -1, -1) if self.shared else self.out[:, :T]
+        out_b = self.out_b.expand(-1, T, -1) if self.shared else self.out_b[:, :T]
+        return torch.einsum("mbth,mthv->mbtv", torch.relu(z), out) + out_b[:, None]
 
 
 @torch.no_grad()
@@ -149,8 +179,10 @@ def train_chain_models(
     *,
     generator: torch.Generator | None = None,
     progress: bool = True,
+    shared: bool = False,
 ) -> NextTokenNet:
-    """Train ``setup.seeds`` models of one kind on the chains of the strings ``train_x``.
+    """Train ``setup.seeds`` models of one kind on the chains of the strings ``train_x``
+    (``shared=True``: weights tied across positions, see :class:`NextTokenNet`).
 
     Batches are drawn with replacement from ``train_x`` (a fixed training set); the loss
     is the cross-entropy of every chain token (the input bits are given, not predicted).
@@ -159,7 +191,7 @@ def train_chain_models(
         raise TypeError(f"setup must be a CoTSetup, got {type(setup).__name__}")
     n = train_x.shape[1]
     M = setup.seeds
-    model = NextTokenNet(n + chain_length(n, fmt) - 1, hidden=hidden, models=M)
+    model = NextTokenNet(n + chain_length(n, fmt) - 1, hidden=hidden, models=M, shared=shared)
     g = generator
 
     def batch(step):
@@ -173,7 +205,7 @@ def train_chain_models(
 
     train(model, batch, steps=setup.steps, lr=setup.lr, grad_clip=None, loss_fn=loss,
           eval_every=setup.steps, progress=progress, desc=f"{fmt}, "
-          f"{'linear' if hidden is None else 'MLP'}")
+          f"{'linear' if hidden is None else 'MLP'}{', shared' if shared else ''}")
     return model
 
 
