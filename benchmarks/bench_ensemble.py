@@ -28,7 +28,7 @@ def cases():
     def copy_data(M, g):
         def batch(step):
             xs, ys = zip(*(copy_batch(cfg.batch_size, cfg.min_len, L, generator=g)
-                           for _ in range(M)))
+                           for _ in range(M)), strict=True)
             return (torch.stack(xs), torch.stack(ys)) if M > 1 else (xs[0], ys[0])
         return batch
 

@@ -73,7 +73,7 @@ def main() -> None:
                     proc.wait()
     idle1 = statistics.median(times[("idle", 1)])
     print(f"{args.steps} ICL-MC training steps (default ICLSetup), median of {args.repeats}")
-    print(f"| load | threads | seconds | x idle, 1 thread |\n|---|---|---|---|")
+    print("| load | threads | seconds | x idle, 1 thread |\n|---|---|---|---|")
     for (load, t), v in times.items():
         m = statistics.median(v)
         print(f"| {load} | {t} | {m:.2f} | {m / idle1:.2f} |")

@@ -126,6 +126,8 @@ def test_gd_sweep_reports_per_instance_scores():
         assert out[c]["recovery"] == pytest.approx(out[c]["recovered"].mean())
         assert out[c]["ari"] == pytest.approx(out[c]["aris"].mean())
         assert sorted(out[c]["snapshots"]) == [0, 150, 300]
+        assert out[c]["final_loss"].shape == (3,) and out[c]["losses"].shape == (300,)
+    assert out[30]["final_loss"].max() < 0.05           # recovered: near the planted 0
     assert out[30]["recovery"] == 1.0                   # S = 30 N ln N: plenty
     assert out[2]["ari"] < out[30]["ari"]
 
@@ -179,3 +181,76 @@ def test_colouring_reduction_consistency_equals_proper_colouring():
     effort = solver_effort(gx, gy, 60, 3, g=gg, shared=True)
     assert effort["status"] in ("satisfiable", "unsatisfiable") and effort["conflicts"] >= 0
     assert len(random_graph(50, 4.0, seed=2)) == 100
+
+
+def test_uniqueness_is_up_to_the_relabellings_that_leave_g_unchanged():
+    from seqtheory.partitions import g_symmetries, samples_for
+
+    # issue 17: N = 32, seed 13 has a g with a class-relabelling symmetry; the alternative
+    # the solver found used to be the same partition under other names ("ambiguous")
+    pb = planted_problem(32, 3, 3, seed=13)
+    sigmas = g_symmetries(pb.g)
+    assert len(sigmas) > 1 and all(np.array_equal(s, np.arange(3)) for s in sigmas[0])
+    for sig in sigmas:                                    # each really leaves g unchanged
+        assert np.array_equal(pb.g[np.ix_(*sig)], pb.g)
+    x, y = sample(pb, samples_for(16, 32), seed=10_013)
+    res = solve_partitions(x, y, 32, 3, g=pb.g)
+    assert res.status == "unique" and same_partition(res.labels, pb.labels)
+    # a genuinely different partition is still reported: few samples stay ambiguous
+    few = solve_partitions(x[:60], y[:60], 32, 3, g=pb.g)
+    assert few.status == "ambiguous"
+    assert not same_partition(few.alternative, few.labels)
+    # a g with no symmetry has only the identity; the colouring g has all 3! of them
+    assert len(g_symmetries(planted_problem(32, 3, 3, seed=0).g)) == 1
+    assert len(g_symmetries(1 - np.eye(3, dtype=int), shared=True)) == 6
+    with pytest.raises(ValueError, match="g must have shape"):
+        g_symmetries(np.zeros((2, 3)))
+
+
+def test_recovery_threshold_is_the_smallest_recovering_prefix():
+    from seqtheory.partitions import recovery_threshold, samples_for, threshold_sweep
+
+    for t in range(3):
+        pb = planted_problem(24, 3, 3, seed=t)
+        s_max = samples_for(16, 24)
+        S = recovery_threshold(pb, s_max, seed=7 + t)
+        x, y = sample(pb, s_max, seed=7 + t)
+        ok = [solve_partitions(x[:n], y[:n], 24, 3, g=pb.g) for n in (S, int(S / 1.03) - 1)]
+        assert ok[0].status == "unique" and same_partition(ok[0].labels, pb.labels)
+        assert not (ok[1].status == "unique" and same_partition(ok[1].labels, pb.labels))
+        # the g-unknown path (plain bisection with fresh solves) agrees in kind
+        assert recovery_threshold(pb, s_max, seed=7 + t, g_known=False) >= S
+    assert recovery_threshold(planted_problem(24, 3, 3, seed=0), 10) == 11   # never
+    out = threshold_sweep((12,), 3, progress=False)
+    assert out[12]["S"].shape == (3,) and len(out[12]["problems"]) == 3
+    with pytest.raises(ValueError, match="s_max must be >= 1"):
+        recovery_threshold(pb, 0)
+
+
+def test_separation_rates_and_survival_prediction():
+    from seqtheory.partitions import separation_rates, survival_prediction
+
+    pb = planted_problem(30, 3, 3, seed=2)
+    rho = separation_rates(pb)
+    assert rho.shape == (3, 3, 3) and np.allclose(rho, rho.transpose(0, 2, 1))
+    assert np.allclose(rho[:, np.arange(3), np.arange(3)], 0) and (rho <= 1).all()
+    # Monte Carlo: the fraction of samples that rule out "token in class a+1" for slot 0
+    x, y = sample(pb, 40_000, seed=3)
+    cls = pb.labels[np.arange(3), x]
+    alt = cls.copy()
+    alt[:, 0] = (alt[:, 0] + 1) % 3
+    ruled = pb.g[tuple(alt.T)] != y
+    for a in range(3):
+        hit = cls[:, 0] == a
+        assert ruled[hit].mean() == pytest.approx(rho[0, a, (a + 1) % 3], abs=0.02)
+    mu = survival_prediction(pb, np.array([0, 100, 10_000]))
+    assert mu[0] == pytest.approx(3 * 30 * 2) and mu[1] < mu[0] and mu[2] < 1e-6
+
+
+def test_train_embeddings_per_run_losses():
+    pbs = [planted_problem(6, 2, 2, seed=s) for s in range(2)]
+    data = [sample(pb, 80, seed=s) for s, pb in enumerate(pbs)]
+    xs, ys = [d[0] for d in data], [d[1] for d in data]
+    _, mean, _ = train_embeddings(xs, ys, 6, 2, m=2, steps=20, lr=0.05)
+    _, per, _ = train_embeddings(xs, ys, 6, 2, m=2, steps=20, lr=0.05, per_run=True)
+    assert per.shape == (20, 2) and np.allclose(per.mean(1), mean, atol=1e-6)

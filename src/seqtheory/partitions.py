@@ -38,6 +38,11 @@ __all__ = [
     "sample",
     "encode_cnf",
     "solve_partitions",
+    "g_symmetries",
+    "recovery_threshold",
+    "threshold_sweep",
+    "survival_prediction",
+    "separation_rates",
     "SatResult",
     "canonical",
     "same_partition",
@@ -239,13 +244,41 @@ def _decode(model: list[int], layout: dict) -> tuple[np.ndarray, np.ndarray | No
     return labels, g
 
 
+def g_symmetries(g: np.ndarray, *, shared: bool = False) -> list[tuple]:
+    """Class relabellings that leave g unchanged: tuples ``(sigma_1, ..., sigma_I)`` of
+    permutations of 0..K-1 (as arrays) with ``g[sigma_1(c_1), ..., sigma_I(c_I)] = g[c]``
+    for every class tuple c.  The identity is always first.  With ``shared=True`` (one
+    partition for all groups) only relabellings with sigma_1 = ... = sigma_I count.
+
+    If partitions ``Pi`` explain the samples, so do ``sigma_i o Pi_i``: with g known, these
+    are the same partitions under other class names, not a different answer.
+    """
+    import itertools
+
+    g = np.asarray(g)
+    if g.ndim < 1 or len(set(g.shape)) != 1:
+        raise ValueError(f"g must have shape (K,) * I, got {g.shape}")
+    K, I = g.shape[0], g.ndim  # noqa: E741
+    perms = [np.array(p) for p in itertools.permutations(range(K))]
+    choices = ([(p,) * I for p in perms] if shared
+               else itertools.product(perms, repeat=I))
+    out = []
+    for sig in choices:
+        if np.array_equal(g[np.ix_(*sig)], g):
+            out.append(tuple(sig))
+    return out
+
+
 def solve_partitions(x, y, N: int, K: int, *, g: np.ndarray | None = None,
                      shared: bool = False, check_unique: bool = True,
                      solver: str = "cadical153") -> SatResult:
     """Find partitions consistent with the samples and decide whether they are unique.
 
-    After a first solution, a clause excluding that partition (up to relabelling when g is
-    unknown, exactly when g is known) is added and the solver is asked again.
+    After a first solution, clauses excluding that partition are added and the solver is
+    asked again.  Alternatives are compared up to relabelling: when g is unknown, symmetry
+    breaking gives every partition one labelling; when g is known, the solution's images
+    under every symmetry of g (:func:`g_symmetries`) are blocked too, since they are the
+    same partitions.
     """
     from pysat.solvers import Solver
 
@@ -260,8 +293,11 @@ def solve_partitions(x, y, N: int, K: int, *, g: np.ndarray | None = None,
             return SatResult("satisfiable", canonical(labels), g_found,
                              time.perf_counter() - start, layout["n_vars"], len(clauses))
         I = layout["I"]  # noqa: E741
-        block = [-int(1 + (i * N + n) * K + labels[i, n]) for i in range(I) for n in range(N)]
-        s.add_clause(block)
+        sigmas = g_symmetries(g, shared=shared) if g is not None else [(np.arange(K),) * I]
+        idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K      # (I, N)
+        for sig in sigmas:
+            image = np.stack([sig[i][labels[i]] for i in range(I)])             # (I, N)
+            s.add_clause((-(idx + image)).ravel().tolist())
         other = s.solve()
         alt = _decode(s.get_model(), layout)[0] if other else None
     status = "ambiguous" if other else "unique"
@@ -295,6 +331,181 @@ def random_graph(n: int, degree: float, *, seed: int = 0) -> np.ndarray:
         if u != v:
             edges.add((int(min(u, v)), int(max(u, v))))
     return np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
+
+
+def _sample_clauses(x: np.ndarray, y: np.ndarray, N: int, K: int, g: np.ndarray) -> np.ndarray:
+    """Clauses (rows of I negative literals) by which samples forbid class tuples with
+    the wrong g value, for g known and one partition per group; sample by sample."""
+    S, I = x.shape  # noqa: E741
+    tuples = np.array(np.meshgrid(*[np.arange(K)] * I, indexing="ij")).reshape(I, -1).T
+    base = 1 + (np.arange(I)[None, None, :] * N + x[:, None, :]) * K + tuples[None, :, :]
+    bad = g[tuple(tuples.T)][None, :] != y[:, None]                       # (S, K^I)
+    return -base[bad]                                                      # (n, I)
+
+
+def recovery_threshold(problem: PartitionProblem, s_max: int, *, seed: int = 0,
+                       g_known: bool = True, rel_tol: float = 0.02,
+                       solver: str = "cadical153") -> int:
+    """Smallest number of samples from which the SAT solver recovers ``problem`` exactly.
+
+    Draws one stream of ``s_max`` samples and searches over its prefixes: a prefix is a
+    success if its consistent partition is unique (up to relabelling) and the planted one.
+    Success is monotone in the prefix length (more samples only remove candidates, the
+    planted partition never), so the search is exact on a geometric grid of prefix lengths
+    with ratio ``1 + rel_tol``.  Returns ``s_max + 1`` if even all samples do not suffice.
+
+    With g known, one incremental solver serves the whole search: the samples between two
+    grid points are switched on by an activation literal (an assumption), so the CNF is
+    built once and the solver keeps what it learnt.
+    """
+    from pysat.solvers import Solver
+
+    s_max = check_int("s_max", s_max, minimum=1)
+    rel_tol = check_float("rel_tol", rel_tol, low=1e-6, high=1.0)
+    x, y = sample(problem, s_max, seed=seed)
+    N, K, I = problem.N, problem.K, problem.I  # noqa: E741
+    grid = np.unique(np.round(np.geomspace(1, s_max, 2 + int(
+        math.log(s_max) / math.log1p(rel_tol)))).astype(int))
+    grid = grid[grid <= s_max]
+    if grid[-1] != s_max:
+        grid = np.append(grid, s_max)
+
+    if not g_known:
+        def ok_at(k):
+            S = int(grid[k])
+            res = solve_partitions(x[:S], y[:S], N, K)
+            return res.status == "unique" and same_partition(res.labels, problem.labels)
+        return _search(grid, ok_at, s_max)
+
+    import gc
+
+    sigmas = g_symmetries(problem.g)
+    idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K            # (I, N)
+    token_clauses, _ = encode_cnf(x[:1], y[:1], N, K, g=problem.g)
+    n_token = I * N * (1 + K * (K - 1) // 2)
+    next_var = I * N * K + 1
+    acts: list[int] = []
+    with Solver(name=solver, bootstrap_with=token_clauses[:n_token]) as s:
+
+        def activate(k):                      # add the samples up to grid[k], guarded
+            nonlocal next_var
+            gc_was = gc.isenabled()
+            gc.disable()                      # millions of small lists: no GC passes
+            try:
+                while len(acts) <= k:
+                    j = len(acts)
+                    lo = 0 if j == 0 else int(grid[j - 1])
+                    rows = _sample_clauses(x[lo:grid[j]], y[lo:grid[j]], N, K, problem.g)
+                    a = next_var
+                    next_var += 1
+                    guarded = np.concatenate([np.full((len(rows), 1), -a), rows], 1)
+                    for clause in guarded.tolist():
+                        s.add_clause(clause)
+                    acts.append(a)
+            finally:
+                if gc_was:
+                    gc.enable()
+
+        def ok_at(k):
+            nonlocal next_var
+            activate(k)
+            if not s.solve(assumptions=acts[: k + 1]):   # pragma: no cover - planted fits
+                return False
+            model = s.get_model()
+            labels = (np.array(model[: I * N * K]) > 0).reshape(I, N, K).argmax(-1)
+            if not same_partition(labels, problem.labels):
+                return False                  # a second consistent partition exists
+            b = next_var
+            next_var += 1
+            for sig in sigmas:                # block the planted one, all its labellings
+                image = np.stack([sig[i][labels[i]] for i in range(I)])
+                s.add_clause([-b] + (-(idx + image)).ravel().tolist())
+            other = s.solve(assumptions=acts[: k + 1] + [b])
+            s.add_clause([-b])                # retire the blocking clauses
+            return not other
+
+        return _search(grid, ok_at, s_max)
+
+
+def _search(grid: np.ndarray, ok_at, s_max: int) -> int:
+    """Smallest grid[k] with ok_at(k), for a monotone ok_at: gallop up, then bisect."""
+    n = len(grid)
+    lo, k = -1, max(0, int(np.searchsorted(grid, grid[-1] / 8)))   # lo: known failure
+    while not ok_at(k):
+        if k == n - 1:
+            return s_max + 1
+        lo, k = k, min(n - 1, k + max(1, (n - k) // 3))
+    hi = k
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok_at(mid) else (mid, hi)
+    return int(grid[hi])
+
+
+def threshold_sweep(sizes, trials: int, *, K: int = 3, I: int = 3,  # noqa: E741
+                    balanced: bool = True, g_known: bool = True, c_max: float = 16.0,
+                    seed: int = 0, progress: bool = True) -> dict:
+    """:func:`recovery_threshold` for ``trials`` planted instances of every N in ``sizes``:
+    ``{N: {"S": (trials,) smallest S, "problems": [...]}}``.  Instance t uses
+    ``planted_problem(seed=seed + t)`` and sample seed ``10_000 + seed + t`` (as
+    :func:`recovery_sweep`); the search goes up to ``S = c_max N ln N``.
+
+    The exact-recovery rate at any S is the fraction of instances with threshold <= S.
+    """
+    trials = check_int("trials", trials, minimum=1)
+    out = {}
+    cells = [(N, t) for N in sizes for t in range(trials)]
+    for N, t in progress_bar(cells, desc="SAT thresholds", disable=not progress):
+        pb = planted_problem(N, K, I, balanced=balanced, seed=seed + t)
+        S = recovery_threshold(pb, samples_for(c_max, N), seed=10_000 + seed + t,
+                               g_known=g_known)
+        entry = out.setdefault(N, {"S": [], "problems": []})
+        entry["S"].append(S)
+        entry["problems"].append(pb)
+    for entry in out.values():
+        entry["S"] = np.array(entry["S"])
+    return out
+
+
+def separation_rates(problem: PartitionProblem) -> np.ndarray:
+    """rho (I, K, K): probability that a uniform sample's other tokens fall in classes where
+    g separates class a from class b of group i, ``rho[i, a, b] = P_c(g(a, c) != g(b, c))``
+    with the other groups' classes c drawn with their class frequencies.
+
+    A sample containing token n of group i (true class a) rules out "n is in class b"
+    exactly when that happens, so rho is the chance per appearance of ruling out b.
+    """
+    g, K, I = np.asarray(problem.g), problem.K, problem.I  # noqa: E741
+    freq = np.stack([np.bincount(row, minlength=K) for row in problem.labels]) / problem.N
+    rho = np.zeros((I, K, K))
+    for i in range(I):
+        gi = np.moveaxis(g, i, 0).reshape(K, -1)                         # (K, K^(I-1))
+        others = [freq[j] for j in range(I) if j != i]
+        weight = np.ones(1)
+        for f in others:
+            weight = np.outer(weight, f).ravel()                         # (K^(I-1),)
+        differ = gi[:, None, :] != gi[None, :, :]                        # (K, K, K^(I-1))
+        rho[i] = (differ * weight).sum(-1)
+    return rho
+
+
+def survival_prediction(problem: PartitionProblem, S) -> np.ndarray:
+    """Expected number of single-token errors that S samples leave standing:
+    ``sum over groups i, tokens n, wrong classes b of (1 - rho[i, a_n, b] / N) ** S``,
+    a = the token's true class (see :func:`separation_rates`).  Each surviving error is a
+    second consistent partition, so recovery needs this to be small; ``exp(-value)``
+    approximates the probability that none survives.  Vectorised over ``S``.
+    """
+    S = np.asarray(S, dtype=float)
+    rho = separation_rates(problem)                                      # (I, K, K)
+    K = problem.K
+    counts = np.stack([np.bincount(row, minlength=K) for row in problem.labels])  # (I, K)
+    wrong = ~np.eye(K, dtype=bool)
+    per_pair = np.broadcast_to(counts[:, :, None], rho.shape)[:, wrong]  # (I, K(K-1))
+    rates = rho[:, wrong]
+    base = np.log1p(-rates / problem.N)                                  # (I, K(K-1))
+    return (per_pair[..., None] * np.exp(base[..., None] * S.ravel())).sum((0, 1)).reshape(
+        S.shape)
 
 
 def solver_effort(x, y, N: int, K: int, *, g=None, shared: bool = False,
@@ -413,14 +624,16 @@ def _predict_all(E, core):
 def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa: E741
                      steps: int = 2000, lr: float = 0.05, init: float = 0.1,
                      seed: int = 0, snapshot_every: int | None = None,
-                     progress: bool = False, dense: bool | None = None):
+                     progress: bool = False, dense: bool | None = None,
+                     per_run: bool = False):
     """Fit R multilinear models at once, one per (x, y) pair, by full-batch Adam.
 
     Model: every token n of group i has an embedding ``E_i[n]`` in R^m, and
     ``f(x) = T(E_1[x_1], ..., E_I[x_I])`` for a learned tensor T; squared loss on the
     labels (centred and scaled per run).  Runs may have different numbers of samples
     (padded and masked).  Returns ``(embeddings (R, I, N, m), losses (steps,),
-    snapshots {step: embeddings})`` as NumPy arrays.
+    snapshots {step: embeddings})`` as NumPy arrays; losses are the mean over runs, or
+    (steps, R), one column per run, with ``per_run=True``.
 
     The loss depends on the samples only through how often each token tuple occurs and
     the sum of its labels, so for small tables (``dense``; default: N ** I <=
@@ -459,7 +672,7 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
             flat = flat * N + X[:, :, i]                                # (R, S) tuple index
         C = torch.zeros(R, N**I).scatter_add_(1, flat, W)              # weight of each tuple
         Ysum = torch.zeros(R, N**I).scatter_add_(1, flat, W * Y)       # weighted label sum
-        const = (W * Y**2).sum()
+        const = (W * Y**2).sum(1)                                       # (R,)
     losses, snaps = [], {}
     for step in progress_bar(range(steps + 1), desc="gradient descent", disable=not progress):
         if snapshot_every and step % snapshot_every == 0:
@@ -468,14 +681,15 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
             break
         if dense:
             f = _predict_all(E, T)                                      # (R, N ** I)
-            loss = ((C * f - 2 * Ysum) * f).sum() + const
+            loss_r = ((C * f - 2 * Ysum) * f).sum(1) + const            # (R,)
         else:
             embedded = [E[:, i][runs, X[:, :, i]] for i in range(I)]   # I x (R, S, m)
-            loss = (W * (_contract(embedded, T) - Y) ** 2).sum()
+            loss_r = (W * (_contract(embedded, T) - Y) ** 2).sum(1)    # (R,)
+        loss = loss_r.sum()
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(loss.item() / R)
+        losses.append(loss_r.detach().numpy().copy() if per_run else loss.item() / R)
     return E.detach().numpy(), np.array(losses), snaps
 
 
@@ -525,23 +739,30 @@ class PartitionSetup:
 
     K: int = 3                          # classes per group
     I: int = 3                          # groups  # noqa: E741
-    sizes: tuple = (16, 32, 64)         # N, tokens per group
-    cs: tuple = (1, 2, 3, 4, 6, 8, 10)  # c = S / (N ln N)
-    trials: int = 10                    # planted instances per (N, c)
+    sizes: tuple = (16, 32, 64, 128)    # N, tokens per group
+    cs: tuple = (1, 2, 3, 4, 6, 8, 10)  # c = S / (N ln N) on the recovery plot
+    trials: int = 30                    # planted instances per N (recovery thresholds)
     gd_N: int = 32
+    gd_sizes: tuple = (16, 32)          # N for gradient descent (gd_N is the main one)
     gd_cs: tuple = (4, 8, 12, 16, 32)
     gd_runs: int = 8                    # trained together as one tensor program
     gd_steps: int = 1500
     colouring_sizes: tuple = (100, 200, 300, 350)
     colouring_graphs: int = 3
-    variation_trials: int = 40          # instances per c, balanced vs imbalanced classes
+    colouring_degrees: tuple = (3.0, 4.0, 4.3, 4.6, 5.0, 6.0)
+    effort_sizes: tuple = (64, 128)     # N for solver effort against c (planted)
+    effort_cs: tuple = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0)
+    effort_trials: int = 6
+    variation_trials: int = 30          # imbalanced instances at N = 32
     unknown_k_trials: int = 8           # instances for the unknown-K variation
 
 
 #: CPU default and FULL=1 sizes of the partitions chapter
 SETUP = Sizes(cpu=PartitionSetup(),
-              full=PartitionSetup(sizes=(16, 32, 64, 128), trials=50, gd_runs=32,
+              full=PartitionSetup(sizes=(16, 32, 64, 128, 256), trials=100, gd_runs=32,
+                                  gd_sizes=(16, 32, 64),
                                   colouring_sizes=(100, 200, 300, 400, 450),
+                                  effort_sizes=(64, 128, 256), effort_trials=20,
                                   variation_trials=100, unknown_k_trials=32))
 
 
@@ -581,7 +802,10 @@ def gd_sweep(N: int, cs, runs: int, *, K: int = 3, I: int = 3, steps: int = 1500
     mean adjusted Rand index over ``runs`` planted instances trained as one program.
 
     Returns ``{c: {"recovery", "ari", "recovered", "aris", "embeddings", "labels",
-    "problems", "snapshots", "losses"}}``; ``recovered`` and ``aris`` are per instance.
+    "problems", "snapshots", "losses", "final_loss"}}``; ``recovered``, ``aris`` and
+    ``final_loss`` (training loss after the last step; standardised labels, so 1 is the
+    loss of predicting the mean and the planted partitions reach 0) are per instance,
+    ``losses`` the mean training curve.
     """
 
 
@@ -592,7 +816,7 @@ def gd_sweep(N: int, cs, runs: int, *, K: int = 3, I: int = 3, steps: int = 1500
                 for r, pb in enumerate(problems)]
         emb, losses, snaps = train_embeddings([d[0] for d in data], [d[1] for d in data],
                                               N, I, m=K, steps=steps, lr=lr, seed=seed,
-                                              snapshot_every=snapshot_every)
+                                              snapshot_every=snapshot_every, per_run=True)
         labels = kmeans(emb.reshape(-1, N, K), K).reshape(runs, I, N)
         rec = [same_partition(labels[r], problems[r].labels) for r in range(runs)]
         ari = [np.mean([adjusted_rand_index(labels[r, i], problems[r].labels[i])
@@ -600,5 +824,6 @@ def gd_sweep(N: int, cs, runs: int, *, K: int = 3, I: int = 3, steps: int = 1500
         out[c] = {"recovery": float(np.mean(rec)), "ari": float(np.mean(ari)),
                   "recovered": np.array(rec), "aris": np.array(ari),
                   "embeddings": emb, "labels": labels, "problems": problems,
-                  "snapshots": snaps, "losses": losses}
+                  "snapshots": snaps, "losses": losses.mean(1),
+                  "final_loss": losses[-1]}
     return out
