@@ -6,7 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqtheory.markov import sample_switching
-from seqtheory.tokenization import BPE, LZW, FixedBlocks, token_lengths, unigram_cross_entropy
+from seqtheory.tokenization import (
+    BPE,
+    LZW,
+    FixedBlocks,
+    block_unigram_entropy,
+    token_lengths,
+    unigram_cross_entropy,
+)
 
 symbols = st.lists(st.integers(0, 2), min_size=0, max_size=300).map(np.array)
 
@@ -190,3 +197,68 @@ def test_bpe_train_matches_reference_counting():
         return merges
 
     assert BPE.train(x[:3000], 24).merges == reference(x[:3000], 24)
+
+
+# ------------------------------------------------------------ exact loss of fixed blocks
+def empirical_block_entropy(x, r):
+    """Plug-in entropy per symbol of the r-bit blocks of a long stream (Monte Carlo)."""
+    blocks = FixedBlocks(r).encode(x[: x.size // r * r])
+    counts = np.bincount(blocks, minlength=2 ** r).astype(float)
+    freq = counts[counts > 0] / counts.sum()
+    return float(-(freq * np.log2(freq)).sum() / r)
+
+
+@pytest.mark.parametrize("k,p,q", [(1, 0.8, 0.8), (2, 0.2, 0.3), (3, 0.5, 0.8)])
+def test_block_unigram_entropy_matches_monte_carlo(k, p, q):
+    x = sample_switching(1, 600_000, p, q, k=k,
+                         generator=torch.Generator().manual_seed(7))[0].numpy()
+    r = np.arange(1, 9)
+    exact = block_unigram_entropy(p, q, k, r)
+    mc = np.array([empirical_block_entropy(x, int(ri)) for ri in r])
+    # plug-in bias ~ 2^r / (2 N ln 2) per block, sampling sd ~ 1e-3: within 0.004
+    assert np.abs(exact - mc).max() < 0.004, (exact, mc)
+
+
+def test_block_unigram_entropy_closed_form():
+    from seqtheory.markov import switching_entropy_rate, switching_unigram_entropy
+
+    H, U = switching_entropy_rate(0.8, 0.8), switching_unigram_entropy(0.8, 0.8)
+    # the issue's number: k = 4, r = 6
+    assert abs(block_unigram_entropy(0.8, 0.8, 4, 6) - 0.9073) < 1e-4
+    # r <= k: the character-level unigram loss h(pi_1), for p != q too
+    for r in (1, 2, 3):
+        assert block_unigram_entropy(0.2, 0.3, 3, r) == pytest.approx(
+            switching_unigram_entropy(0.2, 0.3))
+    # r >= k: H + k (U - H) / r, vectorised over r; tends to H
+    r = np.array([4, 8, 100])
+    assert np.allclose(block_unigram_entropy(0.8, 0.8, 4, r), H + 4 * (U - H) / r)
+    assert isinstance(block_unigram_entropy(0.8, 0.8, 4, 6), float)
+    assert block_unigram_entropy(0.8, 0.8, 1, 10, base=np.e) == pytest.approx(
+        block_unigram_entropy(0.8, 0.8, 1, 10) * np.log(2))
+
+
+def test_block_unigram_entropy_validates():
+    with pytest.raises(ValueError, match="r must be >= 1"):
+        block_unigram_entropy(0.8, 0.8, 2, 0)
+    with pytest.raises(TypeError, match="r must be"):
+        block_unigram_entropy(0.8, 0.8, 2, 2.5)
+    with pytest.raises(ValueError, match="k"):
+        block_unigram_entropy(0.8, 0.8, 0, 3)
+
+
+def test_race_is_seeded_and_counts_characters():
+    from seqtheory.tokenization import SETUP, race
+
+    small = SETUP.cpu.__class__(n_symbols=20_000, char_length=32, token_length=8,
+                                batch_size=4)
+    a = race(small, steps=4, seeds=(0,), eval_every=2, progress=False)
+    b = race(small, steps=4, seeds=(0,), eval_every=2, progress=False)
+    for kind in ("characters", "tokens"):
+        assert np.array_equal(a.histories[kind][0].metric("bits/char")[1],
+                              b.histories[kind][0].metric("bits/char")[1])
+        assert a.chars_seen[kind][0].shape == (5,)
+    assert np.all(np.diff(a.chars_seen["characters"][0]) == 4 * 32)
+    assert np.all(a.chars_seen["tokens"][0][1:] >= 4 * 8)
+    assert 0.5 < a.unigram_bits < 1.5
+    with pytest.raises(ValueError, match="kind"):
+        race(small, steps=1, seeds=(0,), kinds=("words",), progress=False)

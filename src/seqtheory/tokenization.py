@@ -26,7 +26,8 @@ from .utils import Sizes, check_choice, check_int
 
 __all__ = [
     "BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths", "encode_rows",
-    "token_batch", "unigram_sweep", "switching_sampler", "TokenizationSetup", "SETUP",
+    "token_batch", "unigram_sweep", "switching_sampler", "block_unigram_entropy",
+    "RaceResult", "race", "TokenizationSetup", "SETUP",
 ]
 
 
@@ -345,6 +346,30 @@ def unigram_cross_entropy(train_ids, test_ids, vocab_size: int, n_test_symbols: 
 
 
 
+def block_unigram_entropy(p: float, q: float, k: int, r, base: float = 2.0):
+    """Exact cross-entropy per symbol of the best unigram model over blocks of ``r`` bits.
+
+    For the stationary k-th order switching source a block of r bits holds
+    ``n_j = ceil((r - j) / k)`` bits of interleaved chain j (j < min(r, k)); each chain's
+    first bit costs h(pi_1), each later one the entropy rate H, so the block entropy is
+    ``min(r, k) h(pi_1) + max(r - k, 0) H`` and, per symbol,
+    ``H + min(r, k) (h(pi_1) - H) / r`` (= h(pi_1) for r <= k, H + k (h(pi_1) - H) / r for
+    r >= k).  ``r`` may be an int or an array of ints (vectorised).
+    """
+    from .markov import switching_entropy_rate, switching_unigram_entropy
+
+    k = check_int("k", k, minimum=1)
+    r_arr = np.asarray(r)
+    if r_arr.size == 0 or not np.issubdtype(r_arr.dtype, np.integer):
+        raise TypeError(f"r must be an int or an array of ints, got {r!r}")
+    if r_arr.min() < 1:
+        raise ValueError(f"r must be >= 1, got {r_arr.min()}")
+    H = switching_entropy_rate(p, q, base)
+    U = switching_unigram_entropy(p, q, base)
+    out = H + np.minimum(r_arr, k) * (U - H) / r_arr
+    return float(out) if out.ndim == 0 else out
+
+
 TOKENIZERS = ("BPE", "LZW", "blocks")
 
 
@@ -414,11 +439,107 @@ def switching_sampler(batch: int, T: int, p: float, q: float, *, k: int = 1):
     return sample
 
 
+@dataclass
+class RaceResult:
+    """Characters versus tokens: one History per seed and kind, plus what the chapter plots."""
+
+    bpe: BPE                      # the race's BPE tokenizer (trained on one 10^6-bit stream)
+    histories: dict               # kind -> [History per seed]; metrics "bits/char", "seconds"
+    chars_seen: dict              # kind -> [(steps + 1,) cumulative target characters per seed]
+    unigram_bits: float           # unigram model over the BPE tokens on the held-out targets
+    seeds: tuple
+
+
+RACE_KINDS = ("characters", "tokens")
+
+
+def race(setup: TokenizationSetup | None = None, *, steps: int | None = None, seeds=None,
+         kinds: Sequence[str] = RACE_KINDS, k: int = 4, p: float = 0.8, q: float = 0.8,
+         d: int = 64, eval_every: int = 25, progress: bool = True) -> RaceResult:
+    """Train the same 2-layer transformer on characters and on BPE-``d`` tokens.
+
+    One run per seed (weights ``seeded(s)``, data stream ``make_generator(100 + s)``);
+    held-out loss per character every ``eval_every`` steps.  The tokenizer and the held-out
+    sets come from ``make_generator(0)``.  With the constant learning rate the first N
+    steps of a longer run are the N-step run.
+    """
+    import math
+    import time
+
+    import torch
+
+    from .markov import sample_switching
+    from .models import Transformer, TransformerConfig
+    from .training import TrainConfig, train
+    from .utils import make_generator, seeded
+
+    setup = SETUP.pick() if setup is None else setup
+    steps = check_int("steps", setup.lm_steps if steps is None else steps, minimum=1)
+    seeds = tuple(setup.race_seeds if seeds is None else seeds)
+    for kind in kinds:
+        check_choice("kind", kind, RACE_KINDS)
+    gen = make_generator(0)
+    train_x = sample_switching(1, setup.n_symbols, p, q, k=k, generator=gen)[0]
+    bpe, seen_train = BPE.train(train_x, d, snapshots=[d])
+    held_chars = sample_switching(64, setup.char_length + 1, p, q, k=k, generator=gen)
+    # rows of 700 characters give at least token_length + 1 BPE-64 tokens
+    held_in, held_tgt, held_sym = token_batch(
+        bpe, sample_switching(128, 700, p, q, k=k, generator=gen), setup.token_length)
+    counts = np.bincount(seen_train[d], minlength=bpe.vocab_size) + 0.5
+    logq = np.log2(counts / counts.sum())
+    tgt = held_tgt.numpy()
+    unigram_bits = float(-logq[tgt[tgt >= 0]].sum() / held_sym.sum().item())
+    char_rows = switching_sampler(setup.batch_size, setup.char_length + 1, p, q, k=k)
+    token_rows = switching_sampler(setup.batch_size, 700, p, q, k=k)
+
+    def char_eval(m):
+        ce = torch.nn.functional.cross_entropy(
+            m(held_chars[:, :-1]).flatten(0, 1), held_chars[:, 1:].flatten())
+        return ce.item() / math.log(2)
+
+    def token_eval(m):
+        ce = torch.nn.functional.cross_entropy(
+            m(held_in).flatten(0, 1), held_tgt.flatten(), ignore_index=-100, reduction="sum")
+        return ce.item() / held_sym.sum().item() / math.log(2)
+
+    histories, chars_seen = {}, {}
+    for kind in kinds:
+        vocab, T = (2, setup.char_length) if kind == "characters" else (d, setup.token_length)
+        runs, seen_runs = [], []
+        for s in seeds:
+            with seeded(s):
+                model = Transformer(TransformerConfig(vocab_size=vocab, max_len=T, n_layers=2,
+                                                      n_heads=2, d_model=32))
+            data, seen = make_generator(100 + s), [0]
+
+            def batch(step, data=data, seen=seen, kind=kind):
+                if kind == "characters":
+                    x = char_rows(data)
+                    seen.append(x.shape[0] * (x.shape[1] - 1))
+                    return x[:, :-1], x[:, 1:]
+                inputs, targets, symbols = token_batch(bpe, token_rows(data),
+                                                       setup.token_length)
+                seen.append(int(symbols.sum()))
+                return inputs, targets
+
+            start = time.perf_counter()
+            evaluate = char_eval if kind == "characters" else token_eval
+            runs.append(train(
+                model, batch, TrainConfig(steps=steps, eval_every=eval_every),
+                eval_fn=lambda m, step, ev=evaluate, t0=start: {
+                    "bits/char": ev(m), "seconds": time.perf_counter() - t0},
+                desc=f"{kind}, seed {s}", progress=progress))
+            seen_runs.append(np.cumsum(seen))
+        histories[kind], chars_seen[kind] = runs, seen_runs
+    return RaceResult(bpe, histories, chars_seen, unigram_bits, seeds)
+
+
 @dataclass(frozen=True)
 class TokenizationSetup:
     """Sizes of the tokenization chapter's experiments."""
 
     n_symbols: int = 1_000_000         # training stream = test stream length (unigram sweep)
+    n_short: int = 100_000             # the short training stream (large dictionaries overfit)
     dictionary_sizes: tuple = (4, 16, 64, 256, 1024)
     trap_steps: int = 2500             # 1-layer tied model: long enough to see it escape
     trap_seeds: tuple = (0, 1, 2)      # seeds of every condition of the trap experiment
