@@ -4,7 +4,7 @@ Trains transformers on binary order-m Markov chains (m = 1, 2, 3; rows ~ Dirichl
 T = 100) and records, every `eval_every` steps, the held-out loss and the KL divergence
 from the Bayes in-context (m+1)-gram rule and from the m-gram rule to the model.
 
-    SEQTHEORY_NUM_THREADS=1 python scripts/icl_depth.py   # CPU size, 3 seeds: ~30 min, one core
+    SEQTHEORY_NUM_THREADS=1 python scripts/icl_depth.py   # CPU size, 3 seeds: ~1 h, one core
     FULL=1 python scripts/icl_depth.py     # longer runs, 3 seeds (for a GPU machine)
 
 The seeds can be split over processes and merged afterwards:
@@ -12,6 +12,16 @@ The seeds can be split over processes and merged afterwards:
     python scripts/icl_depth.py --seeds 1 --out /tmp/depth1.json &
     python scripts/icl_depth.py --seeds 2 --out /tmp/depth2.json &
     wait; python scripts/icl_depth.py --merge /tmp/depth0.json /tmp/depth1.json /tmp/depth2.json
+
+and so can the architectures (indices into ARCHITECTURES), e.g. to add the models without
+LayerNorm to an existing file:
+
+    python scripts/icl_depth.py --architectures 3 --orders 1 --out /tmp/noln_o1.json  # etc.
+    python scripts/icl_depth.py --merge src/seqtheory/data/icl_depth.json /tmp/noln_o1.json \
+        /tmp/noln_o2.json /tmp/noln_o3.json
+
+That is how the two-layer model without LayerNorm (index 3) was added to the shipped file,
+one process per order; index 4 (four layers without LayerNorm) is defined but not archived.
 
 writes src/seqtheory/data/icl_depth.json (shipped with the library, so the chapter can load
 it in Colab too: seqtheory.utils.load_data("icl_depth.json")). Each run is seeded, so the file
@@ -37,24 +47,44 @@ from seqtheory.utils import cpu_name
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_depth.json"
 
 ARCHITECTURES = {
-    # label: changes to the main ICL set-up (all with d_model = 32, one head per layer)
+    # label: changes to the main ICL set-up (all with d_model = 32, one head per layer,
+    # pre-LN LayerNorm unless the label says otherwise)
     "3 layers, MLP": dict(n_layers=3, attn_only=False),
     "2 layers, attention-only": dict(n_layers=2, attn_only=True),
     "4 layers, attention-only": dict(n_layers=4, attn_only=True),
+    # the same attention-only models without any LayerNorm: separates depth from the
+    # normalisation that the constant-depth construction relies on
+    "2 layers, attention-only, no LayerNorm": dict(n_layers=2, attn_only=True,
+                                                   layer_norm=False),
+    "4 layers, attention-only, no LayerNorm": dict(n_layers=4, attn_only=True,
+                                                   layer_norm=False),
 }
 RUN = Sizes(cpu=dict(steps=2000, seeds=(0, 1, 2)), full=dict(steps=8000, seeds=(0, 1, 2)))
 
 
+def _parts(data: dict) -> list[dict]:
+    """The parts (seeds, architectures, date, device) that one output file holds."""
+    meta = data["meta"]
+    archs = meta.get("architectures") or sorted({r["architecture"] for r in data["runs"]},
+                                                key=list(ARCHITECTURES).index)
+    orders = sorted({r["order"] for r in data["runs"]})
+    if "parts" in meta:             # an already merged file: keep its own record
+        return [{"architectures": archs, "orders": orders, **p} for p in meta["parts"]]
+    return [{"seeds": meta["size"]["seeds"], "architectures": archs, "orders": orders,
+             "date": meta.get("date", "not recorded"),
+             "device": meta.get("device", "not recorded")}]
+
+
 def merge(paths: list[Path]) -> None:
-    """Combine the runs of several output files (one per seed) into OUT."""
+    """Combine the runs of several output files (seeds or architectures) into OUT."""
     parts = [json.loads(Path(p).read_text()) for p in paths]
     meta = dict(parts[0]["meta"])
     meta["size"] = {**meta["size"],
                     "seeds": sorted({s for p in parts for s in p["meta"]["size"]["seeds"]})}
     meta["seconds"] = round(sum(p["meta"].get("seconds", 0) for p in parts), 1)
-    meta["parts"] = [{"seeds": p["meta"]["size"]["seeds"],
-                      "date": p["meta"].get("date", "not recorded"),
-                      "device": p["meta"].get("device", "not recorded")} for p in parts]
+    meta["parts"] = [q for p in parts for q in _parts(p)]
+    meta.pop("architectures", None)
+    meta.pop("orders", None)
     runs = [r for p in parts for r in p["runs"]]
     runs.sort(key=lambda r: (r["order"], list(ARCHITECTURES).index(r["architecture"]),
                              r["seed"]))
@@ -66,6 +96,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", help="comma-separated seeds (default: the run size's)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--architectures",
+                        help="comma-separated indices into ARCHITECTURES (default: all)")
+    parser.add_argument("--orders", default="1,2,3", help="comma-separated Markov orders")
     parser.add_argument("--merge", nargs="+", type=Path, help="merge these outputs into OUT")
     args = parser.parse_args()
     if args.merge:
@@ -73,12 +106,16 @@ def main() -> None:
     size = dict(RUN.pick())
     if args.seeds:
         size["seeds"] = tuple(int(s) for s in args.seeds.split(","))
+    archs = list(ARCHITECTURES)
+    if args.architectures:
+        archs = [archs[int(i)] for i in args.architectures.split(",")]
     threads = setup_threads()
     t0 = time.perf_counter()
     base = MAIN.pick("cpu").replace(k=2, d_model=32, steps=size["steps"], eval_every=100)
     runs = []
-    for order in (1, 2, 3):
-        for arch, changes in ARCHITECTURES.items():
+    for order in (int(m) for m in args.orders.split(",")):
+        for arch in archs:
+            changes = ARCHITECTURES[arch]
             for seed in size["seeds"]:
                 setup = base.replace(order=order, **changes)
                 start = time.perf_counter()
@@ -104,7 +141,8 @@ def main() -> None:
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "device": f"CPU ({cpu_name()}), {threads} thread(s)",
             "seconds": round(time.perf_counter() - t0, 1),
-            "setup": {k: v for k, v in base.__dict__.items()}, "size": size}
+            "setup": {k: v for k, v in base.__dict__.items()}, "size": size,
+            "architectures": archs, "orders": args.orders}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1, default=str))
     print(f"wrote {args.out}")

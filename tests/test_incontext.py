@@ -174,3 +174,63 @@ def test_history_from_record_round_trips_and_validates():
         history_from_record({**rec, "loss": [1.0]})
     with pytest.raises(TypeError, match="dict"):
         history_from_record([rec])
+
+
+def test_paper_setup_is_the_authors_configuration_and_full_uses_it():
+    from seqtheory.incontext import PAPER
+
+    assert MAIN.pick("full") == PAPER
+    cfg = PAPER.train_config(snapshot_steps=(0,))
+    assert (cfg.lr, cfg.betas, cfg.weight_decay, cfg.decay, cfg.grad_clip) == \
+        (5e-4, (0.9, 0.95), 0.1, "linear", None)
+    mc = PAPER.model_config()
+    assert (mc.pos_encoding, mc.dropout, mc.n_layers, mc.d_model) == ("relative", 0.1, 2, 16)
+    # the CPU default keeps the library defaults
+    cpu = MAIN.pick("cpu").train_config()
+    assert (cpu.lr, cpu.betas, cpu.weight_decay, cpu.grad_clip) == (1e-3, (0.9, 0.999), 0.0, 1.0)
+
+
+def test_graded_setup_samples_its_prior_and_evaluates_elsewhere():
+    g = SMALL.replace(k=2, prior="graded", ds_fraction=0.0)
+    x, P = g.sample(16, torch.Generator().manual_seed(0))
+    assert torch.equal(P[:, 0], P[:, 1])                       # i.i.d. tokens
+    run = train_icl(g, seed=0, eval_n=8, progress=False, eval_setup=SMALL.replace(k=2))
+    assert run.evaluator.setup.prior == "dirichlet"
+    with pytest.raises(TypeError, match="eval_setup"):
+        train_icl(g, progress=False, eval_setup="dirichlet")
+
+
+def test_predict_next_only_at_trained_positions():
+    from seqtheory.incontext import predict_next
+
+    s = SMALL.replace(steps=3)
+    run = train_icl(s, seed=0, eval_n=8, progress=False)
+    assert s.input_len == s.T - 1 == 19   # training inputs: the first T - 1 tokens
+    x, _ = s.sample(4, torch.Generator().manual_seed(1))
+    p = predict_next(run.model, s, x[:, : s.input_len])
+    assert p.shape == (4, 3) and torch.allclose(p.sum(-1), torch.ones(4, dtype=p.dtype))
+    with pytest.raises(ValueError, match="1..19 tokens"):
+        predict_next(run.model, s, x)             # T tokens: position T - 1 is untrained
+
+
+def test_last_position_embedding_gets_no_gradient():
+    s = SMALL.replace(steps=3)
+    run = train_icl(s, seed=0, eval_n=8, progress=False, snapshot_every=3)
+    w0 = run.history.snapshots[0]["pos_emb.weight"]
+    w3 = run.history.snapshots[3]["pos_emb.weight"]
+    assert torch.equal(w0[s.T - 1], w3[s.T - 1])               # position T - 1: untouched
+    assert not torch.equal(w0[s.T - 2], w3[s.T - 2])           # position T - 2: trained
+
+
+def test_train_icl_can_stop_once_the_switch_has_held(monkeypatch):
+    def always_bigram(self, model, step=0):
+        return {"loss": 1.0, "KL(bigram||model)": 0.01, "KL(unigram||model)": 0.1}
+
+    monkeypatch.setattr(ICLEvaluator, "__call__", always_bigram)
+    s = SMALL.replace(steps=40, eval_every=2)
+    run = train_icl(s, seed=0, eval_n=8, progress=False, stop_after_switch=4)
+    assert 4 < run.history.steps[-1] < 10                  # stopped long before 40
+    full = train_icl(s, seed=0, eval_n=8, progress=False)
+    assert full.history.steps[-1] == 40
+    with pytest.raises(ValueError, match="stop_after_switch"):
+        train_icl(s, progress=False, stop_after_switch=0)

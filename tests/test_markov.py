@@ -252,3 +252,26 @@ def test_switching_errors():
         switching_matrix(0.5, 1.0)
     with pytest.raises(ValueError, match="k must be >= 1"):
         sample_switching(2, 10, 0.5, 0.5, k=0)
+
+
+def test_graded_prior_mixes_doubly_stochastic_and_iid_chains():
+    from seqtheory.markov import graded_batch, sample_graded_matrices
+
+    for k in (2, 3):
+        P = sample_graded_matrices(2000, k, 0.3, generator=gen(1), dtype=torch.float64)
+        assert torch.allclose(P.sum(-1), torch.ones(2000, k, dtype=P.dtype))
+        ds = torch.allclose  # doubly stochastic iff columns sum to 1 as well
+        is_ds = torch.tensor([ds(m.sum(0), torch.ones(k, dtype=P.dtype), atol=1e-6)
+                              for m in P])
+        iid = (P - P[:, :1]).abs().amax((1, 2)) < 1e-12               # identical rows
+        assert (is_ds | iid).all() and abs(is_ds.double().mean().item() - 0.3) < 0.04
+    P0 = sample_graded_matrices(50, 2, 0.0, generator=gen(2))
+    assert torch.equal(P0[:, 0], P0[:, 1])
+    P1 = sample_graded_matrices(50, 2, 1.0, generator=gen(2))
+    assert torch.allclose(P1.sum(1), torch.ones(50, 2))
+    x, P = graded_batch(4, 2, 30, 0.5, generator=gen(3))
+    assert x.shape == (4, 30) and P.shape == (4, 2, 2)
+    x2, _ = graded_batch(4, 2, 30, 0.5, generator=gen(3))
+    assert torch.equal(x, x2)
+    with pytest.raises(ValueError, match="p must be"):
+        sample_graded_matrices(3, 2, 1.5)

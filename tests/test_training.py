@@ -141,3 +141,23 @@ def test_metric_names_may_clash_with_progress_bar_fields():
     hist = train(model, lambda s: previous_token_batch(4, 8, 5), steps=3, eval_every=1,
                  eval_fn=lambda m, s: {"loss": 1.0, "refresh": 2.0}, progress=True)
     assert hist.final("loss") == 1.0
+
+
+def test_decay_linear_leaves_embeddings_and_norms_alone():
+    seed_everything(0)
+    model = Transformer(TransformerConfig(vocab_size=5, max_len=8, n_layers=1, d_model=16,
+                                          attn_only=True))
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+
+    def batch(step):   # lr tiny and decay huge: the update is the decay alone
+        return previous_token_batch(16, 8, 5)
+
+    train(model, batch, TrainConfig(steps=1, lr=1e-12, weight_decay=1e9, decay="linear"),
+          progress=False)
+    after = dict(model.named_parameters())
+    # decayed by (1 - lr * wd) = 0.999: only the weights of nn.Linear layers
+    assert torch.allclose(after["unembed.weight"], 0.999 * before["unembed.weight"])
+    assert torch.allclose(after["tok_emb.weight"], before["tok_emb.weight"])
+    assert torch.allclose(after["pos_emb.weight"], before["pos_emb.weight"])
+    with pytest.raises(ValueError, match="decay must be one of"):
+        TrainConfig(decay="embeddings")

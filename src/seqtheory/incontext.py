@@ -1,7 +1,8 @@
 """In-context learning of Markov chains (ICL-MC): experiment set-ups, evaluation, mechanism.
 
-* :class:`ICLSetup` holds one experiment's task and model sizes; :data:`MAIN` is the
-  chapter's main run at CPU and ``FULL=1`` sizes, :data:`TRIGRAM` its second-order task.
+* :class:`ICLSetup` holds one experiment's task, model and optimiser settings; :data:`MAIN`
+  is the chapter's main run at CPU and ``FULL=1`` sizes (``FULL=1`` is :data:`PAPER`, the
+  configuration of the authors' code), :data:`TRIGRAM` its second-order task.
 * :class:`ICLEvaluator` measures a model on a fixed held-out batch: its loss, its KL
   divergence to every reference strategy and to the true transition row (averaged over
   positions and at the last position), and two attention statistics of the induction-head
@@ -18,6 +19,7 @@ import torch
 import torch.nn as nn
 
 from .markov import (
+    graded_batch,
     icl_mc_batch,
     kl_divergence,
     ngram_name,
@@ -31,6 +33,7 @@ from .utils import Sizes, check_int, make_generator, seed_everything
 __all__ = [
     "ICLSetup",
     "MAIN",
+    "PAPER",
     "TRIGRAM",
     "ICLEvaluator",
     "ICLRun",
@@ -42,6 +45,9 @@ __all__ = [
     "plot_phases",
     "history_from_record",
     "MinimalICL",
+    "predict_next",
+    "ABLATIONS",
+    "circuit_ablations",
 ]
 
 
@@ -53,15 +59,23 @@ class ICLSetup:
     T: int = 100                # tokens per sequence
     alpha: float = 1.0          # Dirichlet concentration of each row of P
     order: int = 1              # Markov order (1: bigram statistics are Bayes-optimal)
-    prior: str = "dirichlet"    # or "doubly_stochastic" (order 1): no unigram signal
+    prior: str = "dirichlet"    # or "doubly_stochastic" (order 1): no unigram signal, or
+    #                             "graded": doubly stochastic with probability ds_fraction,
+    #                             else i.i.d. tokens (markov.sample_graded_matrices)
+    ds_fraction: float = 1.0    # "graded" prior only: share of doubly stochastic chains
     n_layers: int = 2           # transformer depth
     n_heads: int | tuple = 1    # heads per layer (int, or one per layer)
     d_model: int = 16           # residual width
     attn_only: bool = True      # no MLPs
     layer_norm: bool = True     # pre-LN (without it the unigram plateau lasts much longer)
     pos_encoding: str = "learned"
+    dropout: float = 0.0        # dropout on embeddings, attention weights and sublayer outputs
     batch_size: int = 64        # sequences per step
     lr: float = 1e-3            # AdamW learning rate (constant)
+    betas: tuple = (0.9, 0.999)  # AdamW moment coefficients
+    weight_decay: float = 0.0   # AdamW decoupled weight decay ...
+    decay: str = "all"          # ... on "all" parameters or on "linear" weights only
+    grad_clip: float | None = 1.0  # global gradient-norm clipping (None: off)
     steps: int = 2000           # optimisation steps
     eval_every: int = 50        # evaluate every this many steps
 
@@ -70,7 +84,29 @@ class ICLSetup:
         return TransformerConfig(
             vocab_size=self.k, max_len=self.T, n_layers=self.n_layers, n_heads=self.n_heads,
             d_model=self.d_model, attn_only=self.attn_only, layer_norm=self.layer_norm,
-            pos_encoding=self.pos_encoding)
+            pos_encoding=self.pos_encoding, dropout=self.dropout)
+
+    def train_config(self, **changes) -> TrainConfig:
+        """The optimiser settings of this set-up as a :class:`TrainConfig` (``changes``, e.g.
+        ``snapshot_steps``, override its fields)."""
+        return TrainConfig(**{
+            "steps": self.steps, "lr": self.lr, "eval_every": self.eval_every,
+            "betas": tuple(self.betas), "weight_decay": self.weight_decay,
+            "decay": self.decay, "grad_clip": self.grad_clip, **changes})
+
+    @property
+    def input_len(self) -> int:
+        """Tokens the model reads per training sequence (T - 1): later positions are untrained."""
+        return self.T - 1
+
+    def sample(self, n: int, generator: torch.Generator | None = None):
+        """``n`` sequences (n, T) of this task and their transition matrices."""
+        if self.prior == "graded":
+            if self.order != 1:
+                raise ValueError(f"the graded prior needs order=1, got order={self.order}")
+            return graded_batch(n, self.k, self.T, self.ds_fraction, generator=generator)
+        return icl_mc_batch(n, self.k, self.T, self.alpha, order=self.order,
+                            prior=self.prior, generator=generator)
 
     def model(self) -> Transformer:
         """A freshly initialised transformer (uses the global seed)."""
@@ -78,8 +114,7 @@ class ICLSetup:
 
     def batch(self, step: int = 0, generator: torch.Generator | None = None):
         """A fresh training batch ``(inputs, targets)``: tokens ``x[:, :-1]`` and ``x[:, 1:]``."""
-        x, _ = icl_mc_batch(self.batch_size, self.k, self.T, self.alpha, order=self.order,
-                            prior=self.prior, generator=generator)
+        x, _ = self.sample(self.batch_size, generator)
         return x[:, :-1], x[:, 1:]
 
     def replace(self, **changes) -> ICLSetup:
@@ -90,8 +125,20 @@ class ICLSetup:
 #: the chapter's main run: k = 3, T = 100, alpha = 1, 2-layer attention-only, d_model = 16
 MAIN = Sizes(
     cpu=ICLSetup(),
-    full=ICLSetup(lr=5e-4, steps=6000, eval_every=100),  # the published learning rate
+    full=None,  # set to PAPER below
 )
+
+#: the configuration of the authors' code for the ICL-MC paper (Edelman et al., 2024; their
+#: ``training_pipeline.py``, ``mingpt/trainer.py``, ``mingpt/model_rpe.py``): relative
+#: positions, dropout 0.1, AdamW lr 5e-4, betas (0.9, 0.95), weight decay 0.1 on the weights of
+#: linear layers only, no gradient clipping, batch 64, constant rate.  Differences that remain:
+#: their relative position is a learned vector per distance dotted with the query (ours a
+#: learned scalar per distance and head), their output projections start at std 0.01 (ours
+#: 0.02), and their sequences have 101 tokens (ours T = 100).
+PAPER = ICLSetup(pos_encoding="relative", dropout=0.1, lr=5e-4, betas=(0.9, 0.95),
+                 weight_decay=0.1, decay="linear", grad_clip=None, steps=4000,
+                 eval_every=50)
+MAIN = Sizes(cpu=MAIN.cpu, full=PAPER)
 
 #: binary second-order chains (Bayes rule: the in-context trigram), two heads in layer 1 (one
 #: per offset), d_model = 32; trained by scripts/icl_trigram.py (the chapter's archived run)
@@ -149,8 +196,7 @@ class ICLEvaluator:
         n = check_int("n", n, minimum=1)
         gen = make_generator(seed)
         self.setup = setup
-        self.x, self.P = icl_mc_batch(n, setup.k, setup.T, setup.alpha, order=setup.order,
-                                      prior=setup.prior, generator=gen)
+        self.x, self.P = setup.sample(n, gen)
         refs = strategies(self.x, self.P, setup.alpha)
         self.oracle = refs.pop("oracle")
         self.strategies = refs                                      # name -> (B, T, k)
@@ -196,19 +242,56 @@ class ICLRun:
 
 def train_icl(setup: ICLSetup, *, seed: int = 0, eval_n: int = 256,
               snapshot_every: int | None = None, desc: str | None = None,
-              progress: bool = True) -> ICLRun:
+              progress: bool = True, eval_setup: ICLSetup | None = None,
+              stop_after_switch: int | None = None) -> ICLRun:
     """Seed, build the transformer of ``setup``, train it on fresh ICL-MC batches, evaluate
-    every ``setup.eval_every`` steps, and keep snapshots every ``snapshot_every`` steps."""
+    every ``setup.eval_every`` steps (on the task of ``eval_setup``, default ``setup``), and
+    keep snapshots every ``snapshot_every`` steps.  With ``stop_after_switch = n``, training
+    ends early once the evaluations of the last ``n`` steps were all closer to the bigram
+    than to the unigram rule."""
+    if eval_setup is not None and not isinstance(eval_setup, ICLSetup):
+        raise TypeError(f"eval_setup must be an ICLSetup, got {type(eval_setup).__name__}")
+    if stop_after_switch is not None:
+        check_int("stop_after_switch", stop_after_switch, minimum=1)
     seed_everything(seed)
-    evaluator = ICLEvaluator(setup, n=eval_n)
+    evaluator = ICLEvaluator(eval_setup or setup, n=eval_n)
+    closer = []                                   # per evaluation: nearer bigram than unigram?
+
+    def eval_fn(model, step):
+        out = evaluator(model, step)
+        closer.append((step, out["KL(bigram||model)"] < out["KL(unigram||model)"]))
+        return out
+
+    def stop(step, model, loss):                  # runs before the evaluation of ``step``
+        if stop_after_switch is None or not closer or not closer[-1][1]:
+            return False
+        first = next(s for s, c in reversed([(0, False), *closer]) if not c)
+        return closer[-1][0] - first >= stop_after_switch + setup.eval_every
     model = setup.model()
     snaps = () if snapshot_every is None else \
         tuple(range(0, setup.steps + 1, check_int("snapshot_every", snapshot_every, minimum=1)))
-    history = train(model, setup.batch,
-                    TrainConfig(steps=setup.steps, lr=setup.lr, eval_every=setup.eval_every,
-                                snapshot_steps=snaps),
-                    eval_fn=evaluator, desc=desc or "ICL-MC", progress=progress)
+    history = train(model, setup.batch, setup.train_config(snapshot_steps=snaps),
+                    eval_fn=eval_fn, callbacks=(stop,), desc=desc or "ICL-MC", progress=progress)
     return ICLRun(setup, model, history, evaluator)
+
+
+def predict_next(model: nn.Module, setup: ICLSetup, x: torch.Tensor) -> torch.Tensor:
+    """The model's distribution (B, k) over the token after ``x`` (B, L), float64.
+
+    ``L`` may be at most ``setup.input_len`` = T - 1, the input length of training: with
+    learned positions the embedding of position T - 1 never receives a gradient.
+    """
+    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+        raise ValueError("x must be a (B, L) tensor of token ids")
+    if not 1 <= x.shape[1] <= setup.input_len:
+        raise ValueError(f"x must have 1..{setup.input_len} tokens (the training input "
+                         f"length T - 1), got {x.shape[1]}")
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        logits = model(x)
+    model.train(was_training)
+    return logits[:, -1].double().softmax(-1)
 
 
 def plot_phases(history: History, ax=None, strategies=("uniform", "unigram", "bigram"),
@@ -364,3 +447,59 @@ class MinimalICL(nn.Module):
         off = (W.sum() - W.diagonal().sum()) / (self.k * (self.k - 1))
         return {"layer-1 weight on distance 1": attention_to_offset(a1, 1).item(),
                 "W diagonal contrast": (W.diagonal().mean() - off).item()}
+
+
+#: the ablations of :func:`circuit_ablations`: label -> (layer, what replaces its pattern)
+ABLATIONS = {
+    "layer 1: no previous-token weight": (0, "without offset 1"),
+    "layer 1: no weight on itself (control)": (0, "without offset 0"),
+    "layer 1: mean pattern": (0, "mean"),
+    "layer 1: uniform": (0, "uniform"),
+    "layer 2: mean pattern": (-1, "mean"),
+    "layer 2: uniform": (-1, "uniform"),
+}
+
+
+@torch.no_grad()
+def circuit_ablations(model: Transformer, evaluator: ICLEvaluator) -> dict[str, float]:
+    """Held-out loss (nats) of ``model`` with one piece of the induction circuit knocked out.
+
+    Each entry of :data:`ABLATIONS` replaces the attention pattern of every head of one
+    layer (layer 1 or the last layer) during the forward pass: ``without offset o`` removes
+    the weight on key ``t - o`` and renormalises the rest, ``mean`` uses the head's mean
+    pattern over the held-out batch (positions kept, content dependence removed),
+    ``uniform`` spreads the weight evenly over the prefix. ``"none"`` is the intact model.
+    """
+    from .models import attention_without_offset, uniform_causal_pattern
+
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a seqtheory Transformer, got {type(model).__name__}")
+    if not isinstance(evaluator, ICLEvaluator):
+        raise TypeError(f"evaluator must be an ICLEvaluator, got {type(evaluator).__name__}")
+    was_training = model.training
+    model.eval()
+    try:
+        x = evaluator.x                                                 # (B, T)
+        _, cache = model(x, return_cache=True)
+        n_layers = len(cache.attn)
+
+        def loss(**intervention) -> float:
+            probs = model(x, **intervention).double().softmax(-1)       # (B, T, k)
+            return sequence_loss(probs, x).mean().item()
+
+        out = {"none": loss()}
+        for label, (layer, how) in ABLATIONS.items():
+            layer %= n_layers
+            if how.startswith("without offset"):
+                o = int(how.split()[-1])
+                new = lambda p, o=o: attention_without_offset(p, o)    # noqa: E731
+                override = {layer: new}
+            elif how == "mean":
+                means = cache.attn[layer].mean(0)                       # (H, T, T)
+                override = {(layer, h): means[h] for h in range(means.shape[0])}
+            else:
+                override = {layer: uniform_causal_pattern(x.shape[1])}
+            out[label] = loss(attn_override=override)
+        return out
+    finally:
+        model.train(was_training)

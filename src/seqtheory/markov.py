@@ -441,3 +441,47 @@ def reference_losses(
         v = torch.cat(chunks)
         out[name] = (v.mean().item(), (v.std() / math.sqrt(v.numel())).item())
     return out
+
+
+# ----------------------------------------------------------------------------- graded prior
+def sample_graded_matrices(
+    batch: int, k: int, p: float, *, generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """Transition matrices (batch, k, k) from a mixture that grades how useful unigrams are.
+
+    Each matrix is, with probability ``p``, doubly stochastic (uniform stationary law: the
+    in-context unigram statistics carry no information) and otherwise has ``k`` identical
+    rows ``r ~ Dirichlet(1)`` (the tokens are i.i.d. draws from ``r``: the unigram rule is
+    Bayes-optimal and bigrams add nothing).  For ``k = 2`` the doubly stochastic matrices are
+    drawn uniformly, ``[[a, 1 - a], [1 - a, a]]`` with ``a ~ U(0, 1)``; for ``k > 2`` by
+    Sinkhorn rescaling of Dirichlet matrices (``prior="doubly_stochastic"``).  This is the
+    mixture of the authors' code for the ICL-MC paper (Edelman et al., 2024).
+    """
+    batch = check_int("batch", batch, minimum=1)
+    k = check_int("k", k, minimum=2)
+    p = check_float("p", p, low=0.0, high=1.0)
+    if generator is None:  # derive one from the global seed (see seed_everything)
+        generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,))))
+    is_ds = torch.rand(batch, generator=generator, dtype=torch.float64) < p          # (B,)
+    if k == 2:
+        a = torch.rand(batch, generator=generator, dtype=torch.float64)
+        ds = torch.stack([torch.stack([a, 1 - a], -1), torch.stack([1 - a, a], -1)], -2)
+    else:
+        ds = sample_transition_matrices(batch, k, prior="doubly_stochastic",
+                                        generator=generator, dtype=torch.float64)
+    rows = _gamma(1.0, (batch, 1, k), generator).clamp_min(torch.finfo(torch.float64).tiny)
+    iid = (rows / rows.sum(-1, keepdim=True)).expand(batch, k, k)                  # (B, k, k)
+    return torch.where(is_ds[:, None, None], ds, iid).to(dtype)
+
+
+def graded_batch(
+    batch: int, k: int, T: int, p: float, *, generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sequences (batch, T) of chains from :func:`sample_graded_matrices` and their P."""
+    T = check_int("T", T, minimum=1)
+    P = sample_graded_matrices(batch, k, p, generator=generator)
+    return sample_chains(P, T, generator=generator), P
+
+
+__all__ += ["sample_graded_matrices", "graded_batch"]

@@ -9,6 +9,13 @@ information ``learned`` (absolute embeddings), ``relative`` (a learned bias per 
 distance), ``rotary`` (RoPE), ``hard_alibi`` (each head sees only a window of the last few
 tokens, or everything with no position information) or ``none``, weight tying, and a
 different number of heads per layer.
+
+Interventions, for causal tests of a circuit: ``model(idx, head_mask={layer: heads})``
+silences heads (their output is zeroed before the output projection), and
+``model(idx, attn_override={(layer, head): pattern})`` makes a head use another attention
+pattern — a fixed (T, T) or (B, T, T) tensor such as :func:`uniform_causal_pattern` or a
+mean pattern, or a function of the head's own pattern. Both are off by default and then
+cost nothing; with ``return_cache=True`` the cache holds the patterns actually used.
 """
 from __future__ import annotations
 
@@ -24,7 +31,8 @@ import torch.nn.functional as F
 from .utils import check_choice, check_float, check_int
 
 __all__ = [
-    "POS_ENCODINGS", "ForwardCache", "Transformer", "TransformerConfig", "attention_to_offset",
+    "POS_ENCODINGS", "ForwardCache", "Transformer", "TransformerConfig", "attention_by_offset",
+    "attention_to_offset", "attention_without_offset", "uniform_causal_pattern",
     "unchecked_inputs",
 ]
 
@@ -158,11 +166,14 @@ class Attention(nn.Module):
             self.register_buffer("window_ok", dist[None] < win[:, None, None],
                                  persistent=False)                             # (H, T, T)
 
-    def forward(self, x: torch.Tensor, need_pattern: bool = True):
+    def forward(self, x: torch.Tensor, need_pattern: bool = True, override: dict | None = None,
+                masked: tuple | None = None):
         """Attention output (B, T, C) and the pattern (B, H, T, T), or None if not needed.
 
         Without ``need_pattern`` the fused ``scaled_dot_product_attention`` kernel is used
-        (about twice as fast on a CPU); both paths compute the same function.
+        (about twice as fast on a CPU); both paths compute the same function. ``override``
+        maps head -> replacement pattern (tensor or function of the head's pattern) and
+        ``masked`` lists heads whose output is zeroed (see :meth:`Transformer.forward`).
         """
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)                          # (B, T, C) each
@@ -175,12 +186,14 @@ class Attention(nn.Module):
         elif self.pos == "hard_alibi":
             bias = torch.zeros(self.window_ok.shape[0], T, T, device=x.device).masked_fill(
                 ~self.window_ok[:, :T, :T], float("-inf"))
-        if need_pattern or not _CHECK_INPUTS.get():   # (explicit path also under vmap)
+        if need_pattern or override or not _CHECK_INPUTS.get():  # (explicit under vmap too)
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
             if bias is not None:
                 scores = scores + bias
             scores = scores.masked_fill(~self.causal[:T, :T], float("-inf"))
             pattern = scores.softmax(dim=-1)                           # (B, H, T, T)
+            if override:
+                pattern = self._override(pattern, override)            # (B, H, T, T)
             y = self.drop(pattern) @ v                                 # (B, H, T, Dh)
         else:
             pattern = None
@@ -190,8 +203,37 @@ class Attention(nn.Module):
             else:
                 mask = bias.masked_fill(~self.causal[:T, :T], float("-inf"))
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        if masked:
+            keep = torch.ones(self.n_heads, 1, 1, dtype=y.dtype, device=y.device)
+            keep[list(masked)] = 0.0
+            y = y * keep                                               # (B, H, T, Dh)
         y = y.transpose(1, 2).reshape(B, T, C)                         # (B, T, C)
         return self.drop(self.out(y)), pattern
+
+    def _override(self, pattern: torch.Tensor, override: dict) -> torch.Tensor:
+        """``pattern`` (B, H, T, T) with the heads in ``override`` replaced (checked)."""
+        B, H, T, _ = pattern.shape
+        heads = list(pattern.unbind(1))                                # H x (B, T, T)
+        for h, new in override.items():
+            new = new(heads[h]) if callable(new) else new
+            where = f"attn_override for head {h}"
+            if not isinstance(new, torch.Tensor) or not new.is_floating_point():
+                raise TypeError(f"{where} must be a floating-point tensor (or a function "
+                                f"returning one), got {type(new).__name__}")
+            if new.dim() not in (2, 3) or new.shape[-2:] != (T, T) or \
+                    (new.dim() == 3 and new.shape[0] not in (1, B)):
+                raise ValueError(f"{where} must have shape ({T}, {T}) or ({B}, {T}, {T}) for "
+                                 f"this input, got {tuple(new.shape)}")
+            new = new.to(pattern.dtype).expand(B, T, T)
+            if _CHECK_INPUTS.get():
+                if bool((new.detach().triu(diagonal=1) != 0).any()):
+                    raise ValueError(f"{where} puts weight on future keys (it must be causal: "
+                                     "zero above the diagonal)")
+                if bool((new.detach() < 0).any()) or not torch.allclose(
+                        new.detach().sum(-1), torch.ones((), dtype=new.dtype), atol=1e-4):
+                    raise ValueError(f"{where} must have non-negative rows that sum to 1")
+            heads[h] = new
+        return torch.stack(heads, dim=1)                               # (B, H, T, T)
 
 
 class MLP(nn.Module):
@@ -216,8 +258,9 @@ class Block(nn.Module):
         self.ln1, self.attn = norm(), Attention(cfg, n_heads, layer)
         self.ln2, self.mlp = (None, None) if cfg.attn_only else (norm(), MLP(cfg))
 
-    def forward(self, x: torch.Tensor, need_pattern: bool = True):
-        a, pattern = self.attn(self.ln1(x), need_pattern)
+    def forward(self, x: torch.Tensor, need_pattern: bool = True, override: dict | None = None,
+                masked: tuple | None = None):
+        a, pattern = self.attn(self.ln1(x), need_pattern, override, masked)
         x = x + a                                                      # (B, T, C)
         if self.mlp is not None:
             x = x + self.mlp(self.ln2(x))
@@ -296,23 +339,78 @@ class Transformer(nn.Module):
         else:
             self._check_embeds(embeds)
 
+    def _interventions(self, head_mask, attn_override) -> tuple[list, list]:
+        """Per-layer (override dict, masked heads) from the forward's arguments, checked."""
+        n = self.cfg.n_layers
+        overrides, masks = [{} for _ in range(n)], [set() for _ in range(n)]
+
+        def layer_head(name, layer, head):
+            layer = check_int(f"{name} layer", layer, minimum=0)
+            if layer >= n:
+                raise ValueError(f"{name} layer must be in 0..{n - 1}, got {layer}")
+            head = check_int(f"{name} head", head, minimum=0)
+            if head >= self.cfg.heads[layer]:
+                raise ValueError(f"{name} head must be in 0..{self.cfg.heads[layer] - 1} for "
+                                 f"layer {layer}, got {head}")
+            return layer, head
+
+        if head_mask is not None:
+            if not isinstance(head_mask, dict):
+                raise TypeError("head_mask must be a dict {layer: head or list of heads}, "
+                                f"got {type(head_mask).__name__}")
+            for layer, heads in head_mask.items():
+                for head in heads if isinstance(heads, (list, tuple, set, range)) else (heads,):
+                    lay, h = layer_head("head_mask", layer, head)
+                    masks[lay].add(h)
+        if attn_override is not None:
+            if not isinstance(attn_override, dict):
+                raise TypeError("attn_override must be a dict {(layer, head): pattern or "
+                                f"function}}, got {type(attn_override).__name__}")
+            for key, new in attn_override.items():
+                if isinstance(key, tuple) and len(key) == 2:
+                    keys = [layer_head("attn_override", *key)]
+                elif isinstance(key, (int,)) and not isinstance(key, bool):
+                    lay, _ = layer_head("attn_override", key, 0)
+                    keys = [(lay, h) for h in range(self.cfg.heads[lay])]
+                else:
+                    raise TypeError("attn_override keys must be (layer, head) pairs or a "
+                                    f"layer index, got {key!r}")
+                if not (callable(new) or isinstance(new, torch.Tensor)):
+                    raise TypeError("attn_override values must be tensors or functions, got "
+                                    f"{type(new).__name__}")
+                for lay, h in keys:
+                    overrides[lay][h] = new
+        return overrides, [tuple(sorted(m)) for m in masks]
+
     def forward(self, idx: torch.Tensor | None = None, return_cache: bool = False, *,
-                embeds: torch.Tensor | None = None):
+                embeds: torch.Tensor | None = None, head_mask: dict | None = None,
+                attn_override: dict | None = None):
         """Next-token logits (B, T, vocab); with ``return_cache`` also a :class:`ForwardCache`.
 
         Instead of token ids, ``embeds`` (B, T, d_model) may be given: continuous inputs
         (e.g. points of R^D cut into tokens) that replace the token embedding.
+
+        Interventions (both off by default): ``head_mask={layer: head or list of heads}``
+        zeroes those heads' outputs; ``attn_override={(layer, head): pattern}`` (or
+        ``{layer: pattern}`` for every head of a layer) replaces a head's attention pattern
+        by a causal (T, T) or (B, T, T) tensor whose rows sum to 1, or by ``f(pattern)``
+        for a function ``f`` of the head's own (B, T, T) pattern. Layers and heads count
+        from 0; the cache then holds the patterns actually used.
         """
         if _CHECK_INPUTS.get():
             self.validate_input(idx, embeds=embeds)
+        if head_mask is None and attn_override is None:
+            overrides, masks = [None] * self.cfg.n_layers, [None] * self.cfg.n_layers
+        else:
+            overrides, masks = self._interventions(head_mask, attn_override)
         x = self.tok_emb(idx) if embeds is None else embeds            # (B, T, C)
         T = x.shape[1]
         if self.pos_emb is not None:
             x = x + self.pos_emb.weight[:T]                            # + (T, C)
         x = self.drop(x)
         attn, resid = [], [x]
-        for block in self.blocks:
-            x, pattern = block(x, need_pattern=return_cache)
+        for block, override, mask in zip(self.blocks, overrides, masks, strict=True):
+            x, pattern = block(x, return_cache, override, mask)
             attn.append(pattern)                                       # (B, H, T, T)
             resid.append(x)                                            # (B, T, C)
         logits = self.unembed(self.ln_f(x))                            # (B, T, V)
@@ -353,3 +451,52 @@ def attention_to_offset(pattern: torch.Tensor, offset: int = 1) -> torch.Tensor:
     if not 0 <= offset < T:
         raise ValueError(f"offset must be in 0..{T - 1} for T={T}, got {offset}")
     return pattern.diagonal(offset=-offset, dim1=-2, dim2=-1).mean(dim=-1)
+
+
+def attention_by_offset(pattern: torch.Tensor, max_offset: int) -> torch.Tensor:
+    """Attention mass by distance: (..., max_offset + 2), summing to 1 over the last dim.
+
+    Entry ``o`` (0..max_offset) is the mean weight from query ``t`` to key ``t - o``, and
+    the last entry the mean weight on keys further back, both averaged over the queries
+    ``t >= max_offset`` (for which every offset up to ``max_offset`` exists). ``pattern``
+    is (..., T, T) with rows that sum to 1, e.g. (B, heads, T, T).
+    """
+    if not isinstance(pattern, torch.Tensor) or pattern.dim() < 2 \
+            or pattern.shape[-1] != pattern.shape[-2]:
+        shape = tuple(pattern.shape) if isinstance(pattern, torch.Tensor) else type(pattern)
+        raise ValueError(f"pattern must be a tensor ending in (T, T), got {shape}")
+    T = pattern.shape[-1]
+    max_offset = check_int("max_offset", max_offset, minimum=0)
+    if max_offset >= T:
+        raise ValueError(f"max_offset must be in 0..{T - 1} for T={T}, got {max_offset}")
+    near = torch.stack([pattern.diagonal(offset=-o, dim1=-2, dim2=-1)[..., max_offset - o:]
+                        for o in range(max_offset + 1)], dim=-1)       # (..., T - max_o, O)
+    rest = 1.0 - near.sum(-1, keepdim=True)                            # (..., T - max_o, 1)
+    return torch.cat([near, rest], dim=-1).mean(dim=-2)                 # (..., O + 1)
+
+
+def uniform_causal_pattern(T: int) -> torch.Tensor:
+    """The (T, T) pattern that spreads each query's weight evenly over keys 0..t."""
+    T = check_int("T", T, minimum=1)
+    return torch.ones(T, T).tril() / torch.arange(1, T + 1)[:, None]    # (T, T)
+
+
+def attention_without_offset(pattern: torch.Tensor, offset: int) -> torch.Tensor:
+    """``pattern`` (..., T, T) with the weight on key ``t - offset`` removed and each row
+    renormalised (a row whose whole weight was there is left as it was).
+
+    An ablation for ``attn_override``: ``{(0, 0): lambda p: attention_without_offset(p, 1)}``
+    takes a head's previous-token attention away and keeps the rest of its pattern.
+    """
+    if not isinstance(pattern, torch.Tensor) or pattern.dim() < 2 \
+            or pattern.shape[-1] != pattern.shape[-2]:
+        shape = tuple(pattern.shape) if isinstance(pattern, torch.Tensor) else type(pattern)
+        raise ValueError(f"pattern must be a tensor ending in (T, T), got {shape}")
+    T = pattern.shape[-1]
+    offset = check_int("offset", offset, minimum=0)
+    if offset >= T:
+        raise ValueError(f"offset must be in 0..{T - 1} for T={T}, got {offset}")
+    idx = torch.arange(T, device=pattern.device)
+    rest = pattern * (idx[:, None] - idx[None, :] != offset)            # (..., T, T)
+    total = rest.sum(-1, keepdim=True)                                  # (..., T, 1)
+    return torch.where(total > 0, rest / total.clamp_min(1e-30), pattern)

@@ -545,7 +545,7 @@ class TokenizationSetup:
     trap_seeds: tuple = (0, 1, 2)      # seeds of every condition of the trap experiment
     control_steps: int = 300           # the runs that are not trapped (near H by then)
     trap_length: int = 64              # sequence length of the trap experiment
-    lm_steps: int = 125                # characters vs tokens (the early race, 3 seeds each)
+    lm_steps: int = 100                # characters vs tokens (the early race, 3 seeds each)
     race_seeds: tuple = (0, 1, 2)
     char_length: int = 256             # characters per training sequence
     token_length: int = 96             # BPE tokens per training sequence

@@ -42,6 +42,8 @@ class TrainConfig:
     eval_every: int = 100         # call eval_fn every this many steps (and at the end)
     snapshot_steps: tuple = ()    # steps at which to keep a copy of the weights (0 = init)
     optimizer: str = "adamw"      # "adamw" | "sgd" (plain SGD, for closed-form models)
+    decay: str = "all"            # weight decay on "all" parameters, or only on the weights
+    #                               of nn.Linear layers ("linear", minGPT's rule)
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, minimum=1)
@@ -50,6 +52,7 @@ class TrainConfig:
         check_int("warmup", self.warmup, minimum=0)
         check_choice("schedule", self.schedule, SCHEDULES)
         check_choice("optimizer", self.optimizer, ("adamw", "sgd"))
+        check_choice("decay", self.decay, ("all", "linear"))
         check_int("eval_every", self.eval_every, minimum=1)
         if self.grad_clip is not None:
             check_float("grad_clip", self.grad_clip, low=0.0, low_open=True)
@@ -158,10 +161,11 @@ def train(
     is_ensemble = isinstance(model, Ensemble)
     callbacks = list(callbacks)
     params = [p for p in model.parameters() if p.requires_grad]
+    groups = _decay_groups(model, params, cfg, is_ensemble)
     if cfg.optimizer == "adamw":
-        opt = torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+        opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
     else:
-        opt = torch.optim.SGD(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        opt = torch.optim.SGD(groups, lr=cfg.lr)
     hist = History()
     snap_at = set(cfg.snapshot_steps)
 
@@ -234,6 +238,20 @@ def train(
     bar.close()
     hist.seconds = time.perf_counter() - start
     return hist
+
+
+def _decay_groups(model: nn.Module, params: list, cfg: TrainConfig, is_ensemble: bool) -> list:
+    """Optimiser parameter groups: weight decay on every parameter, or (``decay="linear"``)
+    only on the weight matrices of ``nn.Linear`` layers, none on embeddings, norms, biases."""
+    if cfg.decay == "all" or cfg.weight_decay == 0.0:
+        return [{"params": params, "weight_decay": cfg.weight_decay}]
+    if is_ensemble:
+        raise ValueError("decay='linear' is not supported for an Ensemble; use decay='all'")
+    linear = {id(m.weight) for m in model.modules() if isinstance(m, nn.Linear)}
+    decayed = [p for p in params if id(p) in linear]
+    rest = [p for p in params if id(p) not in linear]
+    return [{"params": decayed, "weight_decay": cfg.weight_decay},
+            {"params": rest, "weight_decay": 0.0}]
 
 
 def load_snapshot(model: nn.Module, hist: History, step: int) -> nn.Module:
