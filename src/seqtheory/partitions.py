@@ -802,7 +802,8 @@ def gd_sweep(N: int, cs, runs: int, *, K: int = 3, I: int = 3, steps: int = 1500
     mean adjusted Rand index over ``runs`` planted instances trained as one program.
 
     Returns ``{c: {"recovery", "ari", "recovered", "aris", "embeddings", "labels",
-    "problems", "snapshots", "losses", "final_loss"}}``; ``recovered``, ``aris`` and
+    "problems", "samples", "snapshots", "losses", "final_loss"}}`` (``samples``: each
+    instance's training samples ``(x, y)``); ``recovered``, ``aris`` and
     ``final_loss`` (training loss after the last step; standardised labels, so 1 is the
     loss of predicting the mean and the planted partitions reach 0) are per instance,
     ``losses`` the mean training curve.
@@ -824,6 +825,6 @@ def gd_sweep(N: int, cs, runs: int, *, K: int = 3, I: int = 3, steps: int = 1500
         out[c] = {"recovery": float(np.mean(rec)), "ari": float(np.mean(ari)),
                   "recovered": np.array(rec), "aris": np.array(ari),
                   "embeddings": emb, "labels": labels, "problems": problems,
-                  "snapshots": snaps, "losses": losses.mean(1),
+                  "samples": data, "snapshots": snaps, "losses": losses.mean(1),
                   "final_loss": losses[-1]}
     return out
