@@ -9,8 +9,11 @@ alone into an empty folder (a notebook opened from GitHub has no repository next
 and executed top to bottom in that environment with ``SEQTHEORY_INSTALL_FROM`` pointing
 at this checkout, so the notebook's own setup cell pip-installs the library exactly as it
 would from the remote repository. Before each notebook the library is uninstalled again,
-so every chapter starts like a fresh Colab session. The script also checks that the setup
-cell left torch and numpy alone.
+so every chapter starts like a fresh Colab session. With ``--jobs 2`` or more, notebooks
+share the environment: the library is uninstalled once, and the setup cells install a
+wheel built once from this checkout (several source builds of one folder at the same time
+collide in its build/ directory). The script also checks that the setup cell left torch
+and numpy alone.
 
 Install constraints (e.g. torch pinned to a local wheel) come from ``PIP_CONSTRAINT``.
 """
@@ -55,8 +58,11 @@ def versions(py: Path) -> dict:
     return json.loads(out)
 
 
-def run_notebook(nb_path: Path, venv: Path, threads: int) -> tuple[str, float, str | None]:
-    """Execute one notebook alone in an empty folder; return (name, seconds, error)."""
+def run_notebook(nb_path: Path, venv: Path, threads: int,
+                 source: str | None = None) -> tuple[str, float, str | None]:
+    """Execute one notebook alone in an empty folder; return (name, seconds, error).
+
+    ``source`` is what the setup cell installs (default: this checkout)."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -66,7 +72,7 @@ def run_notebook(nb_path: Path, venv: Path, threads: int) -> tuple[str, float, s
         nb = nbformat.read(work / nb_path.name, as_version=4)
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SEQTHEORY_", "PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_"))}
-        env.update({"SEQTHEORY_INSTALL_FROM": ROOT.as_uri(),
+        env.update({"SEQTHEORY_INSTALL_FROM": source or ROOT.as_uri(),
                     "SEQTHEORY_NUM_THREADS": str(threads),
                     "JUPYTER_PATH": str(venv / "share" / "jupyter"),
                     "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
@@ -116,9 +122,17 @@ def main(argv=None) -> int:
     else:  # parallel notebooks share one environment: install the library once, first
         subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"],
                        capture_output=True)
-        results.append(run_notebook(notebooks[0], venv, threads))
+        # Setup cells that install from a source folder at the same time would build it in
+        # the same build/ directory and collide; a wheel built once installs without a
+        # build, and pip leaves an installed wheel of the same version alone.
+        wheels = Path(tempfile.mkdtemp(prefix="colab-wheel-"))
+        subprocess.run([str(py), "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w",
+                        str(wheels)], check=True, capture_output=True)
+        wheel = next(wheels.glob("seqtheory-*.whl")).as_uri()
+        results.append(run_notebook(notebooks[0], venv, threads, wheel))
         with ThreadPoolExecutor(jobs) as pool:
-            results += list(pool.map(lambda nb: run_notebook(nb, venv, threads), notebooks[1:]))
+            results += list(pool.map(lambda nb: run_notebook(nb, venv, threads, wheel),
+                                     notebooks[1:]))
     after = versions(py)
     failed = [(name, err) for name, _, err in results if err]
     if after != before:
