@@ -21,7 +21,8 @@ LayerNorm to an existing file:
         /tmp/noln_o2.json /tmp/noln_o3.json
 
 That is how the two-layer model without LayerNorm (index 3) was added to the shipped file,
-one process per order; index 4 (four layers without LayerNorm) is defined but not archived.
+one process per order; index 4 (four layers without LayerNorm) was added the same way on a
+GPU (--device cuda, one process per order and seed).
 
 writes src/seqtheory/data/icl_depth.json (shipped with the library, so the chapter can load
 it in Colab too: seqtheory.utils.load_data("icl_depth.json")). Each run is seeded, so the file
@@ -42,7 +43,7 @@ import seqtheory
 from seqtheory import Sizes, setup_threads
 from seqtheory.incontext import MAIN, train_icl
 from seqtheory.markov import ngram_name
-from seqtheory.utils import cpu_name
+from seqtheory.utils import check_device, cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_depth.json"
 
@@ -100,6 +101,7 @@ def main() -> None:
                         help="comma-separated indices into ARCHITECTURES (default: all)")
     parser.add_argument("--orders", default="1,2,3", help="comma-separated Markov orders")
     parser.add_argument("--merge", nargs="+", type=Path, help="merge these outputs into OUT")
+    parser.add_argument("--device", default="cpu", help="where to train: cpu, cuda, ...")
     args = parser.parse_args()
     if args.merge:
         return merge(args.merge)
@@ -110,6 +112,7 @@ def main() -> None:
     if args.architectures:
         archs = [archs[int(i)] for i in args.architectures.split(",")]
     threads = setup_threads()
+    device = check_device("--device", args.device)
     t0 = time.perf_counter()
     base = MAIN.pick("cpu").replace(k=2, d_model=32, steps=size["steps"], eval_every=100)
     runs = []
@@ -120,7 +123,7 @@ def main() -> None:
                 setup = base.replace(order=order, **changes)
                 start = time.perf_counter()
                 run = train_icl(setup, seed=seed, desc=f"order {order}, {arch}",
-                                progress=False)
+                                progress=False, device=device)
                 bayes, lower = ngram_name(order + 1), ngram_name(order)
                 steps, kl_bayes = run.history.metric(f"KL({bayes}||model)")
                 runs.append({
@@ -139,7 +142,9 @@ def main() -> None:
     meta = {"script": "scripts/icl_depth.py", "seqtheory": seqtheory.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": f"CPU ({cpu_name()}), {threads} thread(s)",
+            "device": f"CPU ({cpu_name()}), {threads} thread(s)" if device.type == "cpu"
+            else f"{torch.cuda.get_device_name(device)} GPU" if device.type == "cuda"
+            else str(device),
             "seconds": round(time.perf_counter() - t0, 1),
             "setup": {k: v for k, v in base.__dict__.items()}, "size": size,
             "architectures": archs, "orders": args.orders}

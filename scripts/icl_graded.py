@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 import torch
+from _archive import add_run_arguments, device_label, merge_parts
 
 import seqtheory
 from seqtheory import derive_seed, setup_threads
 from seqtheory.incontext import MAIN, switch_step, train_icl
-from seqtheory.utils import cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_graded.json"
 FRACTIONS = (1.0, 0.75, 0.5, 0.25)
@@ -39,27 +39,20 @@ def main() -> None:
     parser.add_argument("--fractions", default=",".join(map(str, FRACTIONS)),
                         help="shares p of doubly stochastic chains to train on")
     parser.add_argument("--out", type=Path, default=OUT, help="JSON to write")
-    parser.add_argument("--patience", type=int, default=500,
-                        help="stop a run once it has been closer to the bigram than to "
-                             "the unigram rule for this many steps (0: never stop early)")
-    parser.add_argument("--merge", type=Path, nargs="*", default=(),
-                        help="instead of training, merge these per-seed files into --out")
+    add_run_arguments(parser)
     args = parser.parse_args()
     if args.merge:
-        parts = [json.loads(f.read_text()) for f in args.merge]
-        meta = parts[0]["meta"]
-        runs = sorted((r for part in parts for r in part["runs"]),
-                      key=lambda r: (r["seed"], -r["ds_fraction"]))
-        meta["seeds"] = sorted({r["seed"] for r in runs})
-        meta["fractions"] = sorted({r["ds_fraction"] for r in runs}, reverse=True)
-        args.out.write_text(json.dumps({"meta": meta, "runs": runs}, default=str))
+        merged = merge_parts(args.merge, args.out, key=lambda r: (r["seed"], -r["ds_fraction"]))
+        merged["meta"]["fractions"] = sorted({r["ds_fraction"] for r in merged["runs"]},
+                                             reverse=True)
+        args.out.write_text(json.dumps(merged, default=str))
         return
     threads = setup_threads()
     base = MAIN.pick("cpu").replace(k=2, steps=STEPS)
     meta = {"script": "scripts/icl_graded.py", "seqtheory": seqtheory.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": f"CPU ({cpu_name()}), {threads} thread(s)",
+            "device": device_label(torch.device("cpu"), threads),
             "setup": {k: v for k, v in base.__dict__.items()},
             "fractions": list(FRACTIONS), "eval": "dirichlet, k=2, alpha=1", "seeds": []}
     runs = []

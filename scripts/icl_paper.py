@@ -7,10 +7,15 @@ clipping (see its docstring for what still differs from the authors' code).  Eac
 trained for PAPER.steps steps on k = 3 chains and evaluated every PAPER.eval_every steps
 on 256 held-out sequences; the switch step is seqtheory.incontext.switch_step.
 
-    SEQTHEORY_NUM_THREADS=1 python scripts/icl_paper.py [--seeds 0,1,2]
+    SEQTHEORY_NUM_THREADS=1 python scripts/icl_paper.py [--seeds 0,1,2] [--device cuda]
 
 writes src/seqtheory/data/icl_paper.json after every seed (load it with
-seqtheory.utils.load_data("icl_paper.json")).
+seqtheory.utils.load_data("icl_paper.json")).  On a GPU the archive was made with one process
+per seed, all on the same GPU (tiny models leave it mostly idle), then merged:
+
+    for s in 0 1 2 3 4 5 6 7; do python scripts/icl_paper.py --device cuda --patience 0 \
+        --seeds $s --out part$s.json & done; wait
+    python scripts/icl_paper.py --merge part*.json
 """
 from __future__ import annotations
 
@@ -22,11 +27,12 @@ import time
 from pathlib import Path
 
 import torch
+from _archive import add_run_arguments, device_label, merge_parts
 
 import seqtheory
 from seqtheory import derive_seed, setup_threads
 from seqtheory.incontext import PAPER, switch_step, train_icl
-from seqtheory.utils import cpu_name
+from seqtheory.utils import check_device
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_paper.json"
 NAMES = ("uniform", "unigram", "bigram")
@@ -36,30 +42,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--out", type=Path, default=OUT, help="JSON to write")
-    parser.add_argument("--patience", type=int, default=500,
-                        help="stop a run once it has been closer to the bigram than to "
-                             "the unigram rule for this many steps (0: never stop early)")
-    parser.add_argument("--merge", type=Path, nargs="*", default=(),
-                        help="instead of training, merge these per-seed files into --out")
+    parser.add_argument("--device", default="cpu", help="where to train: cpu, cuda, ...")
+    parser.add_argument("--concurrent", type=int, default=1,
+                        help="how many such processes share the device (recorded in meta)")
+    add_run_arguments(parser)
     args = parser.parse_args()
     if args.merge:
-        parts = [json.loads(f.read_text()) for f in args.merge]
-        meta = parts[0]["meta"]
-        runs = sorted((r for part in parts for r in part["runs"]), key=lambda r: r["seed"])
-        meta["seeds"] = sorted({r["seed"] for r in runs})
-        args.out.write_text(json.dumps({"meta": meta, "runs": runs}, default=str))
+        merge_parts(args.merge, args.out, key=lambda r: r["seed"])
         return
     threads = setup_threads()
+    device = check_device("--device", args.device)
     meta = {"script": "scripts/icl_paper.py", "seqtheory": seqtheory.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": f"CPU ({cpu_name()}), {threads} thread(s)",
+            "device": device_label(device, threads), "patience": args.patience,
+            "concurrent": args.concurrent,
             "setup": {k: v for k, v in PAPER.__dict__.items()}, "seeds": []}
     runs = []
     for seed in (int(s) for s in args.seeds.split(",")):
         start, cpu = time.perf_counter(), time.process_time()
         run = train_icl(PAPER, seed=seed, eval_n=256, progress=False, desc=f"seed {seed}",
-                        stop_after_switch=args.patience or None)
+                        stop_after_switch=args.patience or None, device=device)
         h = run.history
         rec = {"seed": seed, "derived_seed": derive_seed(seed),
                "seconds": round(time.perf_counter() - start, 1),
@@ -71,7 +74,7 @@ def main() -> None:
         runs.append(rec)
         meta["seeds"].append(seed)
         print(f"seed {seed}: switch {rec['switch']}, final loss {rec['loss'][-1]:.3f}, "
-              f"{rec['cpu_seconds']} CPU s", flush=True)
+              f"{rec['seconds']} s ({rec['cpu_seconds']} CPU s)", flush=True)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"meta": meta, "runs": runs}, default=str))
 

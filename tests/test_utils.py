@@ -83,7 +83,7 @@ def test_shipped_depth_data_covers_the_chapter_grid():
     assert data["meta"]["script"] == "scripts/icl_depth.py"
     grid = {(r["order"], r["architecture"]) for r in data["runs"]}
     archs = {"3 layers, MLP", "2 layers, attention-only", "4 layers, attention-only",
-             "2 layers, attention-only, no LayerNorm"}
+             "2 layers, attention-only, no LayerNorm", "4 layers, attention-only, no LayerNorm"}
     assert grid == {(m, a) for m in (1, 2, 3) for a in archs}
     for r in data["runs"]:
         assert len(r["steps"]) == len(r["kl_bayes"]) == len(r["loss"]) > 1

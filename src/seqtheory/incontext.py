@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 
 from .markov import (
+    PRIORS,
     graded_batch,
     icl_mc_batch,
     kl_divergence,
@@ -28,7 +29,15 @@ from .markov import (
 )
 from .models import Transformer, TransformerConfig, attention_to_offset
 from .training import History, TrainConfig, train
-from .utils import Sizes, check_int, make_generator, seed_everything
+from .utils import (
+    Sizes,
+    check_choice,
+    check_device,
+    check_float,
+    check_int,
+    make_generator,
+    seed_everything,
+)
 
 __all__ = [
     "ICLSetup",
@@ -78,6 +87,19 @@ class ICLSetup:
     grad_clip: float | None = 1.0  # global gradient-norm clipping (None: off)
     steps: int = 2000           # optimisation steps
     eval_every: int = 50        # evaluate every this many steps
+
+    def __post_init__(self) -> None:
+        check_int("k", self.k, minimum=2)
+        check_int("T", self.T, minimum=2)
+        check_float("alpha", self.alpha, low=0.0, low_open=True)
+        check_int("order", self.order, minimum=1)
+        check_choice("prior", self.prior, (*PRIORS, "graded"))
+        check_float("ds_fraction", self.ds_fraction, low=0.0, high=1.0)
+        check_int("batch_size", self.batch_size, minimum=1)
+        if self.prior != "dirichlet" and self.order != 1:
+            raise ValueError(f"prior={self.prior!r} needs order=1, got order={self.order}")
+        self.model_config()          # the transformer's own checks (sizes, heads, positions)
+        self.train_config()          # and the optimiser's (lr, steps, betas, ...)
 
     def model_config(self) -> TransformerConfig:
         """The transformer for this set-up (inputs are the first T - 1 tokens)."""
@@ -206,11 +228,17 @@ class ICLEvaluator:
         self._match = None                          # matching-key mask, built on first use
 
     def model_probs(self, model: nn.Module) -> tuple[torch.Tensor, object]:
-        """The model's next-token distributions on the held-out batch: (B, T, k)."""
+        """The model's next-token distributions on the held-out batch: (B, T, k), on the CPU
+        (the model runs on the device of its parameters)."""
+        param = next(model.parameters(), None)
+        device = param.device if param is not None else torch.device("cpu")
+        x = self.x.to(device)
         if isinstance(model, Transformer):
-            logits, cache = model(self.x, return_cache=True)
-            return logits.double().softmax(-1), cache
-        return model(self.x).double().exp(), None          # models returning log-probs
+            logits, cache = model(x, return_cache=True)
+            if device.type != "cpu":
+                cache.attn = [a.cpu() for a in cache.attn]
+            return logits.cpu().double().softmax(-1), cache
+        return model(x).cpu().double().exp(), None          # models returning log-probs
 
     def __call__(self, model: nn.Module, step: int = 0) -> dict[str, float]:
         probs, cache = self.model_probs(model)
@@ -243,12 +271,19 @@ class ICLRun:
 def train_icl(setup: ICLSetup, *, seed: int = 0, eval_n: int = 256,
               snapshot_every: int | None = None, desc: str | None = None,
               progress: bool = True, eval_setup: ICLSetup | None = None,
-              stop_after_switch: int | None = None) -> ICLRun:
+              stop_after_switch: int | None = None,
+              device: str | torch.device | None = None) -> ICLRun:
     """Seed, build the transformer of ``setup``, train it on fresh ICL-MC batches, evaluate
     every ``setup.eval_every`` steps (on the task of ``eval_setup``, default ``setup``), and
     keep snapshots every ``snapshot_every`` steps.  With ``stop_after_switch = n``, training
     ends early once the evaluations of the last ``n`` steps were all closer to the bigram
-    than to the unigram rule."""
+    than to the unigram rule.
+
+    ``device`` (default the CPU) is where the model trains. Batches are drawn on the CPU from
+    the seeded global generator and moved over (a batch of 64 chains costs far less than a
+    step). Without dropout a GPU run therefore sees exactly the batches of the same seed on
+    the CPU; with dropout the CPU run's masks come from the same generator, so the streams
+    differ."""
     if eval_setup is not None and not isinstance(eval_setup, ICLSetup):
         raise TypeError(f"eval_setup must be an ICLSetup, got {type(eval_setup).__name__}")
     if stop_after_switch is not None:
@@ -267,7 +302,8 @@ def train_icl(setup: ICLSetup, *, seed: int = 0, eval_n: int = 256,
             return False
         first = next(s for s, c in reversed([(0, False), *closer]) if not c)
         return closer[-1][0] - first >= stop_after_switch + setup.eval_every
-    model = setup.model()
+    device = check_device("device", device)
+    model = setup.model().to(device)
     snaps = () if snapshot_every is None else \
         tuple(range(0, setup.steps + 1, check_int("snapshot_every", snapshot_every, minimum=1)))
     history = train(model, setup.batch, setup.train_config(snapshot_steps=snaps),

@@ -106,17 +106,26 @@ def sample_transition_matrices(
         generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,))))
     # Dirichlet rows = normalised Gamma(alpha) draws (torch's Dirichlet takes no generator)
     shape = (batch, k**order, k)
-    P = _gamma(alpha, shape, generator).clamp_min(torch.finfo(torch.float64).tiny)
-    P = P / P.sum(-1, keepdim=True)
+    if alpha < 1.0:   # small alpha: Gamma draws underflow, so normalise them in log space
+        P = _gamma(alpha, shape, generator, log=True).softmax(-1)
+    else:
+        P = _gamma(alpha, shape, generator).clamp_min(torch.finfo(torch.float64).tiny)
+        P = P / P.sum(-1, keepdim=True)
     if prior == "doubly_stochastic":
-        for _ in range(200):  # Sinkhorn: alternate column and row normalisation
+        P = P.to(torch.float64)
+        for i in range(200):  # Sinkhorn: alternate column and row normalisation
             P = P / P.sum(-2, keepdim=True)
             P = P / P.sum(-1, keepdim=True)
+            # converged: columns sum to 1 within rounding (checked every 8 sweeps)
+            if i % 8 == 7 and float((P.sum(-2) - 1).abs().max()) < 1e-13:
+                break
     return P.to(dtype)
 
 
-def _gamma(alpha: float, shape: tuple, generator: torch.Generator) -> torch.Tensor:
-    """Gamma(alpha, 1) draws from ``generator`` (Marsaglia-Tsang, vectorised rejection)."""
+def _gamma(alpha: float, shape: tuple, generator: torch.Generator,
+           log: bool = False) -> torch.Tensor:
+    """Gamma(alpha, 1) draws from ``generator`` (Marsaglia-Tsang, vectorised rejection);
+    with ``log=True`` their logarithms (exact even where the draws underflow: alpha << 1)."""
     boost = alpha < 1.0                      # Gamma(a) = Gamma(a + 1) * U^(1/a)
     a = alpha + 1.0 if boost else alpha
     d = a - 1.0 / 3.0
@@ -134,8 +143,10 @@ def _gamma(alpha: float, shape: tuple, generator: torch.Generator) -> torch.Tens
         todo = todo[~ok]
     if boost:
         u = torch.rand(out.numel(), generator=generator, dtype=torch.float64)
+        if log:
+            return (out.log() + u.clamp_min(1e-300).log() / alpha).view(shape)
         out = out * u.clamp_min(1e-300) ** (1.0 / alpha)
-    return out.view(shape)
+    return (out.log() if log else out).view(shape)
 
 
 def stationary_distribution(P: torch.Tensor) -> torch.Tensor:
@@ -150,7 +161,12 @@ def stationary_distribution(P: torch.Tensor) -> torch.Tensor:
     A[:, -1, :] = 1.0
     b = torch.zeros(B, k, 1, dtype=torch.float64)
     b[:, -1] = 1.0
-    pi = torch.linalg.solve(A, b)[..., 0].clamp_min(0.0)                      # (B, k)
+    sol, info = torch.linalg.solve_ex(A, b)
+    if bool((info != 0).any()):
+        bad = int((info != 0).nonzero()[0, 0])
+        raise ValueError(f"P[{bad}] has no unique stationary distribution (a reducible chain); "
+                         "give each chain a start state with start=...")
+    pi = sol[..., 0].clamp_min(0.0)                                           # (B, k)
     return (pi / pi.sum(-1, keepdim=True)).to(P.dtype)
 
 
@@ -170,8 +186,12 @@ def sample_chains(
     if start is None:
         pi = stationary_distribution(P)
         start = torch.multinomial(pi, 1, generator=generator)[:, 0]           # (B,)
-    elif start.shape != (B,):
-        raise ValueError(f"start must have shape ({B},), got {tuple(start.shape)}")
+    elif not isinstance(start, torch.Tensor) or start.shape != (B,):
+        raise ValueError(f"start must be a tensor of shape ({B},), got "
+                         f"{tuple(start.shape) if isinstance(start, torch.Tensor) else start!r}")
+    elif start.dtype.is_floating_point or start.dtype == torch.bool or \
+            (start.numel() and (int(start.min()) < 0 or int(start.max()) >= k)):
+        raise ValueError(f"start must hold integer states in 0..{k - 1}")
     if T == 1:
         return start[:, None].clone()
     cdf = P.to(torch.float64).cumsum(-1)                                      # (B, k, k)
@@ -264,6 +284,9 @@ def ngram_predictor(x: torch.Tensor, k: int, n: int, alpha: float = 1.0) -> torc
     n = check_int("n", n, minimum=1)
     alpha = check_float("alpha", alpha, low=0.0, low_open=True)
     B, T = x.shape
+    if B * T * k**n > 2**28:                       # the (B, T, k^n) event counts below
+        raise ValueError(f"n={n} with k={k} needs B*T*k**n = {B * T * k**n:,} counts "
+                         f"(over 2**28); use a smaller n or batch")
     out = torch.full((B, T, k), 1.0 / k, dtype=torch.float64)
     if T < n - 1:
         return out
@@ -333,11 +356,19 @@ def sequence_loss(probs: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
 
 
 def kl_divergence(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
-    """KL(p || q) over the last dimension (nats); p and q are distributions."""
+    """KL(p || q) over the last dimension (nats); p and q are distributions (non-negative,
+    summing to 1 over the last dimension within 1e-4; a ValueError otherwise)."""
+    if not isinstance(p, torch.Tensor) or not isinstance(q, torch.Tensor):
+        raise TypeError("p and q must be torch tensors of probabilities")
     if p.shape != q.shape:
         raise ValueError(f"p and q must have the same shape, got {tuple(p.shape)} and "
                          f"{tuple(q.shape)}")
     p, q = p.to(torch.float64), q.to(torch.float64)
+    for name, d in (("p", p), ("q", q)):
+        if d.numel() and (not bool(torch.isfinite(d).all()) or bool((d < 0).any())
+                          or float((d.sum(-1) - 1).abs().max()) > 1e-4):
+            raise ValueError(f"{name} must hold distributions over its last dimension "
+                             "(finite, non-negative, summing to 1)")
     return (p * (p.clamp_min(eps).log() - q.clamp_min(eps).log())).sum(-1)
 
 

@@ -53,6 +53,10 @@ def unchecked_inputs():
         _CHECK_INPUTS.reset(token)
 
 
+#: longest sequence a Transformer accepts: its attention layers hold (max_len, max_len) masks
+MAX_LEN = 4096
+
+
 @dataclass
 class TransformerConfig:
     """Hyper-parameters of :class:`Transformer`; every field has a small CPU-friendly default."""
@@ -75,6 +79,9 @@ class TransformerConfig:
     def __post_init__(self) -> None:
         check_int("vocab_size", self.vocab_size, minimum=1)
         check_int("max_len", self.max_len, minimum=1)
+        if self.max_len > MAX_LEN:
+            raise ValueError(f"max_len must be at most {MAX_LEN} (each attention layer keeps "
+                             f"(max_len, max_len) masks), got {self.max_len}")
         check_int("n_layers", self.n_layers, minimum=1)
         check_int("d_model", self.d_model, minimum=1)
         check_int("mlp_ratio", self.mlp_ratio, minimum=1)
@@ -224,13 +231,14 @@ class Attention(nn.Module):
                     (new.dim() == 3 and new.shape[0] not in (1, B)):
                 raise ValueError(f"{where} must have shape ({T}, {T}) or ({B}, {T}, {T}) for "
                                  f"this input, got {tuple(new.shape)}")
-            new = new.to(pattern.dtype).expand(B, T, T)
+            new = new.to(pattern.device, pattern.dtype).expand(B, T, T)
             if _CHECK_INPUTS.get():
                 if bool((new.detach().triu(diagonal=1) != 0).any()):
                     raise ValueError(f"{where} puts weight on future keys (it must be causal: "
                                      "zero above the diagonal)")
                 if bool((new.detach() < 0).any()) or not torch.allclose(
-                        new.detach().sum(-1), torch.ones((), dtype=new.dtype), atol=1e-4):
+                        new.detach().sum(-1), torch.ones((), dtype=new.dtype, device=new.device),
+                        atol=1e-4):
                     raise ValueError(f"{where} must have non-negative rows that sum to 1")
             heads[h] = new
         return torch.stack(heads, dim=1)                               # (B, H, T, T)
@@ -307,7 +315,9 @@ class Transformer(nn.Module):
             raise ValueError(f"idx must have shape (batch, seq_len), got {tuple(idx.shape)}")
         if idx.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"idx must hold integer token ids (int64), got {idx.dtype}")
-        T = idx.shape[1]
+        B, T = idx.shape
+        if B < 1:
+            raise ValueError(f"idx must hold at least one sequence, got shape {tuple(idx.shape)}")
         if not 1 <= T <= self.cfg.max_len:
             raise ValueError(f"sequence length must be in 1..max_len={self.cfg.max_len}, got {T}")
         lo, hi = int(idx.min()), int(idx.max())
@@ -453,6 +463,23 @@ def attention_to_offset(pattern: torch.Tensor, offset: int = 1) -> torch.Tensor:
     return pattern.diagonal(offset=-offset, dim1=-2, dim2=-1).mean(dim=-1)
 
 
+def _check_pattern(pattern) -> int:
+    """``T`` of an attention ``pattern`` (..., T, T); a ValueError for anything else."""
+    if not isinstance(pattern, torch.Tensor) or pattern.dim() < 2 \
+            or pattern.shape[-1] != pattern.shape[-2]:
+        shape = tuple(pattern.shape) if isinstance(pattern, torch.Tensor) else type(pattern)
+        raise ValueError(f"pattern must be a tensor ending in (T, T), got {shape}")
+    return pattern.shape[-1]
+
+
+def _check_offset(name: str, offset, T: int) -> int:
+    """``offset`` as an int in 0..T-1; a ValueError naming ``name`` otherwise."""
+    offset = check_int(name, offset, minimum=0)
+    if offset >= T:
+        raise ValueError(f"{name} must be in 0..{T - 1} for T={T}, got {offset}")
+    return offset
+
+
 def attention_by_offset(pattern: torch.Tensor, max_offset: int) -> torch.Tensor:
     """Attention mass by distance: (..., max_offset + 2), summing to 1 over the last dim.
 
@@ -461,14 +488,8 @@ def attention_by_offset(pattern: torch.Tensor, max_offset: int) -> torch.Tensor:
     ``t >= max_offset`` (for which every offset up to ``max_offset`` exists). ``pattern``
     is (..., T, T) with rows that sum to 1, e.g. (B, heads, T, T).
     """
-    if not isinstance(pattern, torch.Tensor) or pattern.dim() < 2 \
-            or pattern.shape[-1] != pattern.shape[-2]:
-        shape = tuple(pattern.shape) if isinstance(pattern, torch.Tensor) else type(pattern)
-        raise ValueError(f"pattern must be a tensor ending in (T, T), got {shape}")
-    T = pattern.shape[-1]
-    max_offset = check_int("max_offset", max_offset, minimum=0)
-    if max_offset >= T:
-        raise ValueError(f"max_offset must be in 0..{T - 1} for T={T}, got {max_offset}")
+    T = _check_pattern(pattern)
+    max_offset = _check_offset("max_offset", max_offset, T)
     near = torch.stack([pattern.diagonal(offset=-o, dim1=-2, dim2=-1)[..., max_offset - o:]
                         for o in range(max_offset + 1)], dim=-1)       # (..., T - max_o, O)
     rest = 1.0 - near.sum(-1, keepdim=True)                            # (..., T - max_o, 1)
@@ -488,14 +509,8 @@ def attention_without_offset(pattern: torch.Tensor, offset: int) -> torch.Tensor
     An ablation for ``attn_override``: ``{(0, 0): lambda p: attention_without_offset(p, 1)}``
     takes a head's previous-token attention away and keeps the rest of its pattern.
     """
-    if not isinstance(pattern, torch.Tensor) or pattern.dim() < 2 \
-            or pattern.shape[-1] != pattern.shape[-2]:
-        shape = tuple(pattern.shape) if isinstance(pattern, torch.Tensor) else type(pattern)
-        raise ValueError(f"pattern must be a tensor ending in (T, T), got {shape}")
-    T = pattern.shape[-1]
-    offset = check_int("offset", offset, minimum=0)
-    if offset >= T:
-        raise ValueError(f"offset must be in 0..{T - 1} for T={T}, got {offset}")
+    T = _check_pattern(pattern)
+    offset = _check_offset("offset", offset, T)
     idx = torch.arange(T, device=pattern.device)
     rest = pattern * (idx[:, None] - idx[None, :] != offset)            # (..., T, T)
     total = rest.sum(-1, keepdim=True)                                  # (..., T, 1)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .utils import Sizes, check_choice, check_int
+from .utils import Sizes, check_choice, check_float, check_int
 
 __all__ = [
     "BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths", "encode_rows",
@@ -75,7 +75,10 @@ class _Vocab:
 
     def decode(self, ids) -> np.ndarray:
         """The symbol sequence of a token sequence (inverse of ``encode``)."""
-        ids = np.asarray(ids, dtype=np.int64)
+        ids = np.asarray(ids)
+        if ids.size and not np.issubdtype(ids.dtype, np.integer):
+            raise TypeError(f"ids must be integer token ids, got dtype {ids.dtype}")
+        ids = ids.astype(np.int64)
         if ids.size and (ids.min() < 0 or ids.max() >= len(self.tokens)):
             raise ValueError(f"token ids must lie in 0..{len(self.tokens) - 1}")
         lengths = np.array([t.size for t in self.tokens])
@@ -261,6 +264,9 @@ class FixedBlocks(_Vocab):
     def __init__(self, r: int, alphabet: int = 2):
         self.r = check_int("r", r, minimum=1)
         alphabet = check_int("alphabet", alphabet, minimum=2)
+        if alphabet ** r > 2**16:
+            raise ValueError(f"FixedBlocks(r={r}, alphabet={alphabet}) would have "
+                             f"{alphabet ** r:,} tokens; at most 2**16 = 65,536 are allowed")
         tokens = []
         for length in range(r, 0, -1):             # full blocks get ids 0 .. A^r - 1
             for code in range(alphabet ** length):
@@ -339,8 +345,13 @@ def unigram_cross_entropy(train_ids, test_ids, vocab_size: int, n_test_symbols: 
     """
     vocab_size = check_int("vocab_size", vocab_size, minimum=1)
     n_test_symbols = check_int("n_test_symbols", n_test_symbols, minimum=1)
+    smoothing = check_float("smoothing", smoothing, low=0.0)
     train_ids, test_ids = np.asarray(train_ids), np.asarray(test_ids)
-    counts = np.bincount(train_ids, minlength=vocab_size).astype(float) + smoothing
+    for name, ids in (("train_ids", train_ids), ("test_ids", test_ids)):
+        if ids.size and (not np.issubdtype(ids.dtype, np.integer) or ids.min() < 0
+                         or ids.max() >= vocab_size):
+            raise ValueError(f"{name} must be integer token ids in 0..{vocab_size - 1}")
+    counts = np.bincount(train_ids.ravel(), minlength=vocab_size).astype(float) + smoothing
     logp = np.log2(counts / counts.sum())
     return float(-logp[test_ids].sum() / n_test_symbols)
 

@@ -50,6 +50,13 @@ class TrainConfig:
         check_float("lr", self.lr, low=0.0, low_open=True)
         check_float("weight_decay", self.weight_decay, low=0.0)
         check_int("warmup", self.warmup, minimum=0)
+        if self.warmup > self.steps:
+            raise ValueError(f"warmup ({self.warmup}) must not exceed steps ({self.steps}): the "
+                             "learning rate would never reach lr")
+        if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
+            raise TypeError(f"betas must be a pair (beta1, beta2), got {self.betas!r}")
+        for i, b in enumerate(self.betas):
+            check_float(f"betas[{i}]", b, low=0.0, high=1.0, high_open=True)
         check_choice("schedule", self.schedule, SCHEDULES)
         check_choice("optimizer", self.optimizer, ("adamw", "sgd"))
         check_choice("decay", self.decay, ("all", "linear"))
@@ -151,6 +158,12 @@ def train(
     per member, ``eval_fn`` returns M values per metric (see ``member_eval``), and a
     callback's ``loss`` is the (M,) array of member losses.  Each callback is called after every
     step as ``callback(step, model, loss)``; returning ``True`` stops training early.
+
+    Devices: training runs where ``model``'s parameters are (move the model first); batches
+    from the CPU are moved there.  Off the CPU the loop does not wait for the GPU at every
+    step: step losses are copied to the host at evaluations (a non-finite loss raises there),
+    and a callback's ``loss`` is the detached 0-d (or (M,)) tensor on the device (``float()``
+    it if you need the number, which waits for the GPU).
     Keyword ``overrides`` change fields of ``cfg`` (or of a default :class:`TrainConfig`).
     """
     if not isinstance(model, nn.Module):
@@ -162,8 +175,12 @@ def train(
     callbacks = list(callbacks)
     params = [p for p in model.parameters() if p.requires_grad]
     groups = _decay_groups(model, params, cfg, is_ensemble)
+    device = params[0].device if params else torch.device("cpu")
+    on_cpu = device.type == "cpu"
     if cfg.optimizer == "adamw":
-        opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
+        # the fused kernel on a GPU: one launch per step instead of one per tensor
+        opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas,
+                                **({} if on_cpu else {"fused": True}))
     else:
         opt = torch.optim.SGD(groups, lr=cfg.lr)
     hist = History()
@@ -189,6 +206,23 @@ def train(
             row = {k: float(v) for k, v in metrics.items()}
         hist.evals.append({"step": step, **row})
 
+    pending: list[torch.Tensor] = []     # off the CPU: step losses not yet copied to the host
+
+    def flush() -> None:
+        """Copy the pending step losses to the host (one synchronisation) and check them."""
+        if not pending:
+            return
+        values = torch.stack(pending).cpu().numpy()
+        pending.clear()
+        for row in values:
+            if is_ensemble:
+                hist.member_loss.append(row)
+            value = float(np.mean(row))
+            if not math.isfinite(value):
+                step = hist.steps[len(hist.loss)]
+                raise FloatingPointError(f"training loss became {value} at step {step}; lower lr")
+            hist.loss.append(value)
+
     if 0 in snap_at:
         hist.snapshots[0] = copy_state(model)
     evaluate(0)
@@ -200,6 +234,9 @@ def train(
         for group in opt.param_groups:
             group["lr"] = lr
         inputs, targets = batch_fn(step)
+        if not on_cpu:                       # batches may come from the CPU: move them over
+            inputs = inputs.to(device, non_blocking=True)
+            targets = targets.to(device, non_blocking=True)
         if is_ensemble:
             member_losses = ensemble_loss(loss_fn, model(inputs), targets)       # (M,)
             loss = member_losses.sum()
@@ -213,28 +250,26 @@ def train(
             else:
                 nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()
-        if is_ensemble:
-            values = member_losses.detach().cpu().numpy()
-            value = float(values.mean())
-            hist.member_loss.append(values)
-        else:
-            value = loss.item()
-        if not math.isfinite(value):
-            raise FloatingPointError(f"training loss became {value} at step {step}; lower lr")
         hist.steps.append(step)
-        hist.loss.append(value)
         hist.lr.append(lr)
+        shown_loss = (member_losses if is_ensemble else loss).detach()
+        pending.append(shown_loss)
+        if on_cpu:                 # off the CPU the host waits for the losses only at evaluations
+            flush()
+            shown_loss = hist.member_loss[-1] if is_ensemble else hist.loss[-1]
         if step in snap_at:
             hist.snapshots[step] = copy_state(model)
-        shown_loss = values if is_ensemble else value
         stop = any([cb(step, model, shown_loss) for cb in callbacks])  # call every callback
         if step % cfg.eval_every == 0 or step == cfg.steps or stop:
+            flush()
+            value = hist.loss[-1]
             evaluate(step)
             if hist.evals:
                 shown = {k: f"{np.median(v):.3f}" for k, v in list(hist.evals[-1].items())[1:4]}
                 bar.set_postfix({"train loss": f"{value:.3f}", **shown}, refresh=False)
         if stop:
             break
+    flush()
     bar.close()
     hist.seconds = time.perf_counter() - start
     return hist

@@ -20,6 +20,7 @@ __all__ = [
     "make_rng",
     "seeded",
     "seed_everything",
+    "check_device",
     "get_device",
     "setup_threads",
     "default_threads",
@@ -171,6 +172,28 @@ def seed_everything(seed: int = 0) -> int:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     return seed
+
+
+def check_device(name: str, value) -> torch.device:
+    """``value`` (``None``: the CPU, a string such as ``"cuda"``, or a ``torch.device``) as a
+    ``torch.device`` that this machine has; a ``ValueError``/``TypeError`` naming ``name``
+    otherwise."""
+    if value is None:
+        return torch.device("cpu")
+    if not isinstance(value, (str, torch.device)):
+        raise TypeError(f"{name} must be None, a string such as 'cuda' or a torch.device, "
+                        f"got {type(value).__name__}")
+    try:
+        device = torch.device(value)
+    except RuntimeError as err:
+        raise ValueError(f"{name} must name a torch device ('cpu', 'cuda', 'cuda:0', 'mps'), "
+                         f"got {value!r}") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}={value!r}: this machine has no CUDA GPU (use 'cpu')")
+    if device.type == "mps" and not (getattr(torch.backends, "mps", None) is not None
+                                     and torch.backends.mps.is_available()):
+        raise ValueError(f"{name}={value!r}: this machine has no Apple GPU (use 'cpu')")
+    return device
 
 
 def get_device(prefer: str = "auto", verbose: bool = True) -> torch.device:

@@ -1,0 +1,94 @@
+"""ICL-MC at the authors' configuration: training steps per second of the book's library next
+to the authors' own code, on the same device in one run.
+
+Run:  python benchmarks/bench_icl_gpu.py --official PATH [--device cuda] [--steps 2000]
+                                          [--out results.json]
+
+PATH is a checkout of the public repository EzraEdelman/Evolution-of-Statistical-Induction-Heads
+(its ``training_pipeline.train`` is run unmodified: 2-layer, 1-head, d = 16 attention-only
+transformer with relative positions, dropout 0.1, AdamW 5e-4, batch 64, sequences of 101 tokens,
+its DataLoader with 6 worker processes and its model snapshots every max_iters/200 steps; we
+only set k = 3 states and the number of steps).  Ours: ``seqtheory.incontext.PAPER`` trained
+by ``seqtheory.train`` (a) without evaluation and (b) as the archive runs it
+(``train_icl``: held-out evaluation of 256 sequences every 50 steps).  Each timing includes
+set-up (for theirs the start of the data workers); steps/s = steps / wall seconds, after 50
+untimed warm-up steps of ours in the same process.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+
+def ours(device: str, steps: int) -> dict:
+    from seqtheory import seed_everything, train
+    from seqtheory.incontext import PAPER, train_icl
+
+    setup = PAPER.replace(steps=steps)
+    out = {}
+    seed_everything(1)                       # warm-up (kernels, allocator), not timed
+    train(setup.model().to(device), setup.batch, setup.train_config(steps=50), progress=False)
+    seed_everything(0)
+    model = setup.model().to(device)
+    _sync(device)
+    start = time.perf_counter()
+    train(model, setup.batch, setup.train_config(), progress=False)
+    _sync(device)
+    out["seqtheory train (no evaluation)"] = steps / (time.perf_counter() - start)
+    start = time.perf_counter()
+    train_icl(setup, seed=0, progress=False, device=device)
+    _sync(device)
+    out["seqtheory train_icl (evaluation every 50 steps)"] = \
+        steps / (time.perf_counter() - start)
+    return out
+
+
+def theirs(path: Path, device: str, steps: int) -> dict:
+    sys.path.insert(0, str(path))
+    import training_pipeline as tp  # the authors' module (it picks cuda:0 when it can)
+
+    tp.device = torch.device(device)
+    config = tp.get_default_config()
+    config.vocab_size, config.n, config.max_iters = 3, 2, steps
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        tp.train(config)
+    _sync(device)
+    return {"authors' training_pipeline.train": steps / (time.perf_counter() - start)}
+
+
+def _sync(device: str) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--official", type=Path, required=True)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (CPU runs)")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    name = torch.cuda.get_device_name() if args.device.startswith("cuda") else \
+        f"CPU, {args.threads} thread(s)"
+    rates = {**ours(args.device, args.steps), **theirs(args.official, args.device, args.steps)}
+    base = rates["authors' training_pipeline.train"]
+    print(f"ICL-MC, PAPER configuration, {args.steps} steps on {name} (torch {torch.__version__})")
+    for k, v in rates.items():
+        print(f"  {k:<52} {v:8.1f} steps/s  ({v / base:.2f}x the authors' code)")
+    if args.out:
+        args.out.write_text(json.dumps({"device": name, "torch": torch.__version__,
+                                        "steps": args.steps, "steps_per_s": rates}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
