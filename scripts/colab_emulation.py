@@ -7,11 +7,15 @@ numpy, matplotlib, seaborn, ipywidgets (plus ipykernel, to run a kernel) — and
 book's library or anything else from requirements.txt. Each paired ``.ipynb`` is copied
 alone into an empty folder (a notebook opened from GitHub has no repository next to it)
 and executed top to bottom in that environment with ``SEQTHEORY_INSTALL_FROM`` pointing
-at this checkout, so the notebook's own setup cell pip-installs the library exactly as it
-would from the remote repository. Before each notebook the library is uninstalled again,
-so every chapter starts like a fresh Colab session. With ``--jobs 2`` or more, notebooks
-share the environment: the library is uninstalled once, and the setup cells install a
-wheel built once from this checkout (several source builds of one folder at the same time
+at this checkout in the setup cell's own URL form, ``git+<this repository>@<REF>`` with
+the REF the cell names (the branch the site's Colab links open): the setup cell
+pip-installs the library exactly as it would from the remote repository, and a REF this
+repository does not have fails here as it would in Colab. The install takes the committed
+state of REF, so commit before running this script. Before each notebook the library is
+uninstalled again, so every chapter starts like a fresh Colab session. With ``--jobs 2``
+or more, notebooks share the environment: the library is uninstalled once, the first
+notebook installs it through the git URL, and the others' setup cells install a wheel
+built once from this checkout (several source builds of one folder at the same time
 collide in its build/ directory). The script also checks that the setup cell left torch
 and numpy alone.
 
@@ -50,6 +54,20 @@ def make_env(venv: Path) -> Path:
     return py
 
 
+def git_source() -> str:
+    """The setup cell's install URL with this repository in place of the remote one."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from setup_cell import config
+
+    _, ref = config()
+    known = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet",
+                            f"{ref}^{{commit}}"], capture_output=True, text=True)
+    if known.returncode:
+        raise SystemExit(f"the setup cells install REF {ref!r} (_config.yml repository.branch), "
+                         "which this repository does not have")
+    return f"git+{ROOT.as_uri()}@{ref}"
+
+
 def versions(py: Path) -> dict:
     out = subprocess.run([str(py), "-c", "import json, torch, numpy; print(json.dumps("
                           "{'torch': [torch.__version__, torch.__file__], "
@@ -72,7 +90,7 @@ def run_notebook(nb_path: Path, venv: Path, threads: int,
         nb = nbformat.read(work / nb_path.name, as_version=4)
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SEQTHEORY_", "PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_"))}
-        env.update({"SEQTHEORY_INSTALL_FROM": source or ROOT.as_uri(),
+        env.update({"SEQTHEORY_INSTALL_FROM": source or git_source(),
                     "SEQTHEORY_NUM_THREADS": str(threads),
                     "JUPYTER_PATH": str(venv / "share" / "jupyter"),
                     "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
@@ -129,7 +147,12 @@ def main(argv=None) -> int:
         subprocess.run([str(py), "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w",
                         str(wheels)], check=True, capture_output=True)
         wheel = next(wheels.glob("seqtheory-*.whl")).as_uri()
-        results.append(run_notebook(notebooks[0], venv, threads, wheel))
+        results.append(run_notebook(notebooks[0], venv, threads))   # through the git URL
+        # the others find the wheel installed (same version: pip leaves it alone)
+        subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"],
+                       capture_output=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", wheel], check=True,
+                       capture_output=True)
         with ThreadPoolExecutor(jobs) as pool:
             results += list(pool.map(lambda nb: run_notebook(nb, venv, threads, wheel),
                                      notebooks[1:]))

@@ -9,8 +9,6 @@ import jupytext
 import pytest
 import yaml
 
-import seqtheory
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from conftest import chapter_notebooks, toc_files  # noqa: E402
@@ -19,6 +17,10 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 PAGES = toc_files(ROOT)
 CHAPTERS = [p for p in PAGES if "```{code-cell}" in p.read_text(encoding="utf-8")]
 REPO_URL = CONFIG["repository"]["url"]
+sys.path.insert(0, str(ROOT / "scripts"))
+from setup_cell import cell_source  # noqa: E402
+
+SETUP_CELL = cell_source()
 
 
 def ids(paths):
@@ -80,8 +82,11 @@ def test_first_cell_is_the_colab_setup_cell(md):
     first = _code_cells(md)[0]
     assert "remove-cell" in first.metadata.get("tags", []), "setup cell must be hidden"
     assert "google.colab" in first.source
-    pin = f"git+{REPO_URL}@v{seqtheory.__version__}"
-    assert pin in first.source, f"setup cell must install {pin}"
+    # the cell is the one scripts/setup_cell.py writes from _config.yml: the library comes
+    # from the repository's URL at the branch that the site's Colab links open (one ref)
+    assert first.source == SETUP_CELL, \
+        f"{md.name}: setup cell out of date: run python scripts/setup_cell.py --write"
+    assert f'REPO, REF = "{REPO_URL}", "{CONFIG["repository"]["branch"]}"' in first.source
     installs = re.findall(r'"([^"]+)"', first.source)
     assert not any(re.match(r"(torch|numpy)\b", s) for s in installs), \
         "the setup cell must never (re)install torch or numpy"

@@ -13,11 +13,13 @@ from seqtheory.copying import (
     SEP,
     CopyLSTM,
     DiagonalRecurrence,
+    GatedRecurrence,
     copy_batch,
     copy_models,
     decode,
     encode,
     greedy_copy,
+    linear_scan,
     max_copy_length,
     state_bits,
     string_accuracy,
@@ -75,7 +77,47 @@ def test_diagonal_recurrence_matches_its_sequential_definition():
     assert torch.allclose(block(x), ref, atol=1e-5)
 
 
-@pytest.mark.parametrize("cls", [CopyLSTM, DiagonalRecurrence])
+@given(T=st.integers(1, 40), seed=st.integers(0, 50))
+@settings(max_examples=20, deadline=None)
+def test_linear_scan_matches_the_sequential_recurrence(T, seed):
+    g = torch.Generator().manual_seed(seed)
+    a, b = torch.rand(2, T, 3, generator=g), torch.randn(2, T, 3, generator=g)
+    h, hs = torch.zeros(2, 3), []
+    for t in range(T):
+        h = a[:, t] * h + b[:, t]
+        hs.append(h)
+    torch.testing.assert_close(linear_scan(a, b), torch.stack(hs, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_linear_scan_refuses_bad_input():
+    with pytest.raises(ValueError, match="same shape"):
+        linear_scan(torch.ones(2, 3), torch.ones(2, 4))
+    with pytest.raises(TypeError, match="torch.Tensors"):
+        linear_scan([1.0], torch.ones(1, 1))
+
+
+def test_gated_recurrence_matches_its_sequential_definition():
+    torch.manual_seed(0)
+    model = GatedRecurrence(d_model=16, d_state=8, layers=1)
+    block = model.blocks[0]
+    x = torch.randn(3, 9, 16)
+    z = block.ln1(x)
+    a = torch.sigmoid(block.gate(z))               # input-dependent decay
+    u = block.inp(z)
+    h, hs = torch.zeros(3, 8), []
+    for t in range(9):
+        h = a[:, t] * h + (1 - a[:, t]) * u[:, t]
+        hs.append(h)
+    ref = x + block.out(torch.nn.functional.gelu(torch.stack(hs, 1)))
+    ref = ref + block.mlp(block.ln2(ref))
+    assert torch.allclose(block(x), ref, atol=1e-5)
+    # the decay depends on the token: two different inputs give two different decays
+    assert not torch.allclose(a[0, 0], a[0, 1])
+    with pytest.raises(ValueError, match="d_state"):
+        GatedRecurrence(d_state=0)
+
+
+@pytest.mark.parametrize("cls", [CopyLSTM, DiagonalRecurrence, GatedRecurrence])
 def test_fixed_state_models_are_causal(cls):
     torch.manual_seed(0)
     model = cls()
@@ -110,15 +152,18 @@ def test_train_copiers_trains_every_seed_and_matches_a_single_run():
     from seqtheory.utils import make_generator, seeded
 
     setup = CopySetup(min_len=2, max_len=3, test_len=4, d_model=8, batch_size=4, steps=6,
-                      warmup=2, eval_every=3, eval_size=5, seeds=(0, 3))
-    runs = train_copiers(setup, ("transformer", "LSTM"), progress=False)
+                      warmup=2, eval_every=3, eval_size=5, seeds=(0, 3),
+                      lrs=(("LSTM", 1e-2), ("gated recurrence", 2e-3)))
+    assert setup.lr_for("LSTM") == 1e-2 and setup.lr_for("transformer") == setup.lr
+    runs = train_copiers(setup, ("transformer", "LSTM", "gated recurrence"), progress=False)
     for name, run in runs.items():
         assert run.seeds == (0, 3) and list(run.steps) == [0, 3, 6]
         assert run.acc_train_len.shape == (3, 2) and run.acc_test_len.shape == (2,)
         assert len(run.models) == 2
         with seeded(3):
             alone = copy_model(name, setup)
-        hist = train_copier(alone, setup, generator=make_generator(10_000 + 3), progress=False)
+        hist = train_copier(alone, setup, lr=setup.lr_for(name),
+                            generator=make_generator(10_000 + 3), progress=False)
         np.testing.assert_allclose(run.acc_train_len[:, 1], hist.metric("acc_train_len")[1])
         for k, v in alone.state_dict().items():
             torch.testing.assert_close(run.models[1].state_dict()[k], v, rtol=1e-4, atol=1e-5)
@@ -133,6 +178,14 @@ def test_copy_setup_and_train_copiers_refuse_bad_input():
         CopySetup(seeds=(1, 1))
     with pytest.raises(ValueError, match="multiple of 4"):
         CopySetup(d_model=10)
+    with pytest.raises(ValueError, match="lrs must hold"):
+        CopySetup(lrs=(("GRU", 1e-3),))
+    with pytest.raises(ValueError, match="lrs must hold"):
+        CopySetup(lrs=(("LSTM", -1.0),))
+    with pytest.raises(TypeError, match="lrs must be a tuple"):
+        CopySetup(lrs={"LSTM": 1e-3})
+    with pytest.raises(ValueError, match="name must be one of"):
+        CopySetup().lr_for("GRU")
     with pytest.raises(ValueError, match="unknown model name"):
         train_copiers(CopySetup(), ("GRU",))
     with pytest.raises(ValueError, match="name must be one of"):

@@ -247,3 +247,84 @@ def test_product_tree_depth_and_setup_sizes():
     plt.close("all")
     cpu, full = SETUP.pick("cpu"), SETUP.pick("full")
     assert max(full.sizes) > max(cpu.sizes) and full.net_steps > cpu.net_steps
+
+
+def test_product_tree_sum_and_bad_op():
+    import matplotlib.pyplot as plt
+
+    ax = plot_product_tree(5, op="sum")
+    assert ax.get_title().startswith("sum of d = 5") and "3 = ceil(log2 d)" in ax.get_title()
+    plt.close("all")
+    with pytest.raises(ValueError, match="op"):
+        plot_product_tree(4, op="max")
+
+
+@pytest.mark.parametrize("depth", [0, 1, 3, 6])
+def test_relu_square_error_is_four_to_the_minus_depth_plus_one(depth):
+    from seqtheory.scaling import relu_square
+
+    x = np.linspace(0, 1, 4097)
+    err = np.abs(relu_square(x, depth) - x ** 2)
+    assert err.max() == pytest.approx(4.0 ** -(depth + 1), rel=1e-6)
+    assert relu_square(x, depth)[0] == 0 and relu_square(x, depth)[-1] == pytest.approx(1)
+
+
+def test_relu_square_rejects_bad_input():
+    from seqtheory.scaling import relu_square
+
+    with pytest.raises(ValueError, match="x must lie"):
+        relu_square([1.5], 2)
+    with pytest.raises(ValueError, match="depth"):
+        relu_square([0.5], -1)
+
+
+@given(alpha=st.floats(0.1, 1.0), floor=st.floats(0.0, 2.0), coef=st.floats(0.5, 5.0))
+@settings(max_examples=25, deadline=None)
+def test_floor_fit_recovers_floor_and_exponent(alpha, floor, coef):
+    from seqtheory.scaling import fit_power_law_floor
+
+    n = np.geomspace(100, 1e6, 12)
+    fit = fit_power_law_floor(n, floor + coef * n ** -alpha, grid=2000)
+    assert fit.exponent == pytest.approx(alpha, abs=0.05)
+    assert fit.floor == pytest.approx(floor, abs=0.02 * (floor + coef * 1e6 ** -alpha) + 1e-3)
+    assert np.allclose(fit(n), floor + coef * n ** -alpha, rtol=0.02)
+
+
+@pytest.mark.parametrize("x, y, msg", [
+    ([1, 2], [1, 2], "length >= 3"),
+    ([1, 2, 3], [1, 2], "length >= 3"),
+    ([1, 2, 3], [1, -2, 3], "positive"),
+])
+def test_floor_fit_rejects_bad_input(x, y, msg):
+    from seqtheory.scaling import fit_power_law_floor
+
+    with pytest.raises(ValueError, match=msg):
+        fit_power_law_floor(x, y)
+
+
+def test_beta_sweep_settings():
+    cpu = SETUP.pick("cpu")
+    assert cpu.beta_max_freq > cpu.max_freq and len(cpu.betas) >= 3
+    task = TorusTask(d=cpu.beta_dim, beta=cpu.betas[0], max_freq=cpu.beta_max_freq)
+    assert task.cutoff == cpu.beta_max_freq   # the cutoff is not lowered by n_modes
+
+
+def test_archived_width_sweep_loads_as_arrays():
+    from seqtheory.scaling import load_text_width_sweep
+
+    sweep = load_text_width_sweep()
+    S, W = len(sweep["seeds"]), len(sweep["widths"])
+    assert S >= 3 and W >= 4
+    for key in ("params", "test_loss", "best_step", "id"):
+        assert sweep[key].shape == (S, W)
+    assert (np.diff(sweep["params"], axis=1) > 0).all()
+    assert sweep["check_loss"].shape == (S,)
+    assert {"script", "date", "device", "check"} <= set(sweep["meta"])
+
+
+def test_duplicates_dropped_exactly_wherever_they_sit():
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((300, 128))
+    X = base[rng.integers(0, 300, 3000)]          # every row repeated ~10 times, anywhere
+    dist = knn_distances(X, 5)
+    assert dist.shape[0] == len(np.unique(X, axis=0)) and (dist > 0).all()

@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -56,8 +57,13 @@ def test_every_page_was_built():
 def test_colab_links_open_the_paired_notebook(md):
     colab = [h for h in parse(built(md)).hrefs if "colab.research.google.com" in h]
     assert colab, f"{md.stem}: no Colab launch link"
+    # the notebook opens from the repository's branch that its setup cell installs the
+    # library from (scripts/setup_cell.py): one ref for notebook and library
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    github = repo["url"].rstrip("/").removeprefix("https://github.com/")
     for href in colab:
         assert href.endswith(md.relative_to(ROOT).with_suffix(".ipynb").as_posix()), href
+        assert f"/github/{github}/blob/{repo['branch']}/" in href, href
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])

@@ -5,9 +5,12 @@ the accuracy count only the second copy (and ``<EOS>``). A model with a state of
 cannot copy strings that carry more than ``b`` bits, whatever it learns; a transformer
 keeps the whole context and can look back (Jelassi et al., 2024).
 
-Two fixed-state models sit next to the book's :class:`~seqtheory.models.Transformer`:
-:class:`CopyLSTM` and :class:`DiagonalRecurrence`, a minimal state-space model (a diagonal
-linear recurrence per layer, computed in parallel over time in pure torch).
+Three fixed-state models sit next to the book's :class:`~seqtheory.models.Transformer`:
+:class:`CopyLSTM`; :class:`DiagonalRecurrence`, a minimal S4D-like state-space model (a
+diagonal linear recurrence whose decay does not depend on the input); and
+:class:`GatedRecurrence`, a minimal *selective* recurrence in the spirit of Mamba (decay
+and write gate computed from the current token). Both recurrences are computed in parallel
+over time in pure torch.
 """
 from __future__ import annotations
 
@@ -25,7 +28,9 @@ from .utils import Sizes, check_int, make_generator
 
 __all__ = [
     "NUM_LETTERS", "BOS", "SEP", "EOS", "PAD", "VOCAB_SIZE", "copy_batch", "decode",
-    "string_accuracy", "CopyLSTM", "DiagonalRecurrence", "CopySetup", "COPYING",
+    "string_accuracy", "CopyLSTM", "DiagonalRecurrence", "GatedRecurrence", "linear_scan",
+    "CopySetup",
+    "COPYING",
     "state_bits", "max_copy_length", "copy_models", "train_copier", "encode", "greedy_copy",
     "accuracy_by_length", "MODEL_NAMES", "copy_model", "CopyRun", "train_copiers",
 ]
@@ -202,6 +207,88 @@ class DiagonalRecurrence(nn.Module):
         return self.head(self.ln_f(x))                                      # (B, T, V)
 
 
+def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """All states of ``h_t = a_t * h_{t-1} + b_t`` (``h_{-1} = 0``) along dim 1, in parallel.
+
+    A Hillis-Steele scan: ``ceil(log2 T)`` rounds, each composing every step with the one
+    ``k`` places earlier (``k = 1, 2, 4, ...``), so the Python loop runs over doublings, not
+    tokens. ``a`` and ``b`` have the same shape (B, T, ...); returns that shape. Every
+    partial product of the ``a_t`` is formed directly (no division), so decays in [0, 1]
+    stay stable.
+    """
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise TypeError("a and b must be torch.Tensors")
+    if a.shape != b.shape or a.dim() < 2:
+        raise ValueError(f"a and b must have the same shape (B, T, ...), got "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    k, T = 1, a.shape[1]
+    pad = [0, 0] * (a.dim() - 2) + [k, 0]          # pads dim 1 at the front
+    while k < T:
+        pad[-2] = k
+        b = b + a * F.pad(b[:, :-k], pad)                     # b_t + a_t b_{t-k}
+        if 2 * k < T:
+            a = a * F.pad(a[:, :-k], pad, value=1.0)          # a_t a_{t-k}
+        k *= 2
+    return b
+
+
+class _GatedBlock(nn.Module):
+    """x + out(h), h_t = a_t * h_{t-1} + (1 - a_t) * u_t with a_t = sigmoid(W_a x_t + b),
+    u_t = W_u x_t (diagonal, per channel; the decay a_t depends on the input), then x + MLP(x).
+    """
+
+    def __init__(self, d_model: int, d_state: int):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.inp = nn.Linear(d_model, d_state)
+        self.gate = nn.Linear(d_model, d_state)
+        with torch.no_grad():   # initial decays 0.5..0.99: memories of about 1..100 steps
+            self.gate.bias.copy_(torch.logit(torch.linspace(0.5, 0.99, d_state)))
+        self.out = nn.Linear(d_state, d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
+                                 nn.Linear(4 * d_model, d_model))
+
+    def states(self, x: torch.Tensor) -> torch.Tensor:
+        """The recurrent states h_t of this block for its input x (B, T, C): (B, T, N),
+        computed by a parallel scan over time (:func:`linear_scan`)."""
+        z = self.ln1(x)
+        g = self.gate(z)                                                    # (B, T, N)
+        return linear_scan(F.sigmoid(g), F.sigmoid(-g) * self.inp(z))      # a_t, (1-a_t) u_t
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.out(F.gelu(self.states(x)))                            # (B, T, C)
+        return x + self.mlp(self.ln2(x))
+
+
+class GatedRecurrence(nn.Module):
+    """A minimal selective (input-gated) recurrence: blocks of a gated diagonal recurrence
+    and an MLP.
+
+    Each layer keeps ``d_state`` numbers ``h_t = a_t * h_{t-1} + (1 - a_t) * W x_t`` where
+    the decay ``a_t = sigmoid(W_a x_t + b)`` is computed from the current input, so the model
+    can choose per token what to keep and what to overwrite (the "selection" of Mamba,
+    without its state expansion or convolution). Computed in parallel over time.
+    """
+
+    def __init__(self, vocab_size: int = VOCAB_SIZE, d_model: int = 64, d_state: int = 128,
+                 layers: int = 2):
+        super().__init__()
+        for name, v in [("vocab_size", vocab_size), ("d_model", d_model),
+                        ("d_state", d_state), ("layers", layers)]:
+            check_int(name, v, minimum=1)
+        self.emb = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList(_GatedBlock(d_model, d_state) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+        self.state_floats = d_state * layers
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.emb(idx)                                                   # (B, T, C)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))                                      # (B, T, V)
+
+
 def state_bits(state_floats: int, bits_per_float: int = 32) -> int:
     """Bits in a fixed-size state of ``state_floats`` numbers."""
     return check_int("state_floats", state_floats, minimum=1) * \
@@ -213,6 +300,9 @@ def max_copy_length(bits: int, alphabet: int = NUM_LETTERS) -> float:
     bits = check_int("bits", bits, minimum=1)
     alphabet = check_int("alphabet", alphabet, minimum=2)
     return bits / math.log2(alphabet)
+
+
+MODEL_NAMES = ("transformer", "hard-ALiBi", "LSTM", "linear recurrence", "gated recurrence")
 
 
 @dataclass(frozen=True)
@@ -227,6 +317,10 @@ class CopySetup:
     steps: int = 600              # optimisation steps for each model (both transformers
     #                               copy 0.93-1.00 at length 10 on every seed; 800 add ~0.03)
     lr: float = 3e-3              # peak AdamW learning rate (warm-up, then cosine decay)
+    # per-model peak rates that override lr: the best of 1e-3, 3e-3, 1e-2, 3e-2 for each
+    # model on three tuning seeds (scripts/copying_sweeps.py, data/copying_sweeps.json)
+    lrs: tuple = (("transformer", 1e-3), ("hard-ALiBi", 3e-3), ("LSTM", 1e-2),
+                  ("linear recurrence", 1e-2), ("gated recurrence", 1e-2))
     warmup: int = 100             # warm-up steps
     eval_every: int = 200         # evaluate every this many steps
     eval_size: int = 300          # strings per evaluation and length
@@ -246,6 +340,19 @@ class CopySetup:
             raise ValueError(f"seeds must be distinct and non-empty, got {self.seeds}")
         for seed in self.seeds:
             check_int("seed", seed, minimum=0)
+        if not isinstance(self.lrs, tuple):
+            raise TypeError(f"lrs must be a tuple of (name, lr) pairs, got {self.lrs!r}")
+        for pair in self.lrs:
+            if (not isinstance(pair, tuple) or len(pair) != 2 or pair[0] not in MODEL_NAMES
+                    or not isinstance(pair[1], (int, float)) or not pair[1] > 0):
+                raise ValueError(f"lrs must hold (model name, lr > 0) pairs with names in "
+                                 f"{MODEL_NAMES}, got {pair!r}")
+
+    def lr_for(self, name: str) -> float:
+        """Peak learning rate of model ``name``: its entry in ``lrs``, else ``lr``."""
+        if name not in MODEL_NAMES:
+            raise ValueError(f"name must be one of {MODEL_NAMES}, got {name!r}")
+        return float(dict(self.lrs).get(name, self.lr))
 
     @property
     def context(self) -> int:
@@ -259,7 +366,6 @@ COPYING = Sizes(cpu=CopySetup(),
                 full=CopySetup(max_len=16, test_len=32, steps=5000, eval_every=250,
                                eval_size=2000, seeds=(0, 1, 2, 3, 4)))
 
-MODEL_NAMES = ("transformer", "hard-ALiBi", "LSTM", "linear recurrence")
 
 
 def copy_model(name: str, setup: CopySetup) -> nn.Module:
@@ -268,8 +374,9 @@ def copy_model(name: str, setup: CopySetup) -> nn.Module:
 
     ``transformer``: two layers, four heads, learned absolute positions. ``hard-ALiBi``:
     the same, but the first layer's heads see only the last 1, 2, 3 and 4 tokens and the
-    second layer's heads see everything with no position information. ``LSTM`` and
-    ``linear recurrence`` (:class:`DiagonalRecurrence`) keep a fixed-size state.
+    second layer's heads see everything with no position information. ``LSTM``,
+    ``linear recurrence`` (:class:`DiagonalRecurrence`) and ``gated recurrence``
+    (:class:`GatedRecurrence`) keep a fixed-size state.
     """
     if not isinstance(setup, CopySetup):
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
@@ -284,11 +391,13 @@ def copy_model(name: str, setup: CopySetup) -> nn.Module:
             **base, pos_encoding="hard_alibi", windows=((1, 2, 3, 4), (0, 0, 0, 0))))
     if name == "LSTM":
         return CopyLSTM(VOCAB_SIZE, d_embed=d, hidden=2 * d)
+    if name == "gated recurrence":
+        return GatedRecurrence(VOCAB_SIZE, d_model=d, d_state=2 * d)
     return DiagonalRecurrence(VOCAB_SIZE, d_model=d, d_state=2 * d)
 
 
 def copy_models(setup: CopySetup) -> dict[str, nn.Module]:
-    """The four models of the chapter, each of about 100k parameters (see :func:`copy_model`)."""
+    """The models of the chapter, each of about 100k parameters (see :func:`copy_model`)."""
     return {name: copy_model(name, setup) for name in MODEL_NAMES}
 
 
@@ -303,6 +412,7 @@ def train_copier(
     setup: CopySetup,
     *,
     steps: int | None = None,
+    lr: float | None = None,
     generator: torch.Generator | None = None,
     progress: bool = True,
     desc: str = "copying",
@@ -311,7 +421,8 @@ def train_copier(
 
     Every ``eval_every`` steps it records the string accuracy at the longest training
     length (``acc_train_len``); at the end also at ``test_len`` (``acc_test_len``). Both
-    use fixed test sets. ``generator`` draws the training strings (default: seed 0).
+    use fixed test sets. ``generator`` draws the training strings (default: seed 0);
+    ``lr`` defaults to ``setup.lr`` (see :meth:`CopySetup.lr_for` for a model's own rate).
     """
     if not isinstance(setup, CopySetup):
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
@@ -325,7 +436,8 @@ def train_copier(
 
     return train(model, lambda step: copy_batch(setup.batch_size, setup.min_len,
                                                 setup.max_len, generator=g),
-                 steps=steps, lr=setup.lr, warmup=min(setup.warmup, steps),
+                 steps=steps, lr=setup.lr if lr is None else lr,
+                 warmup=min(setup.warmup, steps),
                  schedule="cosine", eval_every=setup.eval_every, eval_fn=evaluate,
                  progress=progress, desc=desc)
 
@@ -351,7 +463,8 @@ def train_copiers(setup: CopySetup, names=MODEL_NAMES, *, progress: bool = True)
     """Train each named model once per seed in ``setup.seeds``; return ``{name: CopyRun}``.
 
     Seed ``s`` fixes a model's initialisation (``seeded(s)``) and its stream of training
-    strings (the same for every architecture). Transformers and the linear recurrence
+    strings (the same for every architecture); each model trains at its own learning rate
+    (:meth:`CopySetup.lr_for`). Transformers and the recurrences
     train all their seeds as one batched program (:class:`~seqtheory.ensemble.Ensemble`);
     the LSTM (whose fused kernel cannot be batched over weights) trains seed by seed.
     """
@@ -375,10 +488,11 @@ def train_copiers(setup: CopySetup, names=MODEL_NAMES, *, progress: bool = True)
     def data(seed):
         return make_generator(10_000 + seed)
 
-    kw = dict(steps=setup.steps, lr=setup.lr, warmup=min(setup.warmup, setup.steps),
-              schedule="cosine", eval_every=setup.eval_every, progress=progress)
     runs = {}
     for name in names:
+        kw = dict(steps=setup.steps, lr=setup.lr_for(name),
+                  warmup=min(setup.warmup, setup.steps), schedule="cosine",
+                  eval_every=setup.eval_every, progress=progress)
         if name == "LSTM":
             hists, models = [], []
             for s in seeds:

@@ -29,7 +29,8 @@ __all__ = [
     "ParityMLPs", "ParityRun", "HiddenProgressSetup", "HIDDEN_PROGRESS", "WidthLuckSetup",
     "WIDTH_LUCK", "sparse_parity", "parity_labels", "hinge_loss", "train_online",
     "train_offline", "steps_to_success", "placebo_ratios", "lucky_neuron_probability",
-    "expected_lucky_neurons", "hypercube", "population_gradient",
+    "expected_lucky_neurons", "hypercube", "population_gradient", "coverage_distribution",
+    "support_coverage", "support_weight", "fisher_two_sided",
 ]
 
 
@@ -185,13 +186,13 @@ class ParityMLPs(nn.Module):
         The hidden progress: during the plateau every coordinate's weight shrinks, but those
         on the support shrink less, so their share grows while accuracy sits at chance.
         """
-        per_neuron = torch.tensor(self.widths, dtype=torch.float)
+        per_neuron = torch.tensor(self.widths, dtype=torch.float, device=self.w1.device)
         return self.w1.abs().sum(dim=1) / per_neuron[:, None]
 
     @torch.no_grad()
     def distance_from_init(self) -> torch.Tensor:
         """``max |W_t - W_0|`` over first-layer weights, per network (M,)."""
-        return (self.w1 - self.w1_init).abs().flatten(1).max(dim=1).values
+        return (self.w1 - self.w1_init.to(self.w1.device)).abs().flatten(1).max(dim=1).values
 
 
 @dataclass
@@ -260,8 +261,9 @@ def _train(model, support, batches, steps, lr, weight_decay, eval_every, test, p
     rows: list = []
 
     def record(step, loss):
-        rows.append((step, model.accuracy(*test).numpy(), loss,
-                     model.coordinate_weight().numpy(), model.distance_from_init().numpy()))
+        rows.append((step, model.accuracy(*test).cpu().numpy(), loss,
+                     model.coordinate_weight().cpu().numpy(),
+                     model.distance_from_init().cpu().numpy()))
 
     start = time.perf_counter()
     record(0, np.full(model.num_models, np.nan))
@@ -272,7 +274,7 @@ def _train(model, support, batches, steps, lr, weight_decay, eval_every, test, p
         per_model.sum().backward()        # a sum: each network gets its own gradient
         opt.step()                        # (padded units get zero gradient: they stay 0)
         if step % eval_every == 0 or step == steps:
-            record(step, per_model.detach().numpy())
+            record(step, per_model.detach().cpu().numpy())
             if stop_at is not None and rows[-1][1].min() >= stop_at:
                 break
     cols = list(zip(*rows, strict=True))
@@ -326,19 +328,24 @@ def train_offline(
     """Mini-batch SGD on a fixed training set of ``samples[m]`` examples for network ``m``.
 
     Each network draws its own training set once; every step it sees ``batch_size``
-    examples sampled from it with replacement. Test accuracy is on fresh samples.
+    examples sampled from it with replacement. Test accuracy is on fresh samples. The
+    random numbers are drawn on the CPU with ``generator`` and then moved to the model's
+    device, so a model moved to a GPU (``model.to("cuda")``) sees the same data and batches.
     """
     M = model.num_models
     samples = torch.as_tensor(np.broadcast_to(np.asarray(samples), (M,)).copy())
     if samples.dtype not in (torch.int32, torch.int64) or int(samples.min()) < 1:
         raise ValueError(f"samples must be positive ints (one, or one per network), got {samples}")
     batch_size = check_int("batch_size", batch_size, minimum=1)
+    dev = model.w1.device
     X, Y = sparse_parity(int(samples.max()), model.n, support, models=M, generator=generator)
     test = sparse_parity(check_int("test_size", test_size, minimum=1), model.n, support,
                          generator=generator)
+    X, Y, test = X.to(dev), Y.to(dev), tuple(t.to(dev) for t in test)
 
     def batches(step):
         idx = (torch.rand(M, batch_size, generator=generator) * samples[:, None]).long()
+        idx = idx.to(dev)
         return X.gather(1, idx[:, :, None].expand(-1, -1, model.n)), Y.gather(1, idx)
 
     return _train(model, support, batches, steps, lr, weight_decay, eval_every, test,
@@ -370,6 +377,59 @@ def expected_lucky_neurons(width, n: int, k: int, s: int) -> np.ndarray:
     """``P(at least one lucky neuron)`` in a layer of ``width`` neurons (array-friendly)."""
     p = lucky_neuron_probability(n, k, s)
     return 1 - (1 - p) ** np.asarray(width, dtype=float)
+
+
+def coverage_distribution(n: int, k: int, s: int) -> np.ndarray:
+    """``P(J = j)`` for ``j = 0..k``: how many of the ``k`` support coordinates a neuron that
+    sees ``s`` of ``n`` inputs (a uniformly random subset) covers -- hypergeometric,
+    ``C(k, j) C(n-k, s-j) / C(n, s)``."""
+    n = check_int("n", n, minimum=1)
+    k, s = check_int("k", k, minimum=1), check_int("s", s, minimum=1)
+    if k > n or s > n:
+        raise ValueError(f"need k <= n and s <= n, got n={n}, k={k}, s={s}")
+    return np.array([math.comb(k, j) * math.comb(n - k, s - j) if j <= s else 0
+                     for j in range(k + 1)], dtype=float) / math.comb(n, s)
+
+
+def support_coverage(model: ParityMLPs, support) -> torch.Tensor:
+    """How many support coordinates each neuron's *initial* weights touch: (M, W) ints.
+
+    A sparse neuron covers the support coordinates among its ``s`` non-zero inputs; a dense
+    neuron covers all of them. Padding units of narrower networks get ``-1``.
+    """
+    if not isinstance(model, ParityMLPs):
+        raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
+    support = _check_support(model.n, support)
+    touched = (model.w1_init[:, :, support.to(model.w1_init.device)] != 0).sum(-1)  # (M, W)
+    return torch.where(model.live.to(touched.device) > 0, touched, -1).cpu()
+
+
+@torch.no_grad()
+def support_weight(model: ParityMLPs, support, *, initial: bool = False) -> torch.Tensor:
+    """Each neuron's first-layer weight on the support, ``||w_S||_2``: (M, W) (0 for padding).
+
+    ``initial=True`` reads the weights at initialisation instead of the current ones.
+    """
+    if not isinstance(model, ParityMLPs):
+        raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
+    support = _check_support(model.n, support)
+    w = model.w1_init if initial else model.w1
+    return w[:, :, support.to(w.device)].norm(dim=-1).cpu()
+
+
+def fisher_two_sided(a: int, n1: int, b: int, n2: int) -> float:
+    """Fisher's exact test that ``a`` successes of ``n1`` runs and ``b`` of ``n2`` share one
+    success rate: the two-sided p-value (``scipy.stats.fisher_exact``'s), the probability,
+    given ``a + b`` successes in all, of a split no more likely than the one observed."""
+    n1, n2 = check_int("n1", n1, minimum=1), check_int("n2", n2, minimum=1)
+    a, b = check_int("a", a, minimum=0), check_int("b", b, minimum=0)
+    if a > n1 or b > n2:
+        raise ValueError(f"need a <= n1 and b <= n2, got a={a}, n1={n1}, b={b}, n2={n2}")
+    total = a + b
+    lo, hi = max(0, total - n2), min(total, n1)
+    pmf = np.array([math.comb(n1, j) * math.comb(n2, total - j) for j in range(lo, hi + 1)],
+                   dtype=float) / math.comb(n1 + n2, total)
+    return float(min(1.0, pmf[pmf <= pmf[a - lo] * (1 + 1e-7)].sum()))
 
 
 @dataclass(frozen=True)

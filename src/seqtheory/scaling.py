@@ -52,7 +52,10 @@ __all__ = [
     "sample_cube",
     "PowerLawFit",
     "fit_power_law",
+    "FloorFit",
+    "fit_power_law_floor",
     "predicted_exponents",
+    "relu_square",
     "TorusTask",
     "PointMLP",
     "PointTransformer",
@@ -65,6 +68,7 @@ __all__ = [
     "approximation_error",
     "plot_product_tree",
     "load_text_sweep",
+    "load_text_width_sweep",
     "ScalingSetup",
     "SETUP",
 ]
@@ -80,15 +84,14 @@ def _check_points(X, name: str = "X") -> np.ndarray:
 
 
 def _drop_duplicates(X: np.ndarray) -> np.ndarray:
-    """X without repeated rows (first occurrence kept); rows are hashed by a random
-    projection, and only rows with equal hashes are compared exactly."""
-    h = X @ np.random.default_rng(0).standard_normal(X.shape[1])
-    order = np.argsort(h, kind="stable")
-    same_hash = np.flatnonzero(np.diff(h[order]) == 0)
-    if same_hash.size == 0:
+    """X without repeated rows (first occurrences kept, in their order).
+
+    Exact comparison of whole rows (a random-projection hash is not enough: a matrix-vector
+    product may round identical rows differently, depending on where they sit in X)."""
+    _, first = np.unique(X, axis=0, return_index=True)
+    if len(first) == len(X):
         return X
-    drop = [order[i + 1] for i in same_hash if np.array_equal(X[order[i]], X[order[i + 1]])]
-    return np.delete(X, drop, axis=0)
+    return X[np.sort(first)]
 
 
 def knn_distances(X, K: int, *, unique: bool = True, chunk: int = 2048) -> np.ndarray:
@@ -272,6 +275,74 @@ def predicted_exponents(d: float, beta: float = 1.0) -> dict:
     beta = check_float("beta", beta, low=0.0, low_open=True)
     return {"alpha_D": 2 * beta / (2 * beta + d), "alpha_N": 2 * beta / d,
             "sharma_kaplan": 4.0 / d}
+
+
+@dataclass(frozen=True)
+class FloorFit:
+    """``y ~ floor + coef * x^(-exponent)``: a power law above an irreducible floor."""
+
+    exponent: float
+    coef: float
+    floor: float
+
+    def __call__(self, x) -> np.ndarray:
+        return self.floor + self.coef * np.asarray(x, float) ** (-self.exponent)
+
+
+def fit_power_law_floor(x, y, *, grid: int = 400) -> FloorFit:
+    """Fit ``y = floor + coef * x^(-exponent)`` (one value of y per x, at least 3 points).
+
+    For each candidate floor in [0, min(y)) the exponent and coefficient come from a
+    log-log least-squares line through ``y - floor``; the floor whose fitted curve is
+    closest to y on a log scale wins.  The candidates are ``grid`` gaps ``min(y) - floor``
+    spaced geometrically from min(y) (no floor) down to 1e-9 min(y), then a finer pass of
+    ``grid`` between the best one's neighbours.
+    """
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    grid = check_int("grid", grid, minimum=3)
+    if x.ndim != 1 or y.shape != x.shape or len(x) < 3:
+        raise ValueError(f"x and y must be 1-D of one length >= 3, got {x.shape}, {y.shape}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()) or (x <= 0).any() or (y <= 0).any():
+        raise ValueError("x and y must be finite and positive")
+    lx, ly0 = np.log(x), np.log(y)
+    xc = lx - lx.mean()
+
+    def best(floors):
+        ly = np.log(y[None, :] - floors[:, None])                             # (G, n)
+        slope = (ly - ly.mean(1, keepdims=True)) @ xc / (xc @ xc)             # (G,)
+        icpt = ly.mean(1) - slope * lx.mean()
+        pred = floors[:, None] + np.exp(icpt[:, None] + slope[:, None] * lx)  # (G, n)
+        loss = ((np.log(pred) - ly0) ** 2).sum(1)
+        return int(np.argmin(loss)), slope, icpt
+
+    floors = y.min() * (1.0 - np.geomspace(1.0, 1e-9, grid))                 # (G,)
+    g, *_ = best(floors)
+    lo, hi = floors[max(g - 1, 0)], floors[min(g + 1, grid - 1)]
+    floors = np.linspace(lo, hi, grid)
+    g, slope, icpt = best(floors)
+    return FloorFit(exponent=-float(slope[g]), coef=float(np.exp(icpt[g])),
+                    floor=float(floors[g]))
+
+
+def relu_square(x, depth: int):
+    """Yarotsky's ReLU approximation of x^2 on [0, 1] with ``depth`` sawtooth compositions.
+
+    ``x - sum_{s=1}^{depth} g_s(x) / 4^s``, where ``g_s`` is the hat function
+    ``g(x) = 2 min(x, 1 - x)`` (two ReLUs) composed s times: a ReLU network of depth about
+    ``depth`` whose largest error on [0, 1] is ``4^-(depth + 1)`` -- so accuracy eps costs
+    depth ~ log4(1/eps).
+    """
+    depth = check_int("depth", depth, minimum=0)
+    x = np.asarray(x, float)
+    if ((x < 0) | (x > 1)).any():
+        raise ValueError("x must lie in [0, 1]")
+    relu = lambda z: np.maximum(z, 0.0)  # noqa: E731
+    out, g = x.copy(), x.copy()
+    for s in range(1, depth + 1):          # one loop step per layer of the network
+        g = 2 * relu(g) - 4 * relu(g - 0.5)            # hat function, from two ReLUs
+        out = out - g / 4.0 ** s
+    return out
 
 
 # ----------------------------------------------------------------- synthetic regression
@@ -648,11 +719,14 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
     return np.array(params), (errs[0] if one else errs)
 
 
-def plot_product_tree(d: int = 8, ax=None):
-    """Diagram: multiplying d numbers pairwise takes ceil(log2 d) layers."""
+def plot_product_tree(d: int = 8, ax=None, op: str = "product"):
+    """Diagram: combining d numbers pairwise (``op`` "product" or "sum") takes
+    ceil(log2 d) layers."""
     import matplotlib.pyplot as plt
 
     d = check_int("d", d, minimum=2)
+    check_choice("op", op, ("product", "sum"))
+    sign = "$\\times$" if op == "product" else "$+$"
     if ax is None:
         _, ax = plt.subplots(figsize=(1.0 + 0.8 * d, 3.2))
     level = [(float(i), f"$x_{{{i + 1}}}$") for i in range(d)]
@@ -668,7 +742,7 @@ def plot_product_tree(d: int = 8, ax=None):
             pos = float(np.mean([p for p, _ in pair]))
             for p, _ in pair:
                 ax.plot([p, pos], [depth - 1, depth], color="0.5", zorder=1)
-            nxt.append((pos, "$\\times$" if len(pair) == 2 else "$=$"))
+            nxt.append((pos, sign if len(pair) == 2 else "$=$"))
         level = nxt
         ax.scatter([p for p, _ in level], [depth] * len(level), s=500, color="#9ecae1",
                    zorder=2)
@@ -676,7 +750,7 @@ def plot_product_tree(d: int = 8, ax=None):
             ax.text(p, depth, label, ha="center", va="center", zorder=3)
     ax.set_yticks(range(depth + 1), ["inputs"] + [f"layer {i}" for i in range(1, depth + 1)])
     ax.set_xticks([])
-    ax.set_title(f"product of d = {d} numbers in {depth} = ceil(log2 d) layers")
+    ax.set_title(f"{op} of d = {d} numbers in {depth} = ceil(log2 d) layers")
     for side in ("top", "right", "bottom"):
         ax.spines[side].set_visible(False)
     return ax
@@ -720,6 +794,32 @@ def load_text_sweep(name: str = "scaling_text.json") -> dict:
     }
 
 
+def load_text_width_sweep(name: str = "scaling_text_width.json") -> dict:
+    """The archived model-size sweep written by ``scripts/scaling_text_width.py``, as arrays.
+
+    Keys: ``meta``, ``seeds`` (S,), ``widths`` (W,), and (S, W) arrays ``params``
+    (non-embedding parameters), ``test_loss``, ``best_step`` and ``id`` (final-layer
+    activations, MLE with K = 20); ``check_loss`` (S,): test losses of the short runs
+    described by ``meta["check"]``, which the chapter repeats live.
+    """
+    from .utils import load_data
+
+    data = load_data(name)
+    meta, runs = data["meta"], data["runs"]
+    seeds, widths = list(meta["seeds"]), list(meta["widths"])
+    table = {(r["seed"], r["d_model"]): r for r in runs}
+    missing = [(s, w) for s in seeds for w in widths if (s, w) not in table]
+    if missing:
+        raise ValueError(f"{name} has no runs for (seed, d_model) = {missing}")
+    grid = [[table[s, w] for w in widths] for s in seeds]
+    out = {"meta": meta, "seeds": np.array(seeds), "widths": np.array(widths)}
+    for key in ("params", "test_loss", "best_step", "id"):
+        out[key] = np.array([[r[key] for r in row] for row in grid])
+    checks = {r["seed"]: r for r in data.get("checks", [])}
+    out["check_loss"] = np.array([checks[s]["test_loss"] for s in seeds if s in checks])
+    return out
+
+
 @dataclass(frozen=True)
 class ScalingSetup:
     """Sizes of the scaling-laws chapter's experiments (CPU default; FULL=1 is larger)."""
@@ -738,6 +838,10 @@ class ScalingSetup:
     approx_kinds: tuple = ("mlp",)            # Experiment 3 (FULL adds the transformer)
     approx_seeds: tuple = (0, 1, 2)
     net_steps: int = 600                      # optimisation steps per network
+    beta_dim: int = 2                         # torus dimension of the smoothness sweep
+    betas: tuple = (0.5, 1.0, 1.5, 2.0)       # smoothness values of the sweep
+    beta_max_freq: int = 32                   # Fourier cutoff there (8 would hide beta)
+    beta_seeds: tuple = (0, 1, 2)
     widths: tuple = (8, 16, 32, 64)           # MLP widths for model scaling
     tf_widths: tuple = (8, 16, 32)            # transformer d_model for model scaling
     width_dims: tuple = (2, 4)                # d for the model-scaling experiment
