@@ -65,7 +65,8 @@ def git_source() -> str:
     if known.returncode:
         raise SystemExit(f"the setup cells install REF {ref!r} (_config.yml repository.branch), "
                          "which this repository does not have")
-    return f"git+{ROOT.as_uri()}@{ref}"
+    # file://localhost/...: pip rejects a VCS URL with an empty host (git+file:///...)
+    return f"git+file://localhost{ROOT.as_posix()}@{ref}"
 
 
 def versions(py: Path) -> dict:
