@@ -239,3 +239,106 @@ def test_property_debiased_cka_matches_gram_form(seed, n, p, q):
     slow = _gram_unbiased_hsic(K, L) / np.sqrt(_gram_unbiased_hsic(K, K)
                                                * _gram_unbiased_hsic(L, L))
     assert debiased_cka(X, Y) == pytest.approx(slow, rel=1e-8, abs=1e-10)
+
+
+# --------------------------------------------------------------------------- issue 18 additions
+def _brute_automorphisms(f):
+    import itertools
+    count = 0
+    for perm in itertools.permutations(range(f.n)):
+        p = np.array(perm)
+        if (f.parent[np.ix_(p, p)] == f.parent).all() and \
+                (f.spouse[np.ix_(p, p)] == f.spouse).all():
+            count += 1
+    return count
+
+
+def test_automorphism_count():
+    from seqtheory.representations import automorphism_count
+    f = FamilyForest.generate(n_families=2, generations=4, children=(2, 2), seed=0)
+    assert automorphism_count(f) == 2**17
+    for args in [(2, 2, (2, 2), 0), (1, 3, (1, 2), 5)]:         # brute force on tiny forests
+        g = FamilyForest.generate(n_families=args[0], generations=args[1],
+                                  children=args[2], seed=args[3])
+        assert automorphism_count(g) == _brute_automorphisms(g)
+    with pytest.raises(TypeError, match="FamilyForest"):
+        automorphism_count("forest")
+
+
+@pytest.mark.parametrize("fraction, seed", [(0.8, 0), (0.5, 1), (0.3, 2)])
+def test_seen_closure_is_sound_and_complete_on_full_data(fraction, seed):
+    from seqtheory.representations import KinshipData, seen_closure
+    f = FamilyForest.generate(n_families=2, generations=4, children=(2, 3), seed=seed)
+    data = kinship_data(f, fraction, seed=seed)
+    K, truth = seen_closure(data), f.kinship()
+    assert (truth[K > 0] == K[K > 0]).all()                     # sound: never a wrong term
+    everything = KinshipData(data.pairs, data.labels, torch.ones_like(data.train), f.n)
+    K_all = seen_closure(everything)
+    a, b = data.pairs[:, 0].numpy(), data.pairs[:, 1].numpy()
+    assert (K_all[a, b] == truth[a, b]).all()                   # all seen -> all implied
+    with pytest.raises(TypeError, match="KinshipData"):
+        seen_closure(f)
+
+
+def test_seen_closure_uses_rules_not_just_inverses():
+    from seqtheory.representations import KinshipData, seen_closure
+    f = FamilyForest.generate(n_families=1, generations=3, children=(2, 2), seed=0)
+    data = kinship_data(f, 0.5, seed=0)
+    P = f.parent
+    par, kid = np.argwhere(P)[0]
+    assert P[par].sum() == 2                                    # kid has a sibling
+    a, b = data.pairs[:, 0].numpy(), data.pairs[:, 1].numpy()
+    # hide the link par -> kid both ways; show par -> sib and sib ~ kid
+    train = np.ones(len(a), dtype=bool)
+    train[((a == par) & (b == kid)) | ((a == kid) & (b == par))] = False
+    d = KinshipData(data.pairs, data.labels, torch.from_numpy(train), f.n)
+    assert seen_closure(d)[par, kid] == KINSHIP.index("parent")
+
+
+def test_bilinear_decoder_trains_and_stitches(small):
+    forest, data = small
+    models, hist = train_kinship(data, (4, 6), (0, 1), steps=300, weight_decay=0.1,
+                                 decoder="bilinear", progress=False)
+    assert models.decoder == "bilinear" and hist.final("train acc") > 0.9
+    one, _ = train_kinship(data, 6, (1,), steps=300, weight_decay=0.1, decoder="bilinear",
+                           progress=False)
+    assert torch.allclose(models.embedding(models.index(6, 1)), one.embedding(0), atol=1e-4)
+    sub = models.select([3, 2])
+    assert sub.decoder == "bilinear" and sub.rel.shape[-1] == 6
+    assert np.allclose(accuracy(sub, data), accuracy(models, data)[[3, 2]])
+    mlp, _ = train_kinship(data, 6, (0,), steps=300, weight_decay=0.1, progress=False)
+    res = stitch(mlp.embedding(0), models.select(2), data, steps=50)
+    assert res.mapped.shape == (1, forest.n, 6) and 0 <= res.test_acc[0] <= 1
+    with pytest.raises(ValueError, match="decoder must be one of"):
+        KinshipModels(forest.n, 3, decoder="transformer")
+
+
+def test_nonlinear_stitch_and_restarts(small):
+    from seqtheory.representations import stitch_restarts
+    forest, data = small
+    models, _ = train_kinship(data, (4,), (0, 1), steps=300, weight_decay=0.1,
+                              progress=False)
+    E = [models.embedding(1), models.embedding(0)]
+    nl = stitch(E, models, data, steps=5, kind="mlp", hidden=4, lr=1e-9)
+    aff = stitch(E, models, data, steps=5, lr=1e-9)
+    # the residual MLP starts at zero: before training it is the affine stitch
+    assert torch.allclose(nl.mapped, aff.mapped, atol=1e-4)
+    rs = stitch_restarts(E, models, data, restarts=2, steps=40, seed=3)
+    again = stitch_restarts(E, models, data, restarts=2, steps=40, seed=3)
+    assert np.array_equal(rs.test_acc, again.test_acc)          # deterministic
+    lstsq = stitch(E, models, data, steps=40)
+    assert (rs.loss <= lstsq.loss + 1e-6).all()                 # best by training loss
+    with pytest.raises(ValueError, match="kind must be one of"):
+        stitch(E, models, data, kind="kernel")
+    with pytest.raises(ValueError, match="restarts must be >= 1"):
+        stitch_restarts(E, models, data, restarts=0)
+
+
+def test_affine_r2():
+    from seqtheory.representations import affine_r2
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3))
+    assert affine_r2(X, X @ rng.standard_normal((3, 4)) + 2.0) == pytest.approx(1.0)
+    assert affine_r2(X, np.sin(3 * X) ** 2) < 0.5
+    with pytest.raises(ValueError, match="constant"):
+        affine_r2(X, np.ones((50, 2)))

@@ -13,7 +13,12 @@
   kernels (Kornblith et al., 2019), the debiased version using the unbiased HSIC
   estimator.
 * :func:`stitch` — affine model stitching (Lenc & Vedaldi, 2015; Bansal et al., 2021):
-  frozen embeddings of model A, a trainable affine map, the frozen decoder of model B.
+  frozen embeddings of model A, a trainable affine map, the frozen decoder of model B;
+  ``kind="mlp"`` adds a small non-linear residual, :func:`stitch_restarts` retries from
+  random starts, :func:`affine_r2` scores how affine a learned map is.
+* :func:`seen_closure` — every kinship term the training pairs imply (sound rules, fixed
+  point); :func:`automorphism_count` — how many relabellings of the people preserve
+  every relation (person-level correspondence is defined only up to these).
 """
 from __future__ import annotations
 
@@ -32,7 +37,8 @@ __all__ = [
     "linear_cka", "debiased_cka", "FamilyForest", "RELATIONS", "KINSHIP", "KinshipData",
     "kinship_data", "KinshipModels", "train_kinship", "accuracy", "StitchResult", "stitch",
     "affine_align", "pca_2d", "stitch_controls", "cka_across_seeds", "compare_models",
-    "plot_forest", "plot_embedding", "RepresentationSetup", "SETUP",
+    "plot_forest", "plot_embedding", "RepresentationSetup", "SETUP", "DECODERS",
+    "STITCH_KINDS", "stitch_restarts", "affine_r2", "seen_closure", "automorphism_count",
 ]
 
 
@@ -91,6 +97,9 @@ RELATIONS = ("parent", "child", "spouse", "sibling", "grandparent", "grandchild"
 # parent nor grandparent; "none" = no relation (including in-laws).
 KINSHIP = ("none", "parent", "child", "spouse", "sibling", "grandparent", "grandchild",
            "uncle_aunt", "niece_nephew", "cousin", "great_ancestor", "great_descendant")
+# Decoder families of :class:`KinshipModels`: a one-hidden-layer MLP on [e_a, e_b], or a
+# bilinear form per kinship term (RESCAL-style) plus linear terms.
+DECODERS = ("mlp", "bilinear")
 
 
 @dataclass
@@ -287,13 +296,88 @@ def kinship_data(forest: FamilyForest, train_fraction: float = 0.8, seed: int = 
                        torch.from_numpy(train), forest.n)
 
 
+def seen_closure(data: KinshipData) -> np.ndarray:
+    """The kinship terms that the *training* pairs of ``data`` imply: (n, n) int matrix
+    indexing :data:`KINSHIP`, 0 where nothing is implied.
+
+    Sound rules, valid in every forest :meth:`FamilyForest.generate` makes (each child has
+    exactly two parents, who are each other's only spouse; siblings share both parents):
+    a seen "parent" or the inverse "child" gives a parent link; a seen spouse or sibling
+    fact is symmetric; children of one parent are siblings; siblings are transitive; a
+    parent of someone is a parent of that person's siblings; a parent's spouse is a parent;
+    two parents of one child are spouses.  Iterated to a fixed point on boolean matrices,
+    the recovered parent and spouse links are a subset of the true ones, so every term
+    derived from them (as in :meth:`FamilyForest.kinship`) is the true term."""
+    if not isinstance(data, KinshipData):
+        raise TypeError(f"data must be KinshipData, got {type(data).__name__}")
+    n = data.n_people
+    pairs, labels = (t.numpy() for t in data.select("train"))
+    seen = np.zeros((len(KINSHIP), n, n), dtype=bool)              # (K, n, n)
+    seen[labels, pairs[:, 0], pairs[:, 1]] = True
+    T = {t: seen[KINSHIP.index(t)] for t in ("parent", "child", "spouse", "sibling")}
+    eye = np.eye(n, dtype=bool)
+    P = T["parent"] | T["child"].T
+    S = T["spouse"] | T["spouse"].T
+    sib = T["sibling"] | T["sibling"].T
+
+    def mm(A, B):
+        return (A.astype(np.int64) @ B.astype(np.int64)) > 0
+
+    while True:
+        new_sib = (sib | mm(P.T, P) | mm(sib, sib)) & ~eye
+        new_P = P | mm(P, new_sib) | mm(S, P)
+        new_S = S | (mm(new_P, new_P.T) & ~eye)
+        if (new_sib == sib).all() and (new_P == P).all() and (new_S == S).all():
+            break
+        sib, P, S = new_sib, new_P, new_S
+    zeros = np.zeros(n, dtype=np.int64)
+    return FamilyForest(P, S, zeros, zeros).kinship()
+
+
+def automorphism_count(forest: FamilyForest) -> int:
+    """Number of relabellings of the people that preserve every parent and spouse link
+    (and so every kinship term), for forests made by :meth:`FamilyForest.generate`:
+    swap the two founders of a couple, swap siblings whose descendant trees have the same
+    shape, swap families of the same shape."""
+    if not isinstance(forest, FamilyForest):
+        raise TypeError(f"forest must be a FamilyForest, got {type(forest).__name__}")
+    from collections import Counter
+    from math import factorial
+
+    kids = [np.flatnonzero(forest.parent[p]) for p in range(forest.n)]
+
+    def tree(p):                  # (shape, automorphisms) of the line below person p
+        below = [tree(c) for c in kids[p]]
+        shape = (bool(forest.spouse[p].any()), tuple(sorted(sh for sh, _ in below)))
+        count = int(np.prod([a for _, a in below], dtype=object)) if below else 1
+        for mult in Counter(sh for sh, _ in below).values():
+            count *= factorial(mult)
+        return shape, count
+
+    founders = np.flatnonzero(~forest.parent.any(0) & ~(forest.spouse.astype(int)
+                                                        @ forest.parent.any(0)).astype(bool))
+    roots = [p for p in founders              # one founder per couple, or a single founder
+             if not forest.spouse[p].any() or p < np.flatnonzero(forest.spouse[p]).min()]
+    total, shapes = 1, []
+    for r in roots:
+        shape, count = tree(r)
+        couple = forest.spouse[r].any()
+        total *= count * (2 if couple else 1)                     # the founders swap
+        shapes.append(shape)
+    for mult in Counter(shapes).values():
+        total *= factorial(mult)
+    return total
+
+
 # --------------------------------------------------------------------------- models
 class KinshipModels(nn.Module):
     """``M`` independent models trained as one tensor program.
 
     Model m has an embedding ``E_m`` (n_people, d_m) and a one-hidden-layer MLP decoder:
     ``logits(a, b) = W_out relu(W_a e_a + W_b e_b + b_1) + b_out`` (the first layer acts on
-    the concatenation ``[e_a, e_b]``).  Models of different sizes share one tensor: their
+    the concatenation ``[e_a, e_b]``); ``decoder="bilinear"`` replaces it by a different
+    family, ``logits_k(a, b) = e_a^T R_k e_b + u_k . e_a + v_k . e_b + c_k`` (one d x d form
+    R_k per kinship term).  Models of different sizes share one tensor: their
     embeddings are zero-padded to the largest d and masked.  Model m is initialised from
     ``seeds[m]`` alone (embeddings ~ N(0, init_scale^2), default ``1/sqrt(d_m)``), so it is
     the same model whether it is trained alone or with others.
@@ -301,8 +385,10 @@ class KinshipModels(nn.Module):
 
     def __init__(self, n_people: int, embed_dims: int | Sequence[int],
                  seeds: Sequence[int] = (0,), hidden: int = 32,
-                 n_classes: int = len(KINSHIP), init_scale: float | None = None) -> None:
+                 n_classes: int = len(KINSHIP), init_scale: float | None = None,
+                 decoder: str = "mlp") -> None:
         super().__init__()
+        self.decoder = check_choice("decoder", decoder, DECODERS)
         n = check_int("n_people", n_people, minimum=2)
         h = check_int("hidden", hidden, minimum=1)
         k = check_int("n_classes", n_classes, minimum=2)
@@ -319,13 +405,23 @@ class KinshipModels(nn.Module):
             init_scale = check_float("init_scale", init_scale, low=0.0, low_open=True)
         self.seeds, self.dims = seeds, dims
         D = max(dims)
-        parts: dict[str, list] = {name: [] for name in ("embed", "w_a", "w_b", "b_1",
-                                                         "w_out", "b_out")}
+        names = (("embed", "w_a", "w_b", "b_1", "w_out", "b_out") if decoder == "mlp"
+                 else ("embed", "rel", "u_a", "u_b", "b_out"))
+        parts: dict[str, list] = {name: [] for name in names}
         for s, d in zip(seeds, dims, strict=True):
             g = make_generator(s)
             scale = init_scale if init_scale is not None else 1 / np.sqrt(d)
             pad = torch.zeros(n, D - d)
             parts["embed"].append(torch.cat([torch.randn(n, d, generator=g) * scale, pad], 1))
+            if decoder == "bilinear":     # one d x d form per kinship term, plus linear terms
+                rel = torch.zeros(k, D, D)
+                rel[:, :d, :d] = torch.randn(k, d, d, generator=g) / np.sqrt(d)
+                parts["rel"].append(rel)
+                for w in ("u_a", "u_b"):
+                    parts[w].append(torch.cat([torch.randn(d, k, generator=g) / np.sqrt(d),
+                                               torch.zeros(D - d, k)]))
+                parts["b_out"].append(torch.zeros(1, k))
+                continue
             for w in ("w_a", "w_b"):
                 parts[w].append(torch.cat([torch.randn(d, h, generator=g) / np.sqrt(2 * d),
                                            torch.zeros(D - d, h)]))
@@ -367,6 +463,11 @@ class KinshipModels(nn.Module):
             raise ValueError(f"embed must have shape ({self.n_models}, n, "
                              f"{self.embed.shape[2]}), got {tuple(E.shape)}")
         E = E * self.mask
+        if self.decoder == "bilinear":  # logits_k = e_a^T R_k e_b + u_k.e_a + v_k.e_b + c_k
+            ER = torch.einsum("mni,mkij->mnkj", E, self.rel)         # (M, n, K, D)
+            e_b = E[:, pairs[:, 1]]                                  # (M, P, D)
+            bil = (ER[:, pairs[:, 0]] * e_b[:, :, None]).sum(-1)     # (M, P, K)
+            return bil + (E @ self.u_a)[:, pairs[:, 0]] + e_b @ self.u_b + self.b_out
         u_a, u_b = E @ self.w_a, E @ self.w_b                       # (M, n, h) each
         hidden = torch.relu(u_a[:, pairs[:, 0]] + u_b[:, pairs[:, 1]] + self.b_1)  # (M, P, h)
         return torch.baddbmm(self.b_out, hidden, self.w_out)       # (M, P, K)
@@ -379,6 +480,7 @@ class KinshipModels(nn.Module):
                 raise ValueError(f"model index must be in [0, {self.n_models}), got {i}")
         out = KinshipModels.__new__(KinshipModels)
         nn.Module.__init__(out)
+        out.decoder = self.decoder
         out.seeds = tuple(self.seeds[i] for i in idx)
         out.dims = tuple(self.dims[i] for i in idx)
         D = max(out.dims)
@@ -386,8 +488,10 @@ class KinshipModels(nn.Module):
             value = p.detach()[idx].clone()
             if name == "embed":
                 value = value[:, :, :D]
-            elif name in ("w_a", "w_b"):
+            elif name in ("w_a", "w_b", "u_a", "u_b"):
                 value = value[:, :D]
+            elif name == "rel":
+                value = value[:, :, :D, :D]
             setattr(out, name, nn.Parameter(value, requires_grad=False))
         out.register_buffer("mask", self.mask[idx][:, :, :D].clone())
         return out
@@ -413,8 +517,8 @@ def accuracy(models: KinshipModels, data: KinshipData, which: str = "test_facts"
 def train_kinship(data: KinshipData, dims: int | Sequence[int] = 4,
                   seeds: Sequence[int] = (0,), *, hidden: int = 32, steps: int = 1000,
                   lr: float = 1e-2, weight_decay: float = 0.0,
-                  init_scale: float | None = None, progress: bool = True,
-                  desc: str = "training models"):
+                  init_scale: float | None = None, decoder: str = "mlp",
+                  progress: bool = True, desc: str = "training models"):
     """Train one model per (embedding size, seed) on the training pairs, all at once.
 
     Full-batch AdamW; models are ordered size-major (all seeds of ``dims[0]`` first).
@@ -427,7 +531,8 @@ def train_kinship(data: KinshipData, dims: int | Sequence[int] = 4,
     if not dims or not seeds:
         raise ValueError("dims and seeds must each name at least one value")
     models = KinshipModels(data.n_people, [d for d in dims for _ in seeds],
-                           [s for _ in dims for s in seeds], hidden, init_scale=init_scale)
+                           [s for _ in dims for s in seeds], hidden, init_scale=init_scale,
+                           decoder=decoder)
     pairs, labels = data.select("train")
 
     def evaluate(m, step):
@@ -481,37 +586,66 @@ def _as_embeddings(source) -> torch.Tensor:
 
 
 class _AffineStitch(nn.Module):
-    def __init__(self, source: torch.Tensor, target: KinshipModels, init: str) -> None:
+    """``e -> e W + c`` (affine) or ``e -> e W + c + relu(e W_1 + b_1) W_2`` ("mlp": an
+    affine map plus a one-hidden-layer residual, whose output layer starts at zero)."""
+
+    def __init__(self, source: torch.Tensor, target: KinshipModels, init: str,
+                 kind: str = "affine", hidden: int = 32, seed: int = 0) -> None:
         super().__init__()
-        self.source, self.target = source, target
+        self.source, self.target, self.kind = source, target, kind
         M, n, d_in = source.shape
         goal = target.embed.detach()                                # (M, n, d_target)
+        d_out = goal.shape[2]
+        g = make_generator(seed)
         if init == "lstsq":      # least-squares affine match of the two embeddings
             X = torch.cat([source, torch.ones(M, n, 1)], 2).double()  # (M, n, d_in + 1)
             coef = torch.linalg.lstsq(X, goal.double()).solution.float()
             weight, bias = coef[:, :d_in], coef[:, d_in:]
+        elif init == "random":   # a random map, scaled to the target's spread
+            scale = goal.std(1, keepdim=True) / source.std(1).norm(dim=1).clamp_min(1e-8)[
+                :, None, None]                                        # (M, 1, d_target)
+            weight = torch.randn(M, d_in, d_out, generator=g) * scale
+            bias = goal.mean(1, keepdim=True)
         else:                    # zero map: everybody starts at the mean person
-            weight, bias = torch.zeros(M, d_in, goal.shape[2]), goal.mean(1, keepdim=True)
+            weight, bias = torch.zeros(M, d_in, d_out), goal.mean(1, keepdim=True)
         self.weight = nn.Parameter(weight.clone())
         self.bias = nn.Parameter(bias.clone())
+        if kind == "mlp":
+            self.w_1 = nn.Parameter(torch.randn(M, d_in, hidden, generator=g)
+                                    / np.sqrt(max(d_in, 1)))
+            self.b_1 = nn.Parameter(torch.zeros(M, 1, hidden))
+            self.w_2 = nn.Parameter(torch.zeros(M, hidden, d_out))
 
     def mapped(self) -> torch.Tensor:
-        return torch.baddbmm(self.bias, self.source, self.weight)  # (M, n, d_target)
+        out = torch.baddbmm(self.bias, self.source, self.weight)   # (M, n, d_target)
+        if self.kind == "mlp":
+            out = out + torch.relu(torch.baddbmm(self.b_1, self.source, self.w_1)) @ self.w_2
+        return out
 
     def forward(self, pairs: torch.Tensor) -> torch.Tensor:
         return self.target(pairs, self.mapped())
 
 
-def stitch(source, target: KinshipModels, data: KinshipData, *, steps: int = 300,
-           lr: float = 1e-2, init: str = "lstsq", progress: bool = False) -> StitchResult:
-    """Stitch embeddings ``source`` (n, d) or (M, n, d) into ``target``'s frozen decoders
-    through a trainable affine map each, trained on the training pairs of ``data``.
+STITCH_KINDS = ("affine", "mlp")
 
-    ``init="lstsq"`` starts the map at the least-squares affine match of the source to the
-    target's own embeddings (the same start for real models and for controls), then
-    trains it on the task; ``init="zero"`` starts with every person at the target's mean
-    embedding.  ``target`` holds M models (or one, reused for every source)."""
-    check_choice("init", init, ("lstsq", "zero"))
+
+def stitch(source, target: KinshipModels, data: KinshipData, *, steps: int = 300,
+           lr: float = 1e-2, init: str = "lstsq", kind: str = "affine", hidden: int = 32,
+           seed: int = 0, progress: bool = False) -> StitchResult:
+    """Stitch embeddings ``source`` (n, d) or (M, n, d) into ``target``'s frozen decoders
+    through a trainable map each, trained on the training pairs of ``data``.
+
+    ``kind="affine"`` trains ``e -> e W + c``; ``kind="mlp"`` adds a residual
+    ``relu(e W_1 + b_1) W_2`` of width ``hidden`` (starting at zero, so at the affine start).
+    ``init="lstsq"`` starts the affine part at the least-squares affine match of the source
+    to the target's own embeddings (the same start for real models and for controls);
+    ``init="random"`` at a random map drawn from ``seed`` (for restarts); ``init="zero"``
+    with every person at the target's mean embedding.  ``target`` holds M models (or one,
+    reused for every source)."""
+    check_choice("init", init, ("lstsq", "random", "zero"))
+    check_choice("kind", kind, STITCH_KINDS)
+    hidden = check_int("hidden", hidden, minimum=1)
+    steps = check_int("steps", steps, minimum=1)
     if not isinstance(target, KinshipModels):
         raise TypeError(f"target must be KinshipModels, got {type(target).__name__}")
     if not isinstance(data, KinshipData):
@@ -524,7 +658,7 @@ def stitch(source, target: KinshipModels, data: KinshipData, *, steps: int = 300
     if target.n_models != src.shape[0]:
         raise ValueError(f"{src.shape[0]} sources but {target.n_models} target models")
     target = target.select(list(range(target.n_models)))          # frozen copy
-    model = _AffineStitch(src, target, init)
+    model = _AffineStitch(src, target, init, kind, hidden, seed)
     pairs, labels = data.select("train")
     train(model, lambda step: (pairs, labels), TrainConfig(
         steps=steps, lr=lr, grad_clip=None, eval_every=steps), loss_fn=_ensemble_loss,
@@ -538,6 +672,51 @@ def stitch(source, target: KinshipModels, data: KinshipData, *, steps: int = 300
         train_acc = (logits.argmax(-1) == labels).double().mean(1).numpy()
     return StitchResult(model.weight.detach(), model.bias.detach(), mapped, train_acc,
                         accuracy(target, data, "test_facts", mapped), loss)
+
+
+def stitch_restarts(source, target: KinshipModels, data: KinshipData, *, restarts: int = 4,
+                    steps: int = 300, seed: int = 0, **kw) -> StitchResult:
+    """Affine stitching from ``restarts`` random starts (and the least-squares start) per
+    source; keeps, per source, the run with the lowest final *training* loss, so the
+    held-out pairs play no part in the choice.  Arguments as for :func:`stitch`."""
+    restarts = check_int("restarts", restarts, minimum=1)
+    src = _as_embeddings(source)
+    M = src.shape[0]
+    if not isinstance(target, KinshipModels):
+        raise TypeError(f"target must be KinshipModels, got {type(target).__name__}")
+    if target.n_models == 1 and M > 1:
+        target = target.select([0] * M)
+    runs = [stitch(src, target, data, steps=steps, init="lstsq", **kw)]
+    big = stitch(src.repeat(restarts, 1, 1), target.select(list(range(target.n_models))
+                                                             * restarts),
+                 data, steps=steps, init="random", seed=seed, **kw)
+    for r in range(restarts):
+        sl = slice(r * M, (r + 1) * M)
+        runs.append(StitchResult(big.weight[sl], big.bias[sl], big.mapped[sl],
+                                 big.train_acc[sl], big.test_acc[sl], big.loss[sl]))
+    best = np.stack([r.loss for r in runs]).argmin(0)               # (M,) run per source
+    idx = torch.from_numpy(best)
+    rows = torch.arange(M)
+
+    def pick(name):                                                 # field of the best runs
+        stacked = [torch.as_tensor(getattr(r, name)) for r in runs]
+        return torch.stack(stacked)[idx, rows]
+
+    return StitchResult(pick("weight"), pick("bias"), pick("mapped"),
+                        pick("train_acc").numpy(), pick("test_acc").numpy(),
+                        pick("loss").numpy())
+
+
+def affine_r2(X, Y) -> float:
+    """Fraction of the variance of Y (n, q) explained by the best affine function of X
+    (n, p): 1 for an exactly affine relation, 0 when no affine map does better than the
+    mean.  Applied to a stitch's input and output, it scores how *almost affine* the
+    learned map is."""
+    X, Y = _check_pair(X, Y)
+    total = ((Y - Y.mean(0)) ** 2).sum()
+    if total == 0:
+        raise ValueError("Y must not be constant")
+    return float(1 - ((Y - affine_align(X, Y)) ** 2).sum() / total)
 
 
 def affine_align(X, Y) -> np.ndarray:
