@@ -33,7 +33,9 @@ from .utils import Sizes, check_choice, check_int
 __all__ = [
     "FORMATS", "parity_chain", "chain_length", "NextTokenNet", "generate", "answer_accuracy",
     "multiplication_chain", "CoTSetup", "CHAIN_OF_THOUGHT", "all_bit_strings",
-    "train_chain_models",
+    "train_chain_models", "MULT_FORMATS", "multiplication_tokens", "multiplication_length",
+    "MultSetup", "MULTIPLICATION", "multiplication_split", "train_multiplication_models",
+    "multiplication_accuracy", "multiplication_step_accuracy",
 ]
 
 FORMATS = ("none", "binary", "running", "unary", "threshold")
@@ -92,6 +94,7 @@ class NextTokenNet(nn.Module):
     ``b_t + sum_{s<=t} W[t, s, x_s]``, one causal linear map over the embedded context.
     ``hidden=h``: the same map into ``h`` ReLU units per position, then a linear read-out
     (an MLP over the context). ``models=M`` trains M independent copies at once.
+    ``generator`` draws the initial weights (default: the global RNG).
 
     ``shared=False`` (the setting of Malach's theorem) gives every position its own
     weights, a *time-inhomogeneous* model. ``shared=True`` ties them across positions:
@@ -100,7 +103,8 @@ class NextTokenNet(nn.Module):
     """
 
     def __init__(self, seq_len: int, vocab: int = 2, hidden: int | None = None,
-                 models: int = 1, init_std: float = 0.1, shared: bool = False):
+                 models: int = 1, init_std: float = 0.1, shared: bool = False,
+                 generator: torch.Generator | None = None):
         super().__init__()
         self.seq_len = check_int("seq_len", seq_len, minimum=1)
         self.vocab = check_int("vocab", vocab, minimum=2)
@@ -116,11 +120,13 @@ class NextTokenNet(nn.Module):
         self.register_buffer("causal", torch.tril(torch.ones(T, T)))          # (T, T)
         # shared: weights per distance t - s, gathered into (T, T) by this index
         self.register_buffer("distance", (torch.arange(T)[:, None] - torch.arange(T)).clamp(min=0))
-        self.w = nn.Parameter(torch.randn(models, T, *([] if shared else [T]), V, width)
+        self.w = nn.Parameter(torch.randn(models, T, *([] if shared else [T]), V, width,
+                                          generator=generator)
                               * init_std)                   # (M,T,T,V,H) or (M,T,V,H)
         self.b = nn.Parameter(torch.zeros(models, P, width))
         if hidden is not None:
-            self.out = nn.Parameter(torch.randn(models, P, hidden, V) / hidden ** 0.5)
+            self.out = nn.Parameter(torch.randn(models, P, hidden, V, generator=generator)
+                                    / hidden ** 0.5)
             self.out_b = nn.Parameter(torch.zeros(models, P, V))
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
@@ -232,3 +238,203 @@ class CoTSetup:
 #: CPU-sized default and the ``FULL=1`` size of the chain-of-thought chapter.
 CHAIN_OF_THOUGHT = Sizes(cpu=CoTSetup(), full=CoTSetup(n=16, seeds=5, train_size=4096,
                                                        steps=4000))
+
+
+# ---------------------------------------------------------------------------------------
+# Multiplication with and without a chain of thought (the paper's arithmetic task, toy size)
+# ---------------------------------------------------------------------------------------
+
+#: Chains for products: none, the digit-pair products (a simplified version of Malach's
+#: chain: no decomposition into powers of ten, and each product written as its bare two
+#: digits, not with its place-value zeros), and the products with running sums between them.
+MULT_FORMATS = ("none", "products", "sums")
+
+
+def _digits_of(x: torch.Tensor, width: int) -> torch.Tensor:
+    """(B, width) decimal digits of ``x`` (B,), zero-padded, most significant first."""
+    return x[:, None] // 10 ** torch.arange(width - 1, -1, -1) % 10
+
+
+def _sum_widths(digits: int) -> list[int]:
+    """Digits of each running sum of the ``"sums"`` chain (enough for its largest value)."""
+    pairs = [(i, j) for i in range(digits) for j in range(digits)]
+    largest = [sum(81 * 10 ** (i + j) for i, j in pairs[: k + 1]) for k in range(len(pairs))]
+    return [len(str(v)) for v in largest[1:-1]]          # after pairs 2 .. D*D - 1
+
+
+def multiplication_tokens(a: torch.Tensor, b: torch.Tensor, digits: int = 2,
+                          fmt: str = "products") -> torch.Tensor:
+    """Token sequences (B, L) for the products ``a * b`` of ``digits``-digit numbers.
+
+    Tokens are the digits 0-9. A sequence is the prompt -- the digits of ``a`` then of
+    ``b``, most significant first -- then the chain, then the answer: the ``2 * digits``
+    digits of ``a * b``, zero-padded, most significant first (always the last tokens).
+    Chains (``fmt``): ``"none"``; ``"products"``: every digit-pair product ``a_i * b_j``
+    as two digits, pairs in the order ``(i, j)`` = (0, 0), (0, 1), .. (digit 0 the least
+    significant, the order of Malach's data) -- a simplified version of Malach's chain,
+    which also writes each pair with its powers of ten and each product's value with its
+    place-value zeros, zero-padded (``7 x 8 x 10`` -> ``5 6 0``); ``"sums"``: the same
+    products, each one after the second followed by the running sum
+    ``sum a_i b_j 10**(i + j)`` of the pairs so far (the last running sum is the answer
+    itself, so it is not repeated).
+    """
+    digits = check_int("digits", digits, minimum=1)
+    check_choice("fmt", fmt, MULT_FORMATS)
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.dim() != 1 \
+            or a.shape != b.shape:
+        raise TypeError("a and b must be 1-d integer tensors of the same length")
+    a, b = a.long(), b.long()
+    if (a < 0).any() or (b < 0).any() or (a >= 10 ** digits).any() or (b >= 10 ** digits).any():
+        raise ValueError(f"a and b must lie in 0..{10 ** digits - 1} for digits={digits}")
+    powers = 10 ** torch.arange(digits)                                  # (D,) LSB first
+    da, db = a[:, None] // powers % 10, b[:, None] // powers % 10        # (B, D) a_0 ..
+    parts = [da.flip(1), db.flip(1)]                                     # prompt, MSB first
+    pairs = (da[:, :, None] * db[:, None, :]).flatten(1)                # (B, D*D), (i, j)
+    if fmt != "none":
+        scale = (powers[:, None] * powers[None, :]).flatten()           # (D*D,) 10**(i+j)
+        running = (pairs * scale).cumsum(dim=1)                          # (B, D*D)
+        widths = _sum_widths(digits)
+        for k in range(digits * digits):          # D*D chain items, not a loop over tokens
+            parts.append(_digits_of(pairs[:, k], 2))
+            if fmt == "sums" and 1 <= k < digits * digits - 1:
+                parts.append(_digits_of(running[:, k], widths[k - 1]))
+    parts.append(_digits_of(a * b, 2 * digits))                          # the answer
+    return torch.cat(parts, dim=1)
+
+
+def multiplication_length(digits: int = 2, fmt: str = "products") -> int:
+    """Tokens a model writes after the prompt of two ``digits``-digit numbers."""
+    digits = check_int("digits", digits, minimum=1)
+    check_choice("fmt", fmt, MULT_FORMATS)
+    chain = {"none": 0, "products": 2 * digits * digits,
+             "sums": 2 * digits * digits + sum(_sum_widths(digits))}[fmt]
+    return chain + 2 * digits
+
+
+@dataclass(frozen=True)
+class MultSetup:
+    """Sizes of the multiplication experiment (see :data:`MULTIPLICATION`)."""
+
+    digits: int = 2               # digits per factor; factors run over 10**(d-1)..10**d - 1
+    train_frac: float = 0.75      # fraction of all pairs used for training (the paper's 75%)
+    seeds: int = 3                # independent models per chain format, trained at once
+    hidden: int = 32              # ReLU units per position of the MLP
+    batch_size: int = 256         # pairs per step, drawn from the training pairs
+    steps: int = 600              # AdamW steps
+    lr: float = 1e-2              # AdamW learning rate
+    weight_decay: float = 0.0     # AdamW's decoupled weight decay
+
+    def __post_init__(self) -> None:
+        for name in ("digits", "seeds", "hidden", "batch_size", "steps"):
+            check_int(name, getattr(self, name), minimum=1)
+        if not 0.0 < self.train_frac < 1.0:
+            raise ValueError(f"train_frac must be in (0, 1), got {self.train_frac}")
+
+
+#: CPU-sized default and the ``FULL=1`` size of the multiplication experiment.
+MULTIPLICATION = Sizes(cpu=MultSetup(), full=MultSetup(digits=3, seeds=5, hidden=128,
+                                                       steps=4000))
+
+
+def multiplication_split(setup: MultSetup, *, generator: torch.Generator | None = None
+                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """All pairs of ``setup.digits``-digit factors, split at random: ``(a_train, b_train,
+    a_test, b_test)``, a fraction ``setup.train_frac`` of the pairs for training.
+
+    ``generator`` draws the permutation; with ``generator=None`` it comes from torch's
+    global RNG (not reproducible from a seed -- pass a generator).
+    """
+    if not isinstance(setup, MultSetup):
+        raise TypeError(f"setup must be a MultSetup, got {type(setup).__name__}")
+    lo, hi = 10 ** (setup.digits - 1), 10 ** setup.digits
+    nums = torch.arange(lo, hi)
+    a, b = nums.repeat_interleave(len(nums)), nums.repeat(len(nums))     # every (a, b) pair
+    order = torch.randperm(len(a), generator=generator)
+    cut = int(round(setup.train_frac * len(a)))
+    tr, te = order[:cut], order[cut:]
+    return a[tr], b[tr], a[te], b[te]
+
+
+def train_multiplication_models(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    setup: MultSetup,
+    fmt: str,
+    *,
+    generator: torch.Generator | None = None,
+    progress: bool = True,
+) -> NextTokenNet:
+    """Train ``setup.seeds`` time-inhomogeneous MLPs (:class:`NextTokenNet`, vocabulary
+    0-9, ``setup.hidden`` units per position) on the products of the training pairs
+    ``(a, b)`` written in the chain format ``fmt``.
+
+    The loss is the cross-entropy of every token after the prompt (the chain and the
+    answer); batches are drawn with replacement from the training pairs. ``generator``
+    draws the initial weights and then every batch, in that order (so one generator can be
+    shared in sequence across several calls); with ``generator=None`` both come from
+    torch's global RNG (not reproducible from a seed -- pass a generator).
+    """
+    if not isinstance(setup, MultSetup):
+        raise TypeError(f"setup must be a MultSetup, got {type(setup).__name__}")
+    seqs = multiplication_tokens(a, b, setup.digits, fmt)                # (N, L)
+    prompt, M = 2 * setup.digits, setup.seeds
+    model = NextTokenNet(seqs.shape[1] - 1, vocab=10, hidden=setup.hidden, models=M,
+                         generator=generator)
+    g = generator
+
+    def batch(step):
+        rows = torch.randint(len(seqs), (setup.batch_size,), generator=g)
+        return chain_targets(seqs[rows], prompt)
+
+    def loss(logits, y):                  # summed over models: independent gradients
+        return nn.functional.cross_entropy(
+            logits.flatten(0, 2), y[None].expand(M, -1, -1).flatten(),
+            ignore_index=IGNORE_INDEX) * M
+
+    train(model, batch, steps=setup.steps, lr=setup.lr, weight_decay=setup.weight_decay,
+          grad_clip=None, loss_fn=loss, eval_every=setup.steps, progress=progress,
+          desc=f"{setup.digits}-digit products, chain: {fmt}")
+    return model
+
+
+_EVAL_CHUNK = 4096                # pairs per forward pass when evaluating
+
+
+def _check_mult_model(model: NextTokenNet, length: int, digits: int, fmt: str) -> None:
+    if not isinstance(model, NextTokenNet):
+        raise TypeError(f"model must be a NextTokenNet, got {type(model).__name__}")
+    if model.vocab != 10 or model.seq_len != length - 1:
+        raise ValueError(f"model must be a 10-token NextTokenNet over {length - 1} positions "
+                         f"(digits={digits}, fmt={fmt!r}), got vocab={model.vocab}, "
+                         f"seq_len={model.seq_len}")
+
+
+@torch.no_grad()
+def multiplication_accuracy(model: NextTokenNet, a: torch.Tensor, b: torch.Tensor,
+                            digits: int = 2, fmt: str = "products") -> torch.Tensor:
+    """Fraction of the pairs ``(a, b)`` whose answer, generated greedily after the prompt
+    (chain included), is exactly ``a * b``, per model: (M,)."""
+    seqs = multiplication_tokens(a, b, digits, fmt)
+    _check_mult_model(model, seqs.shape[1], digits, fmt)
+    prompt, width = 2 * digits, 2 * digits
+    right = torch.zeros(model.models)
+    for chunk in seqs.split(_EVAL_CHUNK):            # bounded memory for large test sets
+        got = generate(model, chunk[:, :prompt], chunk.shape[1] - prompt)[:, :, -width:]
+        right += (got == chunk[None, :, -width:]).all(dim=2).float().sum(dim=1)
+    return right / len(seqs)
+
+
+@torch.no_grad()
+def multiplication_step_accuracy(model: NextTokenNet, a: torch.Tensor, b: torch.Tensor,
+                                 digits: int = 2, fmt: str = "products") -> torch.Tensor:
+    """Accuracy of every written token given the correct tokens before it (teacher
+    forcing), per model and position after the prompt: (M, chain + answer length);
+    column 0 is the first token after the prompt, the last ``2 * digits`` columns are the
+    answer's digits."""
+    seqs = multiplication_tokens(a, b, digits, fmt)
+    _check_mult_model(model, seqs.shape[1], digits, fmt)
+    right = torch.zeros(model.models, seqs.shape[1] - 1)
+    for chunk in seqs.split(_EVAL_CHUNK):            # bounded memory for large test sets
+        pred = model(chunk[:, :-1]).argmax(dim=-1)                       # (M, B, L-1)
+        right += (pred == chunk[None, :, 1:]).float().sum(dim=1)         # (M, L-1)
+    return right[:, 2 * digits - 1:] / len(seqs)
