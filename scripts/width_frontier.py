@@ -15,8 +15,10 @@ chapter's own seeds), so a GPU run draws the same data and initialisations as a 
     python scripts/width_frontier.py --device cuda     # 6 minutes on one H100 (2026-11-23)
     SEQTHEORY_NUM_THREADS=1 python scripts/width_frontier.py --widths 8,32   # a CPU slice
 
-writes src/seqtheory/data/width_frontier.json (shipped with the library:
-seqtheory.utils.load_data("width_frontier.json")) after every width.
+Writes src/seqtheory/data/width_frontier.json (shipped with the library:
+seqtheory.utils.load_data("width_frontier.json")) after every width. Its meta records the
+checkout's commit (``git rev-parse HEAD``; None outside a git checkout; the shipped file
+predates this field).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import argparse
 import datetime
 import json
 import platform
+import subprocess
 import time
 from pathlib import Path
 
@@ -45,6 +48,17 @@ EVAL_EVERY = 250
 SEED_OFFSET = 10_000
 
 
+def git_commit() -> str | None:
+    """The checkout's commit (``git rev-parse HEAD``), or None outside a git checkout."""
+    try:
+        here = str(Path(__file__).resolve().parent)
+        res = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"],
+                             capture_output=True, text=True, check=False, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (res.stdout.strip() or None) if res.returncode == 0 else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
@@ -62,6 +76,7 @@ def main() -> None:
     combos = [(m, init, r) for m in SAMPLES for init in INITS for r in range(args.seeds)]
     meta = {"script": "scripts/width_frontier.py", "seqtheory": seqtheory.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
+            "git_commit": git_commit(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "device": device, "setup": dict(cfg.__dict__), "samples": list(SAMPLES),
             "widths": [], "inits": list(INITS), "seeds": args.seeds, "steps": args.steps,
