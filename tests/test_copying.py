@@ -117,6 +117,38 @@ def test_gated_recurrence_matches_its_sequential_definition():
         GatedRecurrence(d_state=0)
 
 
+def test_gated_decay_is_mambas_zero_order_hold_step_with_a_minus_one():
+    """The chapter's reading of the gate: a_t = exp(Delta_t A), write (exp(Delta_t A) - 1)/A
+    times the input, with A = -1 and Delta_t = softplus(-gate)."""
+    torch.manual_seed(1)
+    block = GatedRecurrence(d_model=8, d_state=6, layers=1).blocks[0]
+    x = torch.randn(2, 7, 8)
+    z = block.ln1(x)
+    delta = torch.nn.functional.softplus(-block.gate(z))               # (B, T, N)
+    A = -1.0
+    a, write = torch.exp(delta * A), (torch.exp(delta * A) - 1) / A * block.inp(z)
+    h, hs = torch.zeros(2, 6), []
+    for t in range(7):
+        h = a[:, t] * h + write[:, t]
+        hs.append(h)
+    assert torch.allclose(block.states(x), torch.stack(hs, 1), atol=1e-5)
+
+
+def test_hard_alibi_windows_include_the_position_itself():
+    """First-layer head h of the chapter's hard-ALiBi model sees itself and h previous tokens
+    (windows 1..4), so a key can encode at most the trigram before its own letter."""
+    torch.manual_seed(0)
+    model = copy_models(COPYING.cpu)["hard-ALiBi"]
+    idx = copy_batch(2, 6, generator=torch.Generator().manual_seed(0))[0]
+    pat = model.attention_patterns(idx)[0][0]                        # (H, T, T) layer 1
+    q, k = torch.meshgrid(torch.arange(idx.shape[1]), torch.arange(idx.shape[1]),
+                          indexing="ij")
+    for h, w in enumerate((1, 2, 3, 4)):
+        assert (pat[h][(q - k >= w) | (k > q)] == 0).all()
+        assert (pat[h][(q - k >= 0) & (q - k < w)] > 0).all()
+    assert torch.allclose(pat[0].diagonal(), torch.ones(idx.shape[1]))
+
+
 @pytest.mark.parametrize("cls", [CopyLSTM, DiagonalRecurrence, GatedRecurrence])
 def test_fixed_state_models_are_causal(cls):
     torch.manual_seed(0)

@@ -9,8 +9,9 @@ Three fixed-state models sit next to the book's :class:`~seqtheory.models.Transf
 :class:`CopyLSTM`; :class:`DiagonalRecurrence`, a minimal S4D-like state-space model (a
 diagonal linear recurrence whose decay does not depend on the input); and
 :class:`GatedRecurrence`, a minimal *selective* recurrence in the spirit of Mamba (decay
-and write gate computed from the current token). Both recurrences are computed in parallel
-over time in pure torch.
+and write gate computed from the current token; without Mamba's input-dependent B and C,
+state expansion, convolution and output gate, so closer to a minimal GRU). Both
+recurrences are computed in parallel over time in pure torch.
 """
 from __future__ import annotations
 
@@ -266,8 +267,12 @@ class GatedRecurrence(nn.Module):
 
     Each layer keeps ``d_state`` numbers ``h_t = a_t * h_{t-1} + (1 - a_t) * W x_t`` where
     the decay ``a_t = sigmoid(W_a x_t + b)`` is computed from the current input, so the model
-    can choose per token what to keep and what to overwrite (the "selection" of Mamba,
-    without its state expansion or convolution). Computed in parallel over time.
+    can choose per token what to keep and what to overwrite. This is Mamba's "selection"
+    of the step size only: ``a_t = exp(-Delta_t)`` with ``Delta_t = softplus(-W_a x_t - b)``,
+    Mamba's zero-order-hold discretisation with ``A = -1``. Mamba's input-dependent ``B``
+    and ``C``, its state expansion (``d_state`` = 16 numbers per channel; here one), its
+    short causal convolution and its output gate are left out: closer to a minimal GRU
+    whose gates see only the current token. Computed in parallel over time.
     """
 
     def __init__(self, vocab_size: int = VOCAB_SIZE, d_model: int = 64, d_state: int = 128,
@@ -296,7 +301,9 @@ def state_bits(state_floats: int, bits_per_float: int = 32) -> int:
 
 
 def max_copy_length(bits: int, alphabet: int = NUM_LETTERS) -> float:
-    """Longest string a ``bits``-bit state can copy: ``L log2(alphabet) <= bits``."""
+    """``bits / log2(alphabet)``: a ``bits``-bit state copies every string of length ``L``
+    only if ``L`` is below this (Jelassi et al., 2024, Theorem 2.7); pass ``bits + 1`` for
+    the bound on copying at least half of them (their Corollary 2.8)."""
     bits = check_int("bits", bits, minimum=1)
     alphabet = check_int("alphabet", alphabet, minimum=2)
     return bits / math.log2(alphabet)
@@ -373,8 +380,10 @@ def copy_model(name: str, setup: CopySetup) -> nn.Module:
     it under :func:`seqtheory.utils.seeded` for a reproducible initialisation).
 
     ``transformer``: two layers, four heads, learned absolute positions. ``hard-ALiBi``:
-    the same, but the first layer's heads see only the last 1, 2, 3 and 4 tokens and the
-    second layer's heads see everything with no position information. ``LSTM``,
+    the same, but the first layer's heads see only the last 1, 2, 3 and 4 tokens (each
+    window includes the position itself) and the second layer's heads see everything with
+    no position information, as in the paper's theoretical construction (the authors' code
+    instead gives every layer some windowed heads and some NoPE heads). ``LSTM``,
     ``linear recurrence`` (:class:`DiagonalRecurrence`) and ``gated recurrence``
     (:class:`GatedRecurrence`) keep a fixed-size state.
     """
