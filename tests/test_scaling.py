@@ -124,10 +124,14 @@ def test_power_law_fit_rejects_bad_input(x, y, msg):
 
 def test_predicted_exponents():
     p = predicted_exponents(2, 1.0)
-    assert p == {"alpha_D": 0.5, "alpha_N": 1.0, "sharma_kaplan": 2.0}
-    assert predicted_exponents(4, 2.0)["alpha_D"] == pytest.approx(0.5)
-    with pytest.raises(ValueError):
+    assert p == {"alpha_data": 0.5, "alpha_model": 1.0, "sharma_kaplan": 2.0}
+    assert predicted_exponents(4, 2.0)["alpha_data"] == pytest.approx(0.5)
+    # the model-size band [1/d, 2/d] of beta in [0.5, 1]
+    assert predicted_exponents(4, 0.5)["alpha_model"] == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="d"):
         predicted_exponents(0)
+    with pytest.raises(ValueError, match="beta"):
+        predicted_exponents(2, -1.0)
 
 
 @pytest.mark.parametrize("d", [1, 2, 4])

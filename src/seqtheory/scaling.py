@@ -267,13 +267,15 @@ def fit_power_law(x, y) -> PowerLawFit:
 def predicted_exponents(d: float, beta: float = 1.0) -> dict:
     """Exponents predicted from intrinsic dimension ``d`` and Hölder smoothness ``beta``.
 
-    ``alpha_D = 2 beta / (2 beta + d)``: squared error vs training-set size n;
-    ``alpha_N = 2 beta / d``: squared approximation error vs number of parameters N;
+    ``alpha_data = 2 beta / (2 beta + d)``: squared error vs training-set size n;
+    ``alpha_model = 2 beta / d``: squared approximation error vs number of parameters N;
     ``sharma_kaplan = 4 / d``: Sharma & Kaplan's model-size exponent for the loss.
+    (Kaplan et al. write alpha_D and alpha_N; here D is the ambient dimension, so the
+    keys spell out data and model.)  Constants and logarithmic factors are dropped.
     """
     d = check_float("d", d, low=0.0, low_open=True)
     beta = check_float("beta", beta, low=0.0, low_open=True)
-    return {"alpha_D": 2 * beta / (2 * beta + d), "alpha_N": 2 * beta / d,
+    return {"alpha_data": 2 * beta / (2 * beta + d), "alpha_model": 2 * beta / d,
             "sharma_kaplan": 4.0 / d}
 
 
