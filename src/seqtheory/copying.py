@@ -181,13 +181,11 @@ class _RecurrentBlock(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
-class DiagonalRecurrence(nn.Module):
-    """A minimal state-space model: blocks of a diagonal linear recurrence and an MLP.
+class _RecurrentStack(nn.Module):
+    """Embedding, ``layers`` recurrent blocks of ``d_state`` numbers each (``BLOCK``), a final
+    LayerNorm and the output head: what the fixed-state copiers share."""
 
-    Each layer keeps ``d_state`` numbers ``h_t = a * h_{t-1} + W x_t`` (``0 < a < 1``
-    learned per channel); the sum over the past is computed in parallel over time as a
-    causal convolution with kernel ``a^(t-s)``, the way S4-style models train.
-    """
+    BLOCK: type[nn.Module]
 
     def __init__(self, vocab_size: int = VOCAB_SIZE, d_model: int = 64, d_state: int = 128,
                  layers: int = 2):
@@ -196,7 +194,7 @@ class DiagonalRecurrence(nn.Module):
                         ("d_state", d_state), ("layers", layers)]:
             check_int(name, v, minimum=1)
         self.emb = nn.Embedding(vocab_size, d_model)
-        self.blocks = nn.ModuleList(_RecurrentBlock(d_model, d_state) for _ in range(layers))
+        self.blocks = nn.ModuleList(self.BLOCK(d_model, d_state) for _ in range(layers))
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size)
         self.state_floats = d_state * layers
@@ -206,6 +204,17 @@ class DiagonalRecurrence(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))                                      # (B, T, V)
+
+
+class DiagonalRecurrence(_RecurrentStack):
+    """A minimal state-space model: blocks of a diagonal linear recurrence and an MLP.
+
+    Each layer keeps ``d_state`` numbers ``h_t = a * h_{t-1} + W x_t`` (``0 < a < 1``
+    learned per channel); the sum over the past is computed in parallel over time as a
+    causal convolution with kernel ``a^(t-s)``, the way S4-style models train.
+    """
+
+    BLOCK = _RecurrentBlock
 
 
 def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -261,7 +270,7 @@ class _GatedBlock(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
-class GatedRecurrence(nn.Module):
+class GatedRecurrence(_RecurrentStack):
     """A minimal selective (input-gated) recurrence: blocks of a gated diagonal recurrence
     and an MLP.
 
@@ -275,23 +284,7 @@ class GatedRecurrence(nn.Module):
     whose gates see only the current token. Computed in parallel over time.
     """
 
-    def __init__(self, vocab_size: int = VOCAB_SIZE, d_model: int = 64, d_state: int = 128,
-                 layers: int = 2):
-        super().__init__()
-        for name, v in [("vocab_size", vocab_size), ("d_model", d_model),
-                        ("d_state", d_state), ("layers", layers)]:
-            check_int(name, v, minimum=1)
-        self.emb = nn.Embedding(vocab_size, d_model)
-        self.blocks = nn.ModuleList(_GatedBlock(d_model, d_state) for _ in range(layers))
-        self.ln_f = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size)
-        self.state_floats = d_state * layers
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        x = self.emb(idx)                                                   # (B, T, C)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.ln_f(x))                                      # (B, T, V)
+    BLOCK = _GatedBlock
 
 
 def state_bits(state_floats: int, bits_per_float: int = 32) -> int:
