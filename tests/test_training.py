@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.training: learning happens, seeding reproduces, snapshots, errors."""
+import numpy as np
 import pytest
 import torch
 
@@ -161,3 +162,66 @@ def test_decay_linear_leaves_embeddings_and_norms_alone():
     assert torch.allclose(after["pos_emb.weight"], before["pos_emb.weight"])
     with pytest.raises(ValueError, match="decay must be one of"):
         TrainConfig(decay="embeddings")
+
+
+class _TwoNets(torch.nn.Module):
+    """Two independent linear regressions in one module (a batched model, not an Ensemble)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(2, 3))
+
+    def forward(self, x):                       # x (B, 3) -> (2, B)
+        return self.w @ x.T
+
+
+def _two_net_data():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 3, generator=g)
+    y = torch.stack([x @ torch.tensor([1.0, -2.0, 0.5]), x @ torch.tensor([0.0, 3.0, 1.0])])
+    return x, y
+
+
+def test_per_network_losses_train_each_network_on_its_own_loss():
+    x, y = _two_net_data()
+    model = _TwoNets()
+    truth = torch.tensor([[1.0, -2.0, 0.5], [0.0, 3.0, 1.0]])
+    hist = train(model, lambda step: (x, y), steps=300, lr=0.05, grad_clip=None, progress=False,
+                 eval_every=100, optimizer="sgd",
+                 loss_fn=lambda out, t: ((out - t) ** 2).mean(1),
+                 eval_fn=lambda m, s: {"err": (m.w - truth).abs().amax(1)})
+    losses = hist.losses()
+    assert losses.shape == (300, 2)                      # one loss per network per step
+    assert np.allclose(hist.loss, losses.mean(1))
+    steps, err = hist.metric("err")
+    assert err.shape == (4, 2) and list(steps) == [0, 100, 200, 300]
+    assert (err[-1] < 1e-3).all() and (err[0] > 0.4).all()
+    # the same as training each network alone: the sum couples nothing under plain SGD
+    alone = _TwoNets()
+    train(alone, lambda step: (x, y[:1]), steps=300, lr=0.05, grad_clip=None, progress=False,
+          optimizer="sgd", loss_fn=lambda out, t: ((out[:1] - t) ** 2).mean())
+    assert torch.allclose(alone.w[0], model.w[0], atol=1e-6)
+
+
+def test_per_network_losses_refuse_a_global_clip_and_matrices():
+    x, y = _two_net_data()
+    with pytest.raises(ValueError, match="grad_clip=None"):
+        train(_TwoNets(), lambda step: (x, y), steps=2, progress=False,
+              loss_fn=lambda out, t: ((out - t) ** 2).mean(1))
+    with pytest.raises(ValueError, match="per-network losses"):
+        train(_TwoNets(), lambda step: (x, y), steps=2, progress=False, grad_clip=None,
+              loss_fn=lambda out, t: (out - t) ** 2)
+
+
+def test_stop_when_stops_at_the_first_evaluation_that_satisfies_it():
+    x, y = _two_net_data()
+    hist = train(_TwoNets(), lambda step: (x, y), steps=1000, lr=0.05, grad_clip=None,
+                 progress=False, eval_every=25, optimizer="sgd",
+                 loss_fn=lambda out, t: ((out - t) ** 2).mean(1),
+                 eval_fn=lambda m, s: {"loss": ((m(x) - y) ** 2).mean(1)},
+                 stop_when=lambda row: bool((row["loss"] < 0.01).all()))
+    steps, loss = hist.metric("loss")
+    assert steps[-1] < 1000 and steps[-1] % 25 == 0 and len(hist.steps) == steps[-1]
+    assert (loss[-1] < 0.01).all() and not (loss[-2] < 0.01).all()
+    with pytest.raises(TypeError, match="stop_when"):
+        train(_TwoNets(), lambda step: (x, y), steps=2, progress=False, stop_when=3)

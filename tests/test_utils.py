@@ -87,3 +87,33 @@ def test_shipped_depth_data_covers_the_chapter_grid():
     assert grid == {(m, a) for m in (1, 2, 3) for a in archs}
     for r in data["runs"]:
         assert len(r["steps"]) == len(r["kl_bayes"]) == len(r["loss"]) > 1
+
+
+def test_run_device_is_the_cpu_unless_full(monkeypatch, capsys):
+    from seqtheory.utils import run_device
+    monkeypatch.setenv("FULL", "0")
+    assert run_device() == torch.device("cpu")
+    assert "CPU" in capsys.readouterr().out
+    monkeypatch.setenv("FULL", "1")
+    want = torch.device("cuda") if torch.cuda.is_available() else None
+    got = run_device(verbose=False)
+    assert got == want if want is not None else got.type in ("cpu", "mps")
+
+
+def test_evaluating_restores_the_mode_and_turns_off_gradients():
+    from seqtheory.utils import evaluating, to_numpy
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+    net.train()
+    with evaluating(net) as m:
+        assert m is net and not net.training and not torch.is_grad_enabled()
+        out = net(torch.ones(1, 2))
+    assert net.training and torch.is_grad_enabled() and not out.requires_grad
+    net.eval()
+    with evaluating(net):
+        pass
+    assert not net.training
+    with pytest.raises(TypeError, match="model"):
+        evaluating(3)
+    arr = to_numpy(torch.ones(2, requires_grad=True) * 2)
+    assert isinstance(arr, np.ndarray) and arr.tolist() == [2.0, 2.0]
+    assert to_numpy([1, 2]).tolist() == [1, 2]

@@ -142,6 +142,7 @@ def train(
     *,
     eval_fn: Callable[[nn.Module, int], dict] | None = None,
     callbacks: Iterable[Callable[[int, nn.Module, float], bool | None]] = (),
+    stop_when: Callable[[dict], bool] | None = None,
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = next_token_loss,
     progress: bool = True,
     desc: str = "training",
@@ -158,6 +159,15 @@ def train(
     per member, ``eval_fn`` returns M values per metric (see ``member_eval``), and a
     callback's ``loss`` is the (M,) array of member losses.  Each callback is called after every
     step as ``callback(step, model, loss)``; returning ``True`` stops training early.
+    ``stop_when(row)`` is called with each evaluation's row ``{"step": s, metric: value}``
+    after step 0; returning ``True`` stops training there (e.g. once every network is solved).
+
+    Other batched models (several networks in one module, not an ``Ensemble``): ``loss_fn``
+    may return an (M,) vector of per-network losses.  The loop then steps on their sum (each
+    network gets its own gradient), records them in ``History.member_loss`` like an
+    Ensemble's, and needs ``grad_clip=None`` (one global clip would couple the networks).
+    Metrics may be arrays of any fixed shape (e.g. one accuracy per network); they are
+    stored as NumPy arrays, scalars as floats.
 
     Devices: training runs where ``model``'s parameters are (move the model first); batches
     from the CPU are moved there.  Off the CPU the loop does not wait for the GPU at every
@@ -186,9 +196,12 @@ def train(
     hist = History()
     snap_at = set(cfg.snapshot_steps)
 
-    def evaluate(step: int) -> None:
+    if stop_when is not None and not callable(stop_when):
+        raise TypeError("stop_when must be callable as stop_when(row) -> bool")
+
+    def evaluate(step: int) -> dict | None:
         if eval_fn is None:
-            return
+            return None
         was_training = model.training
         model.eval()
         with torch.no_grad():
@@ -203,8 +216,9 @@ def train(
                 raise ValueError(f"eval_fn of an Ensemble must return {model.num_members} "
                                  f"values per metric (see member_eval); wrong: {bad}")
         else:
-            row = {k: float(v) for k, v in metrics.items()}
+            row = {k: _metric_value(v) for k, v in metrics.items()}
         hist.evals.append({"step": step, **row})
+        return row
 
     pending: list[torch.Tensor] = []     # off the CPU: step losses not yet copied to the host
 
@@ -215,7 +229,7 @@ def train(
         values = torch.stack(pending).cpu().numpy()
         pending.clear()
         for row in values:
-            if is_ensemble:
+            if np.ndim(row):
                 hist.member_loss.append(row)
             value = float(np.mean(row))
             if not math.isfinite(value):
@@ -239,9 +253,17 @@ def train(
             targets = targets.to(device, non_blocking=True)
         if is_ensemble:
             member_losses = ensemble_loss(loss_fn, model(inputs), targets)       # (M,)
-            loss = member_losses.sum()
         else:
-            loss = loss_fn(model(inputs), targets)
+            member_losses = loss_fn(model(inputs), targets)     # () or (M,) per network
+            if member_losses.ndim > 1:
+                raise ValueError("loss_fn must return a scalar or an (M,) vector of "
+                                 f"per-network losses, got shape {tuple(member_losses.shape)}")
+            if member_losses.ndim == 1 and cfg.grad_clip is not None:
+                raise ValueError("loss_fn returned per-network losses: set grad_clip=None "
+                                 "(one global clip would couple the networks) or use an "
+                                 "Ensemble, which clips each member")
+        per_member = is_ensemble or member_losses.ndim == 1
+        loss = member_losses.sum() if per_member else member_losses
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.grad_clip is not None:
@@ -252,18 +274,20 @@ def train(
         opt.step()
         hist.steps.append(step)
         hist.lr.append(lr)
-        shown_loss = (member_losses if is_ensemble else loss).detach()
+        shown_loss = (member_losses if per_member else loss).detach()
         pending.append(shown_loss)
         if on_cpu:                 # off the CPU the host waits for the losses only at evaluations
             flush()
-            shown_loss = hist.member_loss[-1] if is_ensemble else hist.loss[-1]
+            shown_loss = hist.member_loss[-1] if per_member else hist.loss[-1]
         if step in snap_at:
             hist.snapshots[step] = copy_state(model)
         stop = any([cb(step, model, shown_loss) for cb in callbacks])  # call every callback
         if step % cfg.eval_every == 0 or step == cfg.steps or stop:
             flush()
             value = hist.loss[-1]
-            evaluate(step)
+            row = evaluate(step)
+            if stop_when is not None and row is not None and stop_when({"step": step, **row}):
+                stop = True
             if hist.evals:
                 shown = {k: f"{np.median(v):.3f}" for k, v in list(hist.evals[-1].items())[1:4]}
                 bar.set_postfix({"train loss": f"{value:.3f}", **shown}, refresh=False)
@@ -273,6 +297,14 @@ def train(
     bar.close()
     hist.seconds = time.perf_counter() - start
     return hist
+
+
+def _metric_value(value):
+    """A metric as stored in a History row: a float if it is a scalar, else a NumPy array."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    arr = np.asarray(value, dtype=float)
+    return float(arr) if arr.ndim == 0 else arr
 
 
 def _decay_groups(model: nn.Module, params: list, cfg: TrainConfig, is_ensemble: bool) -> list:

@@ -26,7 +26,10 @@ __all__ = [
     "default_threads",
     "run_mode",
     "is_full",
+    "run_device",
     "Sizes",
+    "evaluating",
+    "to_numpy",
     "check_int",
     "check_float",
     "check_choice",
@@ -338,6 +341,16 @@ def is_full() -> bool:
     return run_mode() == "full"
 
 
+def run_device(verbose: bool = True) -> torch.device:
+    """Where a chapter trains: the CPU for the default run (its numbers are the book's), the
+    best device present (:func:`get_device`) under ``FULL=1``."""
+    if is_full():
+        return get_device(verbose=verbose)
+    if verbose:
+        print("Using the CPU (the default run; FULL=1 trains on a GPU when there is one)")
+    return torch.device("cpu")
+
+
 @dataclass(frozen=True)
 class Sizes(Generic[T]):
     """One experiment's two run sizes; ``.pick()`` returns the one for the current run mode.
@@ -352,6 +365,38 @@ class Sizes(Generic[T]):
         """Return the configuration for ``mode`` (default: :func:`run_mode`)."""
         mode = run_mode() if mode is None else check_choice("mode", mode, ("cpu", "full"))
         return self.full if mode == "full" else self.cpu
+
+
+class evaluating:
+    """Context manager: ``model`` in eval mode without gradients, its mode restored after.
+
+    >>> with evaluating(model):
+    ...     logits = model(x)
+    """
+
+    def __init__(self, model: torch.nn.Module):
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        self.model = model
+
+    def __enter__(self) -> torch.nn.Module:
+        self._was_training = self.model.training
+        self._grad = torch.no_grad()
+        self._grad.__enter__()
+        self.model.eval()
+        return self.model
+
+    def __exit__(self, *exc) -> bool:
+        self.model.train(self._was_training)
+        self._grad.__exit__(*exc)
+        return False
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A tensor (any device, with or without gradient) or array-like as a NumPy array."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
 
 
 def dataclass_replace(obj: Any, **changes: Any) -> Any:
