@@ -216,3 +216,16 @@ def test_hard_alibi_heads_see_only_their_window():
 def test_hard_alibi_config_errors(kw, match):
     with pytest.raises(ValueError, match=match):
         make(**kw)
+
+
+def test_a_seeded_transformer_is_reproducible_and_leaves_the_global_rng_alone():
+    cfg = TransformerConfig(vocab_size=5, max_len=8, n_layers=1, n_heads=1, d_model=8)
+    state = torch.random.get_rng_state()
+    a, b = Transformer(cfg, seed=3), Transformer(cfg, seed=3)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    for (na, pa), (_, pb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+        assert torch.equal(pa, pb), na
+    c = Transformer(cfg, seed=4)
+    assert not torch.equal(a.tok_emb.weight, c.tok_emb.weight)
+    with pytest.raises(ValueError, match="seed"):
+        Transformer(cfg, seed=-1)

@@ -28,7 +28,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .utils import check_choice, check_float, check_int
+from .utils import check_choice, check_float, check_int, seeded
 
 __all__ = [
     "POS_ENCODINGS", "ForwardCache", "Transformer", "TransformerConfig", "attention_by_offset",
@@ -278,7 +278,16 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     """Decoder-only transformer: ``logits = model(idx)`` with ``idx`` of shape (B, T)."""
 
-    def __init__(self, cfg: TransformerConfig | None = None, **overrides):
+    def __init__(self, cfg: TransformerConfig | None = None, *, seed: int | None = None,
+                 **overrides):
+        """Build from ``cfg`` (or keyword overrides of a default config).  With ``seed`` the
+        weights are drawn inside :func:`~seqtheory.utils.seeded` ``(seed)``: the same seed
+        gives the same weights in any cell, and torch's global RNG is left as it was.
+        Without it they come from the global RNG (``seed_everything``)."""
+        if seed is not None:
+            with seeded(check_int("seed", seed, minimum=0)):
+                self.__init__(cfg, **overrides)
+            return
         super().__init__()
         if cfg is None:
             cfg = TransformerConfig(**overrides)
