@@ -20,6 +20,7 @@ from seqtheory.markov import (
     sample_transition_matrices,
     sequence_loss,
     stationary_distribution,
+    strategies,
     uniform_predictor,
     unigram_predictor,
 )
@@ -275,3 +276,30 @@ def test_graded_prior_mixes_doubly_stochastic_and_iid_chains():
     assert torch.equal(x, x2)
     with pytest.raises(ValueError, match="p must be"):
         sample_graded_matrices(3, 2, 1.5)
+
+
+@pytest.mark.parametrize("T", [2, 3, 4, 5, 6, 9, 10, 17, 18, 33, 34, 66])
+def test_doubling_sampler_equals_a_step_by_step_walk_for_every_length(T):
+    """Lengths around powers of two (T - 1 and T - 2 a power of two) catch an off-by-one in
+    the doubling loop's bound, which only shows there."""
+    P = sample_transition_matrices(5, 3, 1.0, generator=gen(T))
+    start = torch.tensor([0, 1, 2, 0, 1])
+    x = sample_chains(P, T, start=start, generator=gen(100 + T))
+    u = torch.rand(5, T - 1, 1, 1, generator=gen(100 + T), dtype=torch.float64)
+    cdf = P.double().cumsum(-1)
+    cdf[..., -1] = 1.0 + 1e-9
+    state = start.clone()
+    assert x.shape == (5, T) and torch.equal(x[:, 0], start)
+    for t in range(T - 1):
+        state = (cdf[torch.arange(5), state] <= u[:, t, 0]).sum(-1).clamp_max(2)
+        assert torch.equal(state, x[:, t + 1]), f"T={T}, step {t + 1}"
+
+
+@pytest.mark.parametrize("alpha", [0.25, 3.0])
+def test_strategies_use_the_prior_alpha_for_the_bayes_rule_only(alpha):
+    """The Bayes n-gram (n = order + 1) uses the prior's alpha; lower n-grams use alpha = 1."""
+    x, P = icl_mc_batch(4, 3, 20, alpha, generator=gen(9))
+    out = strategies(x, P, alpha)
+    assert torch.allclose(out["bigram"], bigram_predictor(x, 3, alpha))
+    assert not torch.allclose(out["bigram"], bigram_predictor(x, 3, 1.0))
+    assert torch.allclose(out["unigram"], unigram_predictor(x, 3))

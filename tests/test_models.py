@@ -229,3 +229,18 @@ def test_a_seeded_transformer_is_reproducible_and_leaves_the_global_rng_alone():
     assert not torch.equal(a.tok_emb.weight, c.tok_emb.weight)
     with pytest.raises(ValueError, match="seed"):
         Transformer(cfg, seed=-1)
+
+
+def test_rotary_scores_depend_only_on_the_offset():
+    """On a constant input, queries and keys differ only by their rotation, so a rotary
+    head's score for (i, j) depends on i - j alone: A[i, i-d] / A[i, i] must not depend on
+    i.  A sign error in the rotation (keys turned the other way) makes it depend on i + j."""
+    cfg = TransformerConfig(vocab_size=3, max_len=16, n_layers=1, n_heads=2, d_model=16,
+                            pos_encoding="rotary", init_std=0.5)
+    model = Transformer(cfg, seed=0)
+    _, cache = model(torch.full((1, 16), 2), return_cache=True)
+    A = cache.attn[0][0].double()                                       # (heads, T, T)
+    for d in (1, 3, 7):
+        ratios = torch.stack([A[:, i, i - d] / A[:, i, i] for i in range(d, 16)], dim=1)
+        assert torch.allclose(ratios, ratios[:, :1].expand_as(ratios), rtol=1e-4), d
+        assert (ratios - 1).abs().max() > 1e-3          # the scores do depend on the offset
