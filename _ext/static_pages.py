@@ -43,6 +43,8 @@ def _configure(app, config) -> None:
     mathjax_es5()                                   # fail early, with the fix in the message
     config.mathjax_path = f"mathjax/{COMPONENT}"    # relative paths are under _static/
     os.environ.setdefault("SEQTHEORY_STATIC_PROGRESS", "1")
+    # the build's kernels inherit this: a failed claim check fails the build
+    os.environ.setdefault("SEQTHEORY_STRICT_CHECKS", "1")
 
 
 def _copy_mathjax(app, exception) -> None:

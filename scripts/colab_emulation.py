@@ -93,6 +93,7 @@ def run_notebook(nb_path: Path, venv: Path, threads: int,
                if not k.startswith(("SEQTHEORY_", "PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_"))}
         env.update({"SEQTHEORY_INSTALL_FROM": source or git_source(),
                     "SEQTHEORY_NUM_THREADS": str(threads),
+                    "SEQTHEORY_STRICT_CHECKS": "1",   # CI: a failed claim check fails
                     "JUPYTER_PATH": str(venv / "share" / "jupyter"),
                     "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
                     "PIP_DISABLE_PIP_VERSION_CHECK": "1", "MPLBACKEND": "agg"})

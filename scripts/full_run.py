@@ -77,7 +77,8 @@ def checks(nb_path: Path) -> list[dict]:
 
 
 def run_chapter(nb: Path, timeout: int, out_dir: Path) -> dict:
-    env = {**os.environ, "FULL": "1", "SEQTHEORY_STATIC_PROGRESS": "1", "MPLBACKEND": "Agg"}
+    env = {**os.environ, "FULL": "1", "SEQTHEORY_STATIC_PROGRESS": "1", "MPLBACKEND": "Agg",
+           "SEQTHEORY_STRICT_CHECKS": "1"}
     out = out_dir / f"{nb.stem}.ipynb"
     proc = subprocess.run([sys.executable, "-c", RUN_ONE, str(nb), str(timeout),
                            str(nb.parent), str(out)], env=env, capture_output=True, text=True)

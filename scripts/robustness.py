@@ -67,6 +67,7 @@ def failing_line(traceback: str) -> str:
 def run_one(nb: Path, seed: int, threads: int, timeout: int) -> dict:
     env = {**os.environ, "SEQTHEORY_SEED": str(seed), "SEQTHEORY_NUM_THREADS": str(threads),
            "SEQTHEORY_STATIC_PROGRESS": "1", "OMP_NUM_THREADS": str(threads),
+           "SEQTHEORY_STRICT_CHECKS": "1",
            "MPLBACKEND": "Agg"}
     env.pop("FULL", None)
     out = ROOT / "_build" / "robustness" / f"{nb.stem}-seed{seed}.ipynb"
