@@ -7,8 +7,10 @@ site (the book must work offline), an image that did not load, an image without 
 text, math that MathJax did not render (or rendered as an error), an animation frame or a
 widget that shows a placeholder instead of content, a page whose own bytes (HTML plus its
 images) exceed 3 MB, an internal link or anchor that does not resolve, a solution
-dropdown that is open, and headings that skip a level. It also searches the site for a
-few chapter terms through the search page. A screenshot of each page's first screen goes
+dropdown that is open, headings that skip a level, and an explorer (the precomputed
+player of ``seqtheory.widgets.explorer``) whose figure does not change when each of its
+controls is moved through its values, or that throws. It also searches the site for a few
+chapter terms through the search page. A screenshot of each page's first screen goes
 to ``_build/screenshots/`` and a table of page sizes to ``_build/site_report.tsv``.
 
 Chromium is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``),
@@ -230,6 +232,79 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+# Moves every control of every explorer player (seqtheory.widgets.Explorer.static_player)
+# through its values: the figure must change for some value, every image must decode, and
+# putting the control back must bring the default figure back; then, when there are at most
+# 64, it sets every combination of the controls' positions.  Errors thrown by the
+# player's script reach the page's exception events, which network_report collects.
+EXPLORER_JS = r"""
+(async () => {
+  const reports = [];
+  const players = [...document.querySelectorAll('.sqx-explorer')];
+  for (const [n, root] of players.entries()) {
+    const img = root.querySelector('img.sqx-image');
+    const alt = img ? (img.getAttribute('alt') || '').slice(0, 50) : '';
+    const title = `explorer ${n + 1}` + (alt ? ` (${alt})` : '');
+    const problems = [];
+    const controls = [...root.querySelectorAll('[data-sqx-control]')];
+    let moves = 0;
+    if (!img) { reports.push({title, problems: ['has no image'], moves}); continue; }
+    if (+(root.dataset.views || 1) > 1 && !controls.length) {
+      problems.push(`has ${root.dataset.views} views but no control to reach them`);
+    }
+    const settle = async (what) => {
+      try { await img.decode(); } catch (e) { problems.push(`image does not load after ${what}`); }
+      if (!img.complete || img.naturalWidth === 0) { problems.push(`no image after ${what}`); }
+    };
+    const move = (el, v) => {
+      el.value = String(v);
+      el.dispatchEvent(new Event('input', {bubbles: true}));
+      el.dispatchEvent(new Event('change', {bubbles: true}));
+    };
+    for (const el of controls) {
+      const label = el.closest('label');
+      const name = (label && label.firstChild ? label.firstChild.textContent : el.tagName).trim();
+      const start = img.getAttribute('src'), startValue = el.value;
+      const count = el.tagName === 'SELECT' ? el.options.length : (+el.max - +el.min + 1);
+      let changed = 0;
+      for (let v = 0; v < count; v++) {
+        if (String(v) === startValue) { continue; }
+        move(el, v);
+        moves++;
+        await settle(`moving "${name}" to position ${v}`);
+        if (img.getAttribute('src') !== start) { changed++; }
+      }
+      if (count < 2) { problems.push(`control "${name}" has a single position`); }
+      else if (!changed) { problems.push(`moving "${name}" never changes the figure`); }
+      move(el, startValue);
+      await settle(`moving "${name}" back`);
+      if (img.getAttribute('src') !== start) {
+        problems.push(`moving "${name}" back does not bring the default figure back`);
+      }
+    }
+    // every combination too, when there are few (a product grid offers them all)
+    const counts = controls.map(el => el.tagName === 'SELECT' ? el.options.length
+                                                             : (+el.max - +el.min + 1));
+    const starts = controls.map(el => el.value);
+    if (controls.length > 1 && counts.reduce((a, b) => a * b, 1) <= 64) {
+      const pos = counts.map(() => 0);
+      for (;;) {
+        controls.forEach((el, j) => { if (el.value !== String(pos[j])) { move(el, pos[j]); } });
+        moves++;
+        await settle(`setting the controls to positions ${pos.join(', ')}`);
+        let j = 0;
+        while (j < pos.length && ++pos[j] === counts[j]) { pos[j++] = 0; }
+        if (j === pos.length) { break; }
+      }
+      controls.forEach((el, j) => move(el, starts[j]));
+    }
+    reports.push({title, problems, moves});
+  }
+  return JSON.stringify(reports);
+})()
+"""
+
+
 def network_report(events: list[dict], base: str) -> dict:
     """Requests, failures, outside requests and bytes by resource, from one page's events."""
     urls, sizes, failed, outside, errors = {}, {}, [], [], []
@@ -376,10 +451,29 @@ def expected_figures(md: Path) -> int:
     return n
 
 
+def expected_explorers(md: Path) -> int:
+    """Code cells of a chapter that display an explorer (``explorer(...)``), hidden cells
+    excluded: each must become a precomputed player on the page."""
+    n = 0
+    for cell in md.read_text(encoding="utf-8").split("```{code-cell}")[1:]:
+        body = cell.partition("\n")[2].split("\n```", 1)[0]
+        if body.startswith("---"):                     # options as a YAML block
+            meta = body.split("\n---", 1)[0]
+        else:                                          # or as ":tags: [...]" lines
+            meta = "\n".join(itertools.takewhile(lambda line: line.startswith(":"),
+                                                 body.splitlines()))
+        if "remove-cell" in meta or "remove-output" in meta:
+            continue
+        if re.search(r"^\s*explorer\(", body, re.M):
+            n += 1
+    return n
+
+
 def execution_problems(html_root: Path) -> dict[str, list[str]]:
     """Chapters that did not execute cleanly: myst-nb's error reports, tracebacks or
-    timeouts in a page, and pages with fewer output images than they have figure cells
-    (a chapter whose execution failed is rendered without outputs)."""
+    timeouts in a page, pages with fewer output images than they have figure cells (a
+    chapter whose execution failed is rendered without outputs), and pages with fewer
+    explorer players than explorer cells."""
     failures: dict[str, list[str]] = {}
     for log in sorted((html_root / "reports").rglob("*.log")):
         rel = log.relative_to(html_root / "reports").as_posix().removesuffix(".err.log")
@@ -396,23 +490,83 @@ def execution_problems(html_root: Path) -> dict[str, list[str]]:
         found = [m for m in EXECUTION_ERRORS if m in text]
         if found:
             failures.setdefault(rel, []).append(f"execution error shown in the page: {found}")
-        images = len(re.findall(r'<img[^>]+src="[^"]*_images/', text))
+        # an explorer's figure is its precomputed player (images inline), not an image file
+        images = len(re.findall(r'<img[^>]+src="[^"]*_images/', text)) + \
+            text.count('class="sqx-explorer"')
         want = expected_figures(md)
         if images < want:
             failures.setdefault(rel, []).append(
                 f"{images} output image(s) for {want} figure cell(s): missing outputs "
                 "(did the chapter fail to execute?)")
+        players, explorers = text.count('class="sqx-explorer"'), expected_explorers(md)
+        if players < explorers:
+            failures.setdefault(rel, []).append(
+                f"{players} explorer player(s) for {explorers} explorer cell(s): the page shows "
+                "a static image instead (the html builder must prefer text/html over "
+                "image/png: nb_mime_priority_overrides in _config.yml)")
     return failures
+
+
+def browse(html_root: Path, rels: list[str], binary: str, *, shots: Path | None = None,
+           search: bool = False):
+    """Open each page ``rels`` (paths under ``html_root``) in headless Chromium, move its
+    explorers' controls and run the page checks.  Returns ``(pages, failures, rows,
+    link_problems, search_problems)``; screenshots go to ``shots`` when given."""
+    server, base = serve(html_root)
+    profile = tempfile.mkdtemp(prefix="check-site-")
+    browser = Chromium(binary, profile)
+    pages, failures, rows, search_problems = {}, {}, [], []
+    try:
+        tab = Tab(browser)
+        for rel in rels:
+            start = time.perf_counter()
+            events = tab.load(base + rel)
+            tab.evaluate(WAIT_JS)
+            info = json.loads(tab.evaluate(PAGE_JS))
+            explorers = json.loads(tab.evaluate(EXPLORER_JS, timeout=120))
+            time.sleep(0.1)
+            while not browser.events.empty():      # messages logged while waiting
+                ev = browser.events.get_nowait()
+                if ev.get("sessionId") == tab.session:
+                    events.append(ev)
+            net = network_report(events, base)
+            pages[rel] = info
+            problems = page_checks(rel, info, net, html_root)
+            problems += [f"{e['title']}: {p}" for e in explorers for p in e["problems"]]
+            if problems:
+                failures[rel] = problems
+            if shots is not None:
+                shot = tab.call("Page.captureScreenshot", {"format": "png"})["data"]
+                (shots / (rel.replace("/", "__").removesuffix(".html") + ".png")).write_bytes(
+                    base64.b64decode(shot))
+            rows.append((rel, (html_root / rel).stat().st_size, own_bytes(rel, net, html_root),
+                         sum(net["bytes"].values()), info["images"], info["math"],
+                         info["animations"], len(explorers), info["dropdowns"], len(problems),
+                         time.perf_counter() - start))
+        link_problems = check_links(pages, html_root, base)
+        if search:
+            search_problems = check_search(tab, base)
+    finally:
+        browser.close()
+        server.shutdown()
+        shutil.rmtree(profile, ignore_errors=True)
+    return pages, failures, rows, link_problems, search_problems
+
+
+def find_chromium(explicit: str | None = None) -> str | None:
+    """The Chromium binary: ``explicit``, ``$CHROMIUM``, or ``chromium`` on the PATH."""
+    return (explicit or os.environ.get("CHROMIUM") or shutil.which("chromium")
+            or shutil.which("chromium-browser"))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("html", nargs="?", default=str(ROOT / "_build" / "html"))
     parser.add_argument("--screenshots", default=str(ROOT / "_build" / "screenshots"))
-    parser.add_argument("--chromium", default=os.environ.get("CHROMIUM"))
+    parser.add_argument("--chromium", default=None)
     args = parser.parse_args(argv)
     html_root = Path(args.html).resolve()
-    binary = args.chromium or shutil.which("chromium") or shutil.which("chromium-browser")
+    binary = find_chromium(args.chromium)
     if not binary:
         print("check_site: no chromium found (Debian: apt-get install chromium)")
         return 2
@@ -428,53 +582,21 @@ def main(argv=None) -> int:
     shots = Path(args.screenshots)
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
-    server, base = serve(html_root)
     rels = sorted(str(p.relative_to(html_root)) for p in html_root.rglob("*.html")
                   if not p.relative_to(html_root).parts[0].startswith(("_", ".")))
-    profile = tempfile.mkdtemp(prefix="check-site-")
-    browser = Chromium(binary, profile)
-    pages, failures, rows = {}, {}, []
-    try:
-        tab = Tab(browser)
-        for rel in rels:
-            start = time.perf_counter()
-            events = tab.load(base + rel)
-            tab.evaluate(WAIT_JS)
-            info = json.loads(tab.evaluate(PAGE_JS))
-            time.sleep(0.1)
-            while not browser.events.empty():      # messages logged while waiting
-                ev = browser.events.get_nowait()
-                if ev.get("sessionId") == tab.session:
-                    events.append(ev)
-            net = network_report(events, base)
-            pages[rel] = info
-            problems = page_checks(rel, info, net, html_root)
-            if problems:
-                failures[rel] = problems
-            shot = tab.call("Page.captureScreenshot", {"format": "png"})["data"]
-            (shots / (rel.replace("/", "__").removesuffix(".html") + ".png")).write_bytes(
-                base64.b64decode(shot))
-            rows.append((rel, (html_root / rel).stat().st_size, own_bytes(rel, net, html_root),
-                         sum(net["bytes"].values()), info["images"], info["math"],
-                         info["animations"], info["dropdowns"], len(problems),
-                         time.perf_counter() - start))
-        link_problems = check_links(pages, html_root, base)
-        search_problems = check_search(tab, base)
-    finally:
-        browser.close()
-        server.shutdown()
-        shutil.rmtree(profile, ignore_errors=True)
+    pages, failures, rows, link_problems, search_problems = browse(
+        html_root, rels, binary, shots=shots, search=True)
 
     header = ("page", "html_bytes", "page_bytes", "first_visit_bytes", "images", "math",
-              "animations", "dropdowns", "problems", "seconds")
+              "animations", "explorers", "dropdowns", "problems", "seconds")
     report = Path(args.html).resolve().parent / "site_report.tsv"
     report.write_text("\n".join("\t".join(str(round(v, 2)) if isinstance(v, float) else str(v)
                                           for v in row) for row in [header, *rows]) + "\n")
     print(f"{'page':34s} {'html':>8s} {'page':>8s} {'1st visit':>9s} {'img':>4s} {'math':>5s}"
-          f" {'anim':>4s} {'sol':>4s}  problems")
-    for rel, html, own, first, imgs, math, anims, drops, n, _ in rows:
+          f" {'anim':>4s} {'expl':>4s} {'sol':>4s}  problems")
+    for rel, html, own, first, imgs, math, anims, expl, drops, n, _ in rows:
         print(f"{rel:34s} {html / 1e3:7.0f}k {own / 1e3:7.0f}k {first / 1e6:8.2f}M {imgs:4d}"
-              f" {math:5d} {anims:4d} {drops:4d}  {n}")
+              f" {math:5d} {anims:4d} {expl:4d} {drops:4d}  {n}")
     for rel, problems in failures.items():
         print(f"\n{rel}:")
         for p in problems[:25]:

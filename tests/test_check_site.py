@@ -1,7 +1,12 @@
-"""scripts/check_site.py fails on a chapter that did not execute (no browser needed)."""
+"""scripts/check_site.py fails on a chapter that did not execute (no browser needed) and on
+an explorer whose player does not respond to its controls (headless Chromium)."""
 import importlib.util
+import json
+import re
 import shutil
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("check_site", ROOT / "scripts" / "check_site.py")
@@ -14,8 +19,9 @@ def _site(tmp_path, page_html):
     for md in check_site.toc_chapters():
         page = html / md.relative_to(ROOT).with_suffix(".html")
         page.parent.mkdir(parents=True, exist_ok=True)
-        n = check_site.expected_figures(md)
-        page.write_text("".join(f'<img src="../_images/f{i}.png">' for i in range(n)))
+        n = check_site.expected_figures(md) - check_site.expected_explorers(md)
+        page.write_text("".join(f'<img src="../_images/f{i}.png">' for i in range(n))
+                        + '<div class="sqx-explorer"></div>' * check_site.expected_explorers(md))
     return html
 
 
@@ -25,6 +31,29 @@ def test_every_chapter_has_figure_cells():
 
 def test_a_clean_site_passes(tmp_path):
     assert check_site.execution_problems(_site(tmp_path, "")) == {}
+
+
+def test_every_chapter_has_an_explorer_and_a_page_without_its_player_fails(tmp_path):
+    chapters = check_site.toc_chapters()
+    assert all(check_site.expected_explorers(md) >= 1 for md in chapters)
+    html = _site(tmp_path, "")
+    page = html / chapters[0].relative_to(ROOT).with_suffix(".html")
+    # the explorer shown as its static PNG (an image file) instead of the player
+    page.write_text(page.read_text().replace('<div class="sqx-explorer"></div>',
+                                             '<img src="../_images/explorer.png">'))
+    problems = check_site.execution_problems(html)
+    assert list(problems) == [page.relative_to(html).as_posix()]
+    assert "0 explorer player(s) for 1 explorer cell(s)" in problems[page.relative_to(
+        html).as_posix()][0]
+
+
+def test_hidden_explorer_cells_are_not_expected_on_the_page(tmp_path):
+    md = tmp_path / "x.md"
+    md.write_text("```{code-cell} ipython3\n:tags: [remove-cell]\nexplorer(f, k=1)\n```\n"
+                  "```{code-cell} ipython3\n---\ntags: [remove-output]\n---\nexplorer(f)\n```\n"
+                  "```{code-cell} ipython3\n---\nmystnb:\n  image:\n    alt: a b c d e\n---\n"
+                  "explorer(\n    f, k=(1, 3))\n```\n")
+    assert check_site.expected_explorers(md) == 1
 
 
 def test_missing_outputs_tracebacks_and_error_reports_fail(tmp_path):
@@ -42,3 +71,48 @@ def test_missing_outputs_tracebacks_and_error_reports_fail(tmp_path):
     assert "execution error" in " ".join(problems[second.relative_to(html).as_posix()])
     assert "CellTimeoutError" in " ".join(problems["book/x.html"])
     shutil.rmtree(html)
+
+
+# --------------------------------------------------------------------------- explorers in Chromium
+
+def _explorer_html():
+    """A real explorer player (seqtheory.widgets) of two controls, as the book embeds it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seqtheory.widgets import explorer
+
+    def draw(k, name):
+        fig = plt.figure(figsize=(1.2, 0.8))
+        fig.text(0.1, 0.4, f"{name}: k={k}")
+        return fig
+
+    return explorer(draw, alt="a test explorer of a label and a number", k=(1, 4),
+                    name=["first", "second"]).static_player()
+
+
+def _page(body: str) -> str:
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title>'
+            f"</head><body><article><h1>t</h1>{body}</article></body></html>")
+
+
+@pytest.mark.skipif(check_site.find_chromium() is None, reason="needs chromium")
+def test_explorers_must_respond_to_their_controls_in_chromium(tmp_path):
+    player = _explorer_html()
+    no_script = re.sub(r"<script>.*?</script>", "", player, flags=re.S)   # controls do nothing
+    data = re.search(r'class="sqx-data">(.*?)</script>', player, re.S).group(1)
+    frames = json.loads(data)["frames"]
+    lost = json.dumps({k: v for k, v in frames.items() if k != "3,1"}, separators=(",", ":"))
+    throws = player.replace(json.dumps(frames, separators=(",", ":")), lost)  # one view lost
+    assert throws != player
+    pages = {"works.html": player, "no_script.html": no_script, "throws.html": throws}
+    for name, body in pages.items():
+        (tmp_path / name).write_text(_page(body), encoding="utf-8")
+    _, failures, rows, _, _ = check_site.browse(tmp_path, sorted(pages),
+                                                check_site.find_chromium())
+    assert "works.html" not in failures, failures.get("works.html")
+    assert {r[0]: r[7] for r in rows} == {name: 1 for name in pages}     # one explorer each
+    assert any('moving "k" never changes the figure' in p for p in failures["no_script.html"])
+    assert any("JavaScript" in p and "no precomputed view" in p for p in failures["throws.html"])
