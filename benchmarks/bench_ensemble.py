@@ -17,12 +17,12 @@ import time
 import torch
 
 from seqtheory import Ensemble, Transformer, TransformerConfig, make_generator, seeded
-from seqtheory.copying import COPYING, copy_batch, copy_model
+from seqtheory.copying import SETUP, copy_batch, copy_model
 from seqtheory.training import train
 
 
 def cases():
-    cfg = COPYING.cpu
+    cfg = SETUP.cpu
     L = cfg.max_len
 
     def copy_data(M, g):

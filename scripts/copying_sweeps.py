@@ -43,28 +43,28 @@ STATE_SIZES = {"LSTM": (4, 8, 16, 32, 64), "gated recurrence": (4, 8, 16, 32, 64
 
 
 def _lr_job(name: str, lr: float) -> dict:
-    import torch
-
     from seqtheory import setup_threads
-    from seqtheory.copying import COPYING, train_copiers
+    from seqtheory.copying import SETUP, run
 
     setup_threads(1)
-    setup = dataclasses.replace(COPYING.cpu, seeds=TUNE_SEEDS, lrs=((name, lr),))
+    setup = dataclasses.replace(SETUP.cpu, seeds=TUNE_SEEDS, lrs=((name, lr),), names=(name,))
     t0 = time.perf_counter()
-    try:
-        run = train_copiers(setup, (name,), progress=False)[name]
+    try:   # base seed 0: the tuning seeds are TUNE_SEEDS themselves
+        result = run(setup, seed=0, device="cpu", progress=False).runs[name]
     except FloatingPointError:                       # diverged at this rate
         return {"model": name, "lr": lr, "diverged": True, "acc": None, "loss": None,
                 "seconds": time.perf_counter() - t0}
     # final training loss per seed: retrain-free, from the models on a fixed batch
     from seqtheory.copying import copy_batch
     from seqtheory.training import next_token_loss
-    from seqtheory.utils import make_generator
+    from seqtheory.utils import evaluating, make_generator
     x, y = copy_batch(1000, setup.min_len, setup.max_len, generator=make_generator(7))
-    with torch.no_grad():
-        loss = [float(next_token_loss(m(x), y)) for m in run.models]
-    return {"model": name, "lr": lr, "diverged": False, "acc": run.final().tolist(),
-            "acc_test_len": run.acc_test_len.tolist(), "loss": loss,
+    loss = []
+    for m in result.models:
+        with evaluating(m):
+            loss.append(float(next_token_loss(m(x), y)))
+    return {"model": name, "lr": lr, "diverged": False, "acc": result.final().tolist(),
+            "acc_test_len": result.acc_test_len.tolist(), "loss": loss,
             "seconds": time.perf_counter() - t0}
 
 
@@ -75,6 +75,8 @@ def _state_job(name: str, size: int, lr: float) -> dict:
     from seqtheory.copying import CopyLSTM, GatedRecurrence, accuracy_by_length, copy_batch
     from seqtheory.utils import make_generator, seeded
 
+    # the chapter's models at other state sizes, outside run(): built under seeded(s) and
+    # trained with the loop of run() (same seeds, same data streams)
     setup_threads(1)
 
     def build():

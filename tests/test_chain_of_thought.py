@@ -91,11 +91,87 @@ def test_linear_model_is_causal_and_batched_models_are_independent():
 
 def test_a_linear_model_learns_the_threshold_chain_of_a_short_parity():
     x = all_bit_strings(4)
-    setup = CoTSetup(n=4, seeds=2, steps=300, batch_size=64)
-    model = train_chain_models("threshold", None, x, setup,
-                               generator=torch.Generator().manual_seed(0), progress=False)
+    setup = CoTSetup(n=4, seeds=2, steps=300, batch_size=64, train_size=8)
+    model, hist = train_chain_models("threshold", None, x, setup,
+                                     generator=torch.Generator().manual_seed(0), progress=False)
     assert answer_accuracy(model, x, "threshold").min() == 1.0
     assert generate(model, x[:3], 8).shape == (2, 3, 8)
+    assert len(hist.loss) == 300
+
+
+def test_generate_is_the_shared_greedy_decoder():
+    from seqtheory.chain_of_thought import greedy_decode
+
+    model = NextTokenNet(9, hidden=4, models=2, generator=torch.Generator().manual_seed(1))
+    x = all_bit_strings(5)[:7]
+    # the same loop by hand: append each model's argmax at the last position
+    seqs = x[None].expand(2, -1, -1)
+    with torch.no_grad():
+        for _ in range(4):
+            seqs = torch.cat([seqs, model(seqs)[:, :, -1].argmax(-1, keepdim=True)], dim=2)
+    assert torch.equal(generate(model, x, 4), seqs[:, :, 5:])
+    assert model.training                                     # mode restored
+    assert greedy_decode(model, x[None].expand(2, -1, -1), 4, stop=0).shape[-1] <= 4
+    with pytest.raises(TypeError, match="model must be a NextTokenNet"):
+        generate(torch.nn.Linear(2, 2), x, 2)
+
+
+TINY = CoTSetup(n=4, seeds=2, hidden=4, train_size=10, batch_size=8, steps=5, long_factor=2)
+
+
+def test_chain_models_are_seeded_and_leave_the_global_rng_alone():
+    state = torch.random.get_rng_state()
+    x = all_bit_strings(4)
+    m1, _ = train_chain_models("binary", 3, x, TINY, generator=torch.Generator().manual_seed(2),
+                               progress=False)
+    m2, _ = train_chain_models("binary", 3, x, TINY, generator=torch.Generator().manual_seed(2),
+                               progress=False)
+    assert torch.equal(m1.w, m2.w) and torch.equal(m1.out, m2.out)
+    NextTokenNet(6, hidden=3, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_run_is_deterministic_and_returns_every_row():
+    from seqtheory.chain_of_thought import CoTResult, run
+
+    state = torch.random.get_rng_state()
+    r1 = run(TINY, seed=3, device="cpu", progress=False)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    r2 = run(TINY, seed=3, device="cpu", progress=False)
+    assert isinstance(r1, CoTResult) and r1.device == "cpu" and r1.seed == 3
+    assert set(r1.models) == {(f, k) for f in FORMATS for k in ("linear", "MLP")}
+    assert r1.train_x.shape == (10, 4) and r1.test_x.shape == (6, 4)
+    assert torch.equal(torch.sort(torch.cat([r1.train_x, r1.test_x]) @ (2 ** torch.arange(4)))[0],
+                       torch.arange(16))
+    for key, model in r1.models.items():
+        assert torch.equal(model.w, r2.models[key].w)
+        assert r1.test_acc[key].shape == (2,)
+        assert (r1.test_acc[key] == r2.test_acc[key]).all()
+        assert len(r1.histories[key].loss) == 5
+    assert r1.binary_long_test.shape == (2,) and set(r1.shared_test) == {"linear", "MLP"}
+    r3 = run(TINY, seed=4, progress=False)
+    assert not torch.equal(r3.models[("none", "linear")].w, r1.models[("none", "linear")].w)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_run_refuses_an_unavailable_device():
+    from seqtheory.chain_of_thought import run
+
+    with pytest.raises(ValueError, match="device"):
+        run(TINY, seed=0, device="cuda", progress=False)
+
+
+def test_setup_validation():
+    from seqtheory.chain_of_thought import run
+
+    with pytest.raises(ValueError, match="train_size must leave test strings"):
+        CoTSetup(n=4, train_size=16)
+    with pytest.raises(ValueError, match="lr must be"):
+        CoTSetup(lr=0.0)
+    with pytest.raises(TypeError, match="seeds must be an int"):
+        CoTSetup(seeds=2.0)
+    with pytest.raises(TypeError, match="setup must be a CoTSetup"):
+        run({}, seed=0)
 
 
 def test_helpers_and_errors():

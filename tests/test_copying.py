@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 
 from seqtheory.copying import (
     BOS,
-    COPYING,
     EOS,
     PAD,
     SEP,
+    SETUP,
     CopyLSTM,
     DiagonalRecurrence,
     GatedRecurrence,
@@ -138,7 +138,7 @@ def test_hard_alibi_windows_include_the_position_itself():
     """First-layer head h of the chapter's hard-ALiBi model sees itself and h previous tokens
     (windows 1..4), so a key can encode at most the trigram before its own letter."""
     torch.manual_seed(0)
-    model = copy_models(COPYING.cpu)["hard-ALiBi"]
+    model = copy_models(SETUP.cpu)["hard-ALiBi"]
     idx = copy_batch(2, 6, generator=torch.Generator().manual_seed(0))[0]
     pat = model.attention_patterns(idx)[0][0]                        # (H, T, T) layer 1
     q, k = torch.meshgrid(torch.arange(idx.shape[1]), torch.arange(idx.shape[1]),
@@ -160,7 +160,7 @@ def test_fixed_state_models_are_causal(cls):
 
 
 def test_copy_models_have_about_100k_parameters():
-    for name, m in copy_models(COPYING.cpu).items():
+    for name, m in copy_models(SETUP.cpu).items():
         n = sum(p.numel() for p in m.parameters())
         assert 80_000 <= n <= 130_000, (name, n)
 
@@ -178,31 +178,90 @@ def test_encode_decode_greedy_copy_and_bounds():
         copy_batch(2, 5, 3)
 
 
-def test_train_copiers_trains_every_seed_and_matches_a_single_run():
+TINY = dict(min_len=2, max_len=3, test_len=4, d_model=8, batch_size=4, steps=6, warmup=2,
+            eval_every=3, eval_size=5, seeds=(0, 3))
+
+
+def test_run_trains_every_seed_and_matches_a_single_run():
     """Seeds train as one program; seed s of the ensemble follows the model trained alone."""
-    from seqtheory.copying import CopySetup, copy_model, train_copier, train_copiers
-    from seqtheory.utils import make_generator, seeded
+    from seqtheory.copying import CopyResult, CopySetup, copy_model, run, train_copier
+    from seqtheory.utils import make_generator
 
-    setup = CopySetup(min_len=2, max_len=3, test_len=4, d_model=8, batch_size=4, steps=6,
-                      warmup=2, eval_every=3, eval_size=5, seeds=(0, 3),
-                      lrs=(("LSTM", 1e-2), ("gated recurrence", 2e-3)))
+    setup = CopySetup(**TINY, lrs=(("LSTM", 1e-2), ("gated recurrence", 2e-3)),
+                      names=("transformer", "LSTM", "gated recurrence"))
     assert setup.lr_for("LSTM") == 1e-2 and setup.lr_for("transformer") == setup.lr
-    runs = train_copiers(setup, ("transformer", "LSTM", "gated recurrence"), progress=False)
-    for name, run in runs.items():
-        assert run.seeds == (0, 3) and list(run.steps) == [0, 3, 6]
-        assert run.acc_train_len.shape == (3, 2) and run.acc_test_len.shape == (2,)
-        assert len(run.models) == 2
-        with seeded(3):
-            alone = copy_model(name, setup)
-        hist = train_copier(alone, setup, lr=setup.lr_for(name),
+    result = run(setup, seed=0, device="cpu", progress=False)
+    assert isinstance(result, CopyResult) and result.device == "cpu" and result.seed == 0
+    assert list(result.runs) == list(setup.names) and result.seconds > 0
+    assert set(result.models(1)) == set(setup.names)
+    for name, r in result.runs.items():
+        assert r.seeds == (0, 3) and list(r.steps) == [0, 3, 6]
+        assert r.acc_train_len.shape == (3, 2) and r.acc_test_len.shape == (2,)
+        assert len(r.models) == 2 and len(r.histories) == (2 if name == "LSTM" else 1)
+        assert all(not m.training for m in r.models)
+        alone = copy_model(name, setup, seed=3)
+        hist = train_copier(alone, setup, lr=setup.lr_for(name), seed=0,
                             generator=make_generator(10_000 + 3), progress=False)
-        np.testing.assert_allclose(run.acc_train_len[:, 1], hist.metric("acc_train_len")[1])
+        np.testing.assert_allclose(r.acc_train_len[:, 1], hist.metric("acc_train_len")[1])
         for k, v in alone.state_dict().items():
-            torch.testing.assert_close(run.models[1].state_dict()[k], v, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(r.models[1].state_dict()[k], v, rtol=1e-4, atol=1e-5)
 
 
-def test_copy_setup_and_train_copiers_refuse_bad_input():
-    from seqtheory.copying import CopySetup, copy_model, train_copiers
+def test_run_is_deterministic_and_leaves_the_global_rng_alone():
+    from seqtheory.copying import CopySetup, run
+
+    setup = CopySetup(**TINY, names=("hard-ALiBi", "gated recurrence"))
+    state = torch.random.get_rng_state()
+    first = run(setup, seed=5, device="cpu", progress=False)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    again = run(setup, seed=5, device="cpu", progress=False)
+    other = run(setup, seed=6, device="cpu", progress=False)
+    for name in setup.names:
+        a, b = first.runs[name], again.runs[name]
+        np.testing.assert_array_equal(a.acc_train_len, b.acc_train_len)
+        np.testing.assert_array_equal(a.histories[0].losses(), b.histories[0].losses())
+        for m1, m2 in zip(a.models, b.models, strict=True):
+            for k, v in m1.state_dict().items():
+                assert torch.equal(v, m2.state_dict()[k]), (name, k)
+        w = next(iter(a.models[0].state_dict()))
+        assert not torch.equal(a.models[0].state_dict()[w],
+                               other.runs[name].models[0].state_dict()[w])
+
+
+def test_building_a_model_leaves_the_global_rng_alone_and_is_reproducible():
+    from seqtheory.copying import copy_model
+
+    state = torch.random.get_rng_state()
+    for name in ("transformer", "gated recurrence", "LSTM"):
+        m1, m2 = copy_model(name, SETUP.cpu, seed=4), copy_model(name, SETUP.cpu, seed=4)
+        for k, v in m1.state_dict().items():
+            assert torch.equal(v, m2.state_dict()[k]), (name, k)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_run_refuses_an_unavailable_device():
+    from seqtheory.copying import CopySetup, run
+
+    with pytest.raises(ValueError, match="device"):
+        run(CopySetup(**TINY), seed=0, device="cuda", progress=False)
+
+
+def test_plot_learning_curves_takes_the_result():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from seqtheory.copying import CopySetup, plot_learning_curves, run
+
+    result = run(CopySetup(**TINY, names=("hard-ALiBi",)), seed=0, progress=False)
+    ax = plot_learning_curves(result)
+    assert len(ax.lines) == 3                   # two seeds and the median
+    with pytest.raises(TypeError, match="result must be a CopyResult"):
+        plot_learning_curves({})
+
+
+def test_copy_setup_and_run_refuse_bad_input():
+    from seqtheory.copying import CopySetup, copy_model, run
 
     with pytest.raises(ValueError, match="max_len"):
         CopySetup(min_len=5, max_len=4)
@@ -218,7 +277,29 @@ def test_copy_setup_and_train_copiers_refuse_bad_input():
         CopySetup(lrs={"LSTM": 1e-3})
     with pytest.raises(ValueError, match="name must be one of"):
         CopySetup().lr_for("GRU")
-    with pytest.raises(ValueError, match="unknown model name"):
-        train_copiers(CopySetup(), ("GRU",))
+    with pytest.raises(ValueError, match="names must be"):
+        CopySetup(names=("GRU",))
+    with pytest.raises(TypeError, match="names must be a tuple"):
+        CopySetup(names="LSTM")
     with pytest.raises(ValueError, match="name must be one of"):
         copy_model("GRU", CopySetup())
+    with pytest.raises(TypeError, match="setup must be a CopySetup"):
+        run({}, seed=0)
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        run(CopySetup(), seed=-1)
+    with pytest.raises(ValueError, match="device"):
+        run(CopySetup(), device="tpu")
+
+
+def test_greedy_copy_writes_until_eos_through_the_shared_decoder():
+    text = "copy"
+
+    class Oracle(torch.nn.Module):              # writes the text, then EOS, then junk
+        def forward(self, idx):                  # (B, T) -> (B, T, V)
+            answer = encode(text)[0].tolist()[1:-1] + [EOS, 0, 0, 0]
+            nxt = answer[idx.shape[1] - len(text) - 2]
+            logits = torch.zeros(*idx.shape, 30)
+            logits[:, -1, nxt] = 1.0
+            return logits
+
+    assert greedy_copy(Oracle(), text) == text + "$"

@@ -85,7 +85,7 @@ def test_training_is_seeded_and_learns_one_digit_products():
     b = torch.arange(10).repeat(10)
     runs = [train_multiplication_models(a, b, setup, "products",
                                         generator=torch.Generator().manual_seed(0),
-                                        progress=False) for _ in range(2)]
+                                        progress=False)[0] for _ in range(2)]
     assert torch.equal(runs[0].w, runs[1].w)                  # same seed, same bits
     assert multiplication_accuracy(runs[0], a, b, 1, "products").min() >= 0.95
     steps = multiplication_step_accuracy(runs[0], a, b, 1, "products")
@@ -140,3 +140,30 @@ def test_step_accuracy_of_a_constant_model_is_each_positions_token_frequency(fmt
     # the prompt's tokens (never 0 in the leading digits) would give other numbers
     shifted = (seqs[None, :, 3:-1] == torch.arange(10)[:, None, None]).float().mean(dim=1)
     assert not torch.allclose(got, shifted)
+
+
+TINY = MultSetup(digits=1, train_frac=0.8, seeds=2, hidden=4, batch_size=16, steps=5)
+
+
+def test_run_multiplication_is_deterministic_and_leaves_the_global_rng_alone():
+    from seqtheory.chain_of_thought import MultResult, run_multiplication
+
+    state = torch.random.get_rng_state()
+    r1 = run_multiplication(TINY, seed=2, device="cpu", progress=False)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    r2 = run_multiplication(TINY, seed=2, device="cpu", progress=False)
+    assert isinstance(r1, MultResult) and r1.device == "cpu" and r1.seed == 2
+    assert len(r1.a_train) == 65 and len(r1.a_test) == 16        # 81 pairs of 1..9
+    for fmt in MULT_FORMATS:
+        assert torch.equal(r1.models[fmt].w, r2.models[fmt].w)
+        assert (r1.test_acc[fmt] == r2.test_acc[fmt]).all() and r1.train_acc[fmt].shape == (2,)
+        assert r1.step_acc[fmt].shape == (2, multiplication_length(1, fmt))
+    assert torch.equal(r1.a_test, r2.a_test)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_run_multiplication_refuses_an_unavailable_device():
+    from seqtheory.chain_of_thought import run_multiplication
+
+    with pytest.raises(ValueError, match="device"):
+        run_multiplication(TINY, seed=0, device="cuda", progress=False)

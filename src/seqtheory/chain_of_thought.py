@@ -22,19 +22,32 @@ Formats for the parity of ``n`` bits ``x_1..x_n`` (tokens 0/1), all ending in th
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn as nn
 
-from .training import IGNORE_INDEX, train
-from .utils import Sizes, check_choice, check_int
+from .training import IGNORE_INDEX, History, train
+from .utils import (
+    Sizes,
+    base_seed,
+    check_choice,
+    check_device,
+    check_float,
+    check_int,
+    evaluating,
+    make_generator,
+    to_numpy,
+)
 
 __all__ = [
-    "FORMATS", "parity_chain", "chain_length", "NextTokenNet", "generate", "answer_accuracy",
-    "multiplication_chain", "CoTSetup", "CHAIN_OF_THOUGHT", "all_bit_strings",
-    "train_chain_models", "MULT_FORMATS", "multiplication_tokens", "multiplication_length",
-    "MultSetup", "MULTIPLICATION", "multiplication_split", "train_multiplication_models",
+    "FORMATS", "parity_chain", "chain_length", "NextTokenNet", "greedy_decode", "generate",
+    "answer_accuracy", "multiplication_chain", "CoTSetup", "SETUP", "CoTResult", "run",
+    "all_bit_strings", "train_chain_models", "MULT_FORMATS", "multiplication_tokens",
+    "multiplication_length", "MultSetup", "MULTIPLICATION_SETUP", "MultResult",
+    "run_multiplication", "multiplication_split", "train_multiplication_models",
     "multiplication_accuracy", "multiplication_step_accuracy",
 ]
 
@@ -60,11 +73,11 @@ def parity_chain(x: torch.Tensor, fmt: str) -> torch.Tensor:
         chain = p[:, -1:]
     elif fmt == "binary":
         count = x.sum(dim=1, keepdim=True)                              # (B, 1)
-        shifts = torch.arange(chain_length(x.shape[1], fmt) - 1, -1, -1)
+        shifts = torch.arange(chain_length(x.shape[1], fmt) - 1, -1, -1, device=x.device)
         chain = (count >> shifts) & 1                                   # (B, m) MSB first
     elif fmt == "unary":
         count = x.sum(dim=1, keepdim=True)
-        u = (count >= torch.arange(1, x.shape[1] + 1)).long()           # (B, n) thermometer
+        u = (count >= torch.arange(1, x.shape[1] + 1, device=x.device)).long()  # (B, n)
         chain = torch.cat([u, p[:, -1:]], dim=1)
     elif fmt == "running":
         chain = p
@@ -94,7 +107,9 @@ class NextTokenNet(nn.Module):
     ``b_t + sum_{s<=t} W[t, s, x_s]``, one causal linear map over the embedded context.
     ``hidden=h``: the same map into ``h`` ReLU units per position, then a linear read-out
     (an MLP over the context). ``models=M`` trains M independent copies at once.
-    ``generator`` draws the initial weights (default: the global RNG).
+    ``generator`` draws the initial weights (default: torch's global RNG; pass one for a
+    reproducible model that leaves the global state alone). The model is built on
+    ``device`` (default: the generator's device, else the CPU).
 
     ``shared=False`` (the setting of Malach's theorem) gives every position its own
     weights, a *time-inhomogeneous* model. ``shared=True`` ties them across positions:
@@ -104,7 +119,8 @@ class NextTokenNet(nn.Module):
 
     def __init__(self, seq_len: int, vocab: int = 2, hidden: int | None = None,
                  models: int = 1, init_std: float = 0.1, shared: bool = False,
-                 generator: torch.Generator | None = None):
+                 generator: torch.Generator | None = None,
+                 device: str | torch.device | None = None):
         super().__init__()
         self.seq_len = check_int("seq_len", seq_len, minimum=1)
         self.vocab = check_int("vocab", vocab, minimum=2)
@@ -113,21 +129,26 @@ class NextTokenNet(nn.Module):
             check_int("hidden", hidden, minimum=1)
         if not isinstance(shared, bool):
             raise TypeError(f"shared must be a bool, got {shared!r}")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+        dev = check_device("device", device) if device is not None else (
+            generator.device if generator is not None else torch.device("cpu"))
         self.hidden, self.shared = hidden, shared
         T, V = seq_len, vocab
         width = V if hidden is None else hidden
         P = 1 if shared else T                          # positions with their own weights
-        self.register_buffer("causal", torch.tril(torch.ones(T, T)))          # (T, T)
+        self.register_buffer("causal", torch.tril(torch.ones(T, T, device=dev)))  # (T, T)
         # shared: weights per distance t - s, gathered into (T, T) by this index
-        self.register_buffer("distance", (torch.arange(T)[:, None] - torch.arange(T)).clamp(min=0))
+        pos = torch.arange(T, device=dev)
+        self.register_buffer("distance", (pos[:, None] - pos).clamp(min=0))     # (T, T)
         self.w = nn.Parameter(torch.randn(models, T, *([] if shared else [T]), V, width,
-                                          generator=generator)
+                                          generator=generator, device=dev)
                               * init_std)                   # (M,T,T,V,H) or (M,T,V,H)
-        self.b = nn.Parameter(torch.zeros(models, P, width))
+        self.b = nn.Parameter(torch.zeros(models, P, width, device=dev))
         if hidden is not None:
-            self.out = nn.Parameter(torch.randn(models, P, hidden, V, generator=generator)
-                                    / hidden ** 0.5)
-            self.out_b = nn.Parameter(torch.zeros(models, P, V))
+            self.out = nn.Parameter(torch.randn(models, P, hidden, V, generator=generator,
+                                                device=dev) / hidden ** 0.5)
+            self.out_b = nn.Parameter(torch.zeros(models, P, V, device=dev))
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Logits (M, B, T, vocab) for token ids ``idx``: (B, T) shared or (M, B, T)."""
@@ -150,18 +171,43 @@ class NextTokenNet(nn.Module):
         return torch.einsum("mbth,mthv->mbtv", torch.relu(z), out) + out_b[:, None]
 
 
-@torch.no_grad()
+def greedy_decode(model: nn.Module, prompt: torch.Tensor, steps: int, *,
+                  stop: int | None = None) -> torch.Tensor:
+    """Greedy continuation of ``prompt`` (..., T) by up to ``steps`` tokens: (..., steps').
+
+    ``model`` maps token ids (..., T) to logits (..., T, vocab) -- a
+    :class:`~seqtheory.models.Transformer` on (B, T), a :class:`NextTokenNet` on (M, B, T).
+    Each step appends the argmax at the last position. With ``stop``, decoding ends once
+    every row has written that token (so ``steps' <= steps``). Runs in eval mode without
+    gradients (the model's mode is restored).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(prompt, torch.Tensor) or prompt.dim() < 1 or prompt.shape[-1] < 1:
+        raise TypeError("prompt must be a tensor of token ids (..., T) with T >= 1")
+    steps = check_int("steps", steps, minimum=1)
+    seqs = prompt.long()
+    done = torch.zeros(prompt.shape[:-1], dtype=torch.bool, device=prompt.device)
+    with evaluating(model):
+        for _ in range(steps):                       # generation is sequential by nature
+            nxt = model(seqs)[..., -1, :].argmax(dim=-1, keepdim=True)      # (..., 1)
+            seqs = torch.cat([seqs, nxt], dim=-1)
+            if stop is not None:
+                done |= nxt[..., 0] == stop
+                if bool(done.all()):
+                    break
+    return seqs[..., prompt.shape[-1]:]
+
+
 def generate(model: NextTokenNet, x: torch.Tensor, steps: int) -> torch.Tensor:
     """Greedy continuation of prompts ``x`` (B, n) by ``steps`` tokens, per model: (M, B, steps)."""
-    steps = check_int("steps", steps, minimum=1)
-    seqs = x.long()[None].expand(model.models, -1, -1)                   # (M, B, n)
-    for _ in range(steps):                           # generation is sequential by nature
-        nxt = model(seqs)[:, :, -1].argmax(dim=-1)                         # (M, B)
-        seqs = torch.cat([seqs, nxt[:, :, None]], dim=2)
-    return seqs[:, :, x.shape[1]:]
+    if not isinstance(model, NextTokenNet):
+        raise TypeError(f"model must be a NextTokenNet, got {type(model).__name__}")
+    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+        raise TypeError("x must be a (batch, n) tensor of prompts")
+    return greedy_decode(model, x.long()[None].expand(model.models, -1, -1), steps)
 
 
-@torch.no_grad()
 def answer_accuracy(model: NextTokenNet, x: torch.Tensor, fmt: str) -> torch.Tensor:
     """Fraction of prompts whose generated chain ends in the right parity, per model (M,)."""
     n = x.shape[1]
@@ -177,6 +223,16 @@ def all_bit_strings(n: int) -> torch.Tensor:
     return (torch.arange(2 ** n)[:, None] >> torch.arange(n)) & 1
 
 
+def _summed_loss(M: int):
+    """Cross-entropy of M models' logits (M, B, T, V) against shared targets (B, T), summed
+    over the models (each model's mean): one backward pass, independent gradients."""
+    def loss(logits, y):
+        return nn.functional.cross_entropy(
+            logits.flatten(0, 2), y[None].expand(M, -1, -1).flatten(),
+            ignore_index=IGNORE_INDEX) * M
+    return loss
+
+
 def train_chain_models(
     fmt: str,
     hidden: int | None,
@@ -186,33 +242,40 @@ def train_chain_models(
     generator: torch.Generator | None = None,
     progress: bool = True,
     shared: bool = False,
-) -> NextTokenNet:
+    steps: int | None = None,
+) -> tuple[NextTokenNet, History]:
     """Train ``setup.seeds`` models of one kind on the chains of the strings ``train_x``
-    (``shared=True``: weights tied across positions, see :class:`NextTokenNet`).
+    (``shared=True``: weights tied across positions, see :class:`NextTokenNet`); return
+    the models (one :class:`NextTokenNet`) and the training :class:`History`.
 
+    ``generator`` draws the initial weights and then every batch, in that order (one
+    generator can be shared in sequence across several calls); the models are built and
+    trained on its device, where ``train_x`` must be too. ``generator=None`` takes both
+    from torch's global RNG (not reproducible from a seed -- pass a generator).
     Batches are drawn with replacement from ``train_x`` (a fixed training set); the loss
     is the cross-entropy of every chain token (the input bits are given, not predicted).
+    ``steps`` overrides ``setup.steps``.
     """
     if not isinstance(setup, CoTSetup):
         raise TypeError(f"setup must be a CoTSetup, got {type(setup).__name__}")
+    if not isinstance(train_x, torch.Tensor) or train_x.dim() != 2:
+        raise TypeError("train_x must be a (strings, n) tensor of 0/1 bits")
+    steps = setup.steps if steps is None else check_int("steps", steps, minimum=1)
     n = train_x.shape[1]
     M = setup.seeds
-    model = NextTokenNet(n + chain_length(n, fmt) - 1, hidden=hidden, models=M, shared=shared)
     g = generator
+    model = NextTokenNet(n + chain_length(n, fmt) - 1, hidden=hidden, models=M, shared=shared,
+                         generator=g, device=train_x.device)
 
     def batch(step):
-        rows = torch.randint(len(train_x), (setup.batch_size,), generator=g)
+        rows = torch.randint(len(train_x), (setup.batch_size,), generator=g,
+                             device=train_x.device)
         return chain_targets(parity_chain(train_x[rows], fmt), n)
 
-    def loss(logits, y):                  # summed over models: independent gradients
-        return nn.functional.cross_entropy(
-            logits.flatten(0, 2), y[None].expand(M, -1, -1).flatten(),
-            ignore_index=IGNORE_INDEX) * M
-
-    train(model, batch, steps=setup.steps, lr=setup.lr, grad_clip=None, loss_fn=loss,
-          eval_every=setup.steps, progress=progress, desc=f"{fmt}, "
-          f"{'linear' if hidden is None else 'MLP'}{', shared' if shared else ''}")
-    return model
+    hist = train(model, batch, steps=steps, lr=setup.lr, grad_clip=None, loss_fn=_summed_loss(M),
+                 eval_every=steps, progress=progress, desc=f"{fmt}, "
+                 f"{'linear' if hidden is None else 'MLP'}{', shared' if shared else ''}")
+    return model, hist
 
 
 def chain_targets(seq: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -224,7 +287,7 @@ def chain_targets(seq: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor
 
 @dataclass(frozen=True)
 class CoTSetup:
-    """Sizes of the chain-of-thought chapter (see :data:`CHAIN_OF_THOUGHT`)."""
+    """Sizes of the chain-of-thought chapter's parity experiment (see :data:`SETUP`)."""
 
     n: int = 12                   # input bits
     seeds: int = 3                # independent models per row, trained at once
@@ -233,11 +296,92 @@ class CoTSetup:
     batch_size: int = 256         # strings per step, drawn from the training set
     steps: int = 800              # AdamW steps
     lr: float = 1e-2              # AdamW learning rate
+    long_factor: int = 3          # the follow-up linear run on the binary chain trains
+    #                               this many times longer
+
+    def __post_init__(self) -> None:
+        check_int("n", self.n, minimum=2)
+        if self.n > 20:
+            raise ValueError(f"n must be <= 20 (all 2**n strings are listed), got {self.n}")
+        for name in ("seeds", "hidden", "batch_size", "steps", "long_factor"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("train_size", self.train_size, minimum=1)
+        if self.train_size >= 2 ** self.n:
+            raise ValueError(f"train_size must leave test strings (< 2**n = {2 ** self.n}), "
+                             f"got {self.train_size}")
+        check_float("lr", self.lr, low=0.0, low_open=True)
 
 
 #: CPU-sized default and the ``FULL=1`` size of the chain-of-thought chapter.
-CHAIN_OF_THOUGHT = Sizes(cpu=CoTSetup(), full=CoTSetup(n=16, seeds=5, train_size=4096,
-                                                       steps=4000))
+SETUP = Sizes(cpu=CoTSetup(), full=CoTSetup(n=16, seeds=5, train_size=4096, steps=4000))
+
+#: (chain format, model) rows of the parity experiment: model "linear" or "MLP".
+_KINDS = ("linear", "MLP")
+
+
+@dataclass
+class CoTResult:
+    """The parity experiment of :func:`run`: every (chain format, model) row, trained once."""
+
+    setup: CoTSetup
+    seed: int                 # base seed of the run
+    device: str               # where it trained
+    seconds: float            # wall-clock time of the whole run
+    train_x: torch.Tensor     # (train_size, n) training strings (CPU)
+    test_x: torch.Tensor      # (2**n - train_size, n) the other strings (CPU)
+    models: dict              # (fmt, "linear" | "MLP") -> NextTokenNet of setup.seeds models
+    histories: dict           # same keys -> training History
+    train_acc: dict           # same keys -> (seeds,) answer accuracy on train_x
+    test_acc: dict            # same keys -> (seeds,) answer accuracy on test_x
+    binary_long_test: np.ndarray  # (seeds,) linear, binary chain, long_factor x the steps
+    shared_test: dict         # "linear" | "MLP" -> (seeds,) threshold chain, tied weights
+
+
+def run(setup: CoTSetup, *, seed: int | None = None, device=None,
+        progress: bool = True) -> CoTResult:
+    """Train the chapter's chain models on the parity of ``setup.n`` bits.
+
+    The 2**n strings are split at random (``setup.train_size`` for training, the rest for
+    testing); for every chain format and each of a linear model and an MLP, ``setup.seeds``
+    models are trained together (one :class:`NextTokenNet`) and their answer accuracy is
+    measured by greedy generation. Then two follow-ups: the linear model on the binary
+    chain trained ``setup.long_factor`` times longer, and the threshold chain with weights
+    tied across positions (``shared=True``). One generator, seeded from the base ``seed``
+    (default :func:`~seqtheory.utils.base_seed`), draws the split, then each model's initial
+    weights and batches in turn; models train on ``device`` (default: the CPU) and come
+    back on the CPU.
+    """
+    if not isinstance(setup, CoTSetup):
+        raise TypeError(f"setup must be a CoTSetup, got {type(setup).__name__}")
+    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
+    dev = check_device("device", device)
+    start = time.perf_counter()
+    g = make_generator(seed, dev)
+    strings = all_bit_strings(setup.n).to(dev)
+    strings = strings[torch.randperm(2 ** setup.n, generator=g, device=dev)]
+    train_x, test_x = strings[: setup.train_size], strings[setup.train_size:]
+
+    def fit(fmt, kind, **kw):
+        hidden = None if kind == "linear" else setup.hidden
+        return train_chain_models(fmt, hidden, train_x, setup, generator=g, progress=progress,
+                                  **kw)
+
+    models, histories, train_acc, test_acc = {}, {}, {}, {}
+    for fmt in FORMATS:
+        for kind in _KINDS:
+            model, hist = fit(fmt, kind)
+            train_acc[(fmt, kind)] = to_numpy(answer_accuracy(model, train_x, fmt))
+            test_acc[(fmt, kind)] = to_numpy(answer_accuracy(model, test_x, fmt))
+            models[(fmt, kind)], histories[(fmt, kind)] = model.cpu(), hist
+    long_model, _ = fit("binary", "linear", steps=setup.long_factor * setup.steps)
+    binary_long_test = to_numpy(answer_accuracy(long_model, test_x, "binary"))
+    shared_test = {}
+    for kind in _KINDS:
+        model, _ = fit("threshold", kind, shared=True)
+        shared_test[kind] = to_numpy(answer_accuracy(model, test_x, "threshold"))
+    return CoTResult(setup, seed, str(dev), time.perf_counter() - start, train_x.cpu(),
+                     test_x.cpu(), models, histories, train_acc, test_acc, binary_long_test,
+                     shared_test)
 
 
 # ---------------------------------------------------------------------------------------
@@ -252,7 +396,7 @@ MULT_FORMATS = ("none", "products", "sums")
 
 def _digits_of(x: torch.Tensor, width: int) -> torch.Tensor:
     """(B, width) decimal digits of ``x`` (B,), zero-padded, most significant first."""
-    return x[:, None] // 10 ** torch.arange(width - 1, -1, -1) % 10
+    return x[:, None] // 10 ** torch.arange(width - 1, -1, -1, device=x.device) % 10
 
 
 def _sum_widths(digits: int) -> list[int]:
@@ -286,7 +430,7 @@ def multiplication_tokens(a: torch.Tensor, b: torch.Tensor, digits: int = 2,
     a, b = a.long(), b.long()
     if (a < 0).any() or (b < 0).any() or (a >= 10 ** digits).any() or (b >= 10 ** digits).any():
         raise ValueError(f"a and b must lie in 0..{10 ** digits - 1} for digits={digits}")
-    powers = 10 ** torch.arange(digits)                                  # (D,) LSB first
+    powers = 10 ** torch.arange(digits, device=a.device)                 # (D,) LSB first
     da, db = a[:, None] // powers % 10, b[:, None] // powers % 10        # (B, D) a_0 ..
     parts = [da.flip(1), db.flip(1)]                                     # prompt, MSB first
     pairs = (da[:, :, None] * db[:, None, :]).flatten(1)                # (B, D*D), (i, j)
@@ -313,7 +457,7 @@ def multiplication_length(digits: int = 2, fmt: str = "products") -> int:
 
 @dataclass(frozen=True)
 class MultSetup:
-    """Sizes of the multiplication experiment (see :data:`MULTIPLICATION`)."""
+    """Sizes of the multiplication experiment (see :data:`MULTIPLICATION_SETUP`)."""
 
     digits: int = 2               # digits per factor; factors run over 10**(d-1)..10**d - 1
     train_frac: float = 0.75      # fraction of all pairs used for training (the paper's 75%)
@@ -329,11 +473,13 @@ class MultSetup:
             check_int(name, getattr(self, name), minimum=1)
         if not 0.0 < self.train_frac < 1.0:
             raise ValueError(f"train_frac must be in (0, 1), got {self.train_frac}")
+        check_float("lr", self.lr, low=0.0, low_open=True)
+        check_float("weight_decay", self.weight_decay, low=0.0)
 
 
 #: CPU-sized default and the ``FULL=1`` size of the multiplication experiment.
-MULTIPLICATION = Sizes(cpu=MultSetup(), full=MultSetup(digits=3, seeds=5, hidden=128,
-                                                       steps=4000))
+MULTIPLICATION_SETUP = Sizes(cpu=MultSetup(), full=MultSetup(digits=3, seeds=5, hidden=128,
+                                                             steps=4000))
 
 
 def multiplication_split(setup: MultSetup, *, generator: torch.Generator | None = None
@@ -341,15 +487,17 @@ def multiplication_split(setup: MultSetup, *, generator: torch.Generator | None 
     """All pairs of ``setup.digits``-digit factors, split at random: ``(a_train, b_train,
     a_test, b_test)``, a fraction ``setup.train_frac`` of the pairs for training.
 
-    ``generator`` draws the permutation; with ``generator=None`` it comes from torch's
-    global RNG (not reproducible from a seed -- pass a generator).
+    ``generator`` draws the permutation, on its device (where the pairs are made); with
+    ``generator=None`` it comes from torch's global RNG (not reproducible from a seed --
+    pass a generator).
     """
     if not isinstance(setup, MultSetup):
         raise TypeError(f"setup must be a MultSetup, got {type(setup).__name__}")
+    dev = generator.device if generator is not None else torch.device("cpu")
     lo, hi = 10 ** (setup.digits - 1), 10 ** setup.digits
-    nums = torch.arange(lo, hi)
+    nums = torch.arange(lo, hi, device=dev)
     a, b = nums.repeat_interleave(len(nums)), nums.repeat(len(nums))     # every (a, b) pair
-    order = torch.randperm(len(a), generator=generator)
+    order = torch.randperm(len(a), generator=generator, device=dev)
     cut = int(round(setup.train_frac * len(a)))
     tr, te = order[:cut], order[cut:]
     return a[tr], b[tr], a[te], b[te]
@@ -363,38 +511,35 @@ def train_multiplication_models(
     *,
     generator: torch.Generator | None = None,
     progress: bool = True,
-) -> NextTokenNet:
+) -> tuple[NextTokenNet, History]:
     """Train ``setup.seeds`` time-inhomogeneous MLPs (:class:`NextTokenNet`, vocabulary
     0-9, ``setup.hidden`` units per position) on the products of the training pairs
-    ``(a, b)`` written in the chain format ``fmt``.
+    ``(a, b)`` written in the chain format ``fmt``; return the models and the
+    :class:`History`.
 
     The loss is the cross-entropy of every token after the prompt (the chain and the
     answer); batches are drawn with replacement from the training pairs. ``generator``
     draws the initial weights and then every batch, in that order (so one generator can be
-    shared in sequence across several calls); with ``generator=None`` both come from
-    torch's global RNG (not reproducible from a seed -- pass a generator).
+    shared in sequence across several calls); the models train where ``a`` and ``b`` are
+    (the generator's device). With ``generator=None`` both come from torch's global RNG
+    (not reproducible from a seed -- pass a generator).
     """
     if not isinstance(setup, MultSetup):
         raise TypeError(f"setup must be a MultSetup, got {type(setup).__name__}")
     seqs = multiplication_tokens(a, b, setup.digits, fmt)                # (N, L)
     prompt, M = 2 * setup.digits, setup.seeds
-    model = NextTokenNet(seqs.shape[1] - 1, vocab=10, hidden=setup.hidden, models=M,
-                         generator=generator)
     g = generator
+    model = NextTokenNet(seqs.shape[1] - 1, vocab=10, hidden=setup.hidden, models=M,
+                         generator=g, device=seqs.device)
 
     def batch(step):
-        rows = torch.randint(len(seqs), (setup.batch_size,), generator=g)
+        rows = torch.randint(len(seqs), (setup.batch_size,), generator=g, device=seqs.device)
         return chain_targets(seqs[rows], prompt)
 
-    def loss(logits, y):                  # summed over models: independent gradients
-        return nn.functional.cross_entropy(
-            logits.flatten(0, 2), y[None].expand(M, -1, -1).flatten(),
-            ignore_index=IGNORE_INDEX) * M
-
-    train(model, batch, steps=setup.steps, lr=setup.lr, weight_decay=setup.weight_decay,
-          grad_clip=None, loss_fn=loss, eval_every=setup.steps, progress=progress,
-          desc=f"{setup.digits}-digit products, chain: {fmt}")
-    return model
+    hist = train(model, batch, steps=setup.steps, lr=setup.lr, weight_decay=setup.weight_decay,
+                 grad_clip=None, loss_fn=_summed_loss(M), eval_every=setup.steps,
+                 progress=progress, desc=f"{setup.digits}-digit products, chain: {fmt}")
+    return model, hist
 
 
 _EVAL_CHUNK = 4096                # pairs per forward pass when evaluating
@@ -409,7 +554,6 @@ def _check_mult_model(model: NextTokenNet, length: int, digits: int, fmt: str) -
                          f"seq_len={model.seq_len}")
 
 
-@torch.no_grad()
 def multiplication_accuracy(model: NextTokenNet, a: torch.Tensor, b: torch.Tensor,
                             digits: int = 2, fmt: str = "products") -> torch.Tensor:
     """Fraction of the pairs ``(a, b)`` whose answer, generated greedily after the prompt
@@ -417,14 +561,13 @@ def multiplication_accuracy(model: NextTokenNet, a: torch.Tensor, b: torch.Tenso
     seqs = multiplication_tokens(a, b, digits, fmt)
     _check_mult_model(model, seqs.shape[1], digits, fmt)
     prompt, width = 2 * digits, 2 * digits
-    right = torch.zeros(model.models)
+    right = torch.zeros(model.models, device=seqs.device)
     for chunk in seqs.split(_EVAL_CHUNK):            # bounded memory for large test sets
         got = generate(model, chunk[:, :prompt], chunk.shape[1] - prompt)[:, :, -width:]
         right += (got == chunk[None, :, -width:]).all(dim=2).float().sum(dim=1)
     return right / len(seqs)
 
 
-@torch.no_grad()
 def multiplication_step_accuracy(model: NextTokenNet, a: torch.Tensor, b: torch.Tensor,
                                  digits: int = 2, fmt: str = "products") -> torch.Tensor:
     """Accuracy of every written token given the correct tokens before it (teacher
@@ -433,8 +576,61 @@ def multiplication_step_accuracy(model: NextTokenNet, a: torch.Tensor, b: torch.
     answer's digits."""
     seqs = multiplication_tokens(a, b, digits, fmt)
     _check_mult_model(model, seqs.shape[1], digits, fmt)
-    right = torch.zeros(model.models, seqs.shape[1] - 1)
-    for chunk in seqs.split(_EVAL_CHUNK):            # bounded memory for large test sets
-        pred = model(chunk[:, :-1]).argmax(dim=-1)                       # (M, B, L-1)
-        right += (pred == chunk[None, :, 1:]).float().sum(dim=1)         # (M, L-1)
+    right = torch.zeros(model.models, seqs.shape[1] - 1, device=seqs.device)
+    with evaluating(model):
+        for chunk in seqs.split(_EVAL_CHUNK):        # bounded memory for large test sets
+            pred = model(chunk[:, :-1]).argmax(dim=-1)                   # (M, B, L-1)
+            right += (pred == chunk[None, :, 1:]).float().sum(dim=1)     # (M, L-1)
     return right[:, 2 * digits - 1:] / len(seqs)
+
+
+@dataclass
+class MultResult:
+    """The multiplication experiment of :func:`run_multiplication`, one row per chain."""
+
+    setup: MultSetup
+    seed: int                 # base seed of the run
+    device: str               # where it trained
+    seconds: float            # wall-clock time of the whole run
+    a_train: torch.Tensor     # (pairs,) training factors a (CPU); b_train the other factor
+    b_train: torch.Tensor
+    a_test: torch.Tensor      # (pairs,) test factors
+    b_test: torch.Tensor
+    models: dict              # chain format -> NextTokenNet of setup.seeds MLPs (CPU)
+    histories: dict           # chain format -> training History
+    train_acc: dict           # chain format -> (seeds,) exact answers on the training pairs
+    test_acc: dict            # chain format -> (seeds,) exact answers on the test pairs
+    step_acc: dict            # chain format -> (seeds, tokens written) teacher-forced
+    #                           accuracy of every written token on the test pairs
+
+
+def run_multiplication(setup: MultSetup, *, seed: int | None = None, device=None,
+                       progress: bool = True) -> MultResult:
+    """Train ``setup.seeds`` MLPs on ``setup.digits``-digit products for every chain format
+    of :data:`MULT_FORMATS` and measure them on the held-out pairs.
+
+    One generator, seeded from the base ``seed`` (default
+    :func:`~seqtheory.utils.base_seed`; logical seed 1), draws the split of all pairs, then
+    the initial weights and the batches of each chain's models in turn (so each chain's run
+    depends on the ones before). Models train on ``device`` (default: the CPU) and come
+    back on the CPU with the accuracies as NumPy arrays.
+    """
+    if not isinstance(setup, MultSetup):
+        raise TypeError(f"setup must be a MultSetup, got {type(setup).__name__}")
+    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
+    dev = check_device("device", device)
+    start = time.perf_counter()
+    g = make_generator(seed + 1, dev)
+    a_tr, b_tr, a_te, b_te = multiplication_split(setup, generator=g)
+    models, histories, train_acc, test_acc, step_acc = {}, {}, {}, {}, {}
+    for fmt in MULT_FORMATS:
+        model, histories[fmt] = train_multiplication_models(a_tr, b_tr, setup, fmt,
+                                                            generator=g, progress=progress)
+        d = setup.digits
+        train_acc[fmt] = to_numpy(multiplication_accuracy(model, a_tr, b_tr, d, fmt))
+        test_acc[fmt] = to_numpy(multiplication_accuracy(model, a_te, b_te, d, fmt))
+        step_acc[fmt] = to_numpy(multiplication_step_accuracy(model, a_te, b_te, d, fmt))
+        models[fmt] = model.cpu()
+    return MultResult(setup, seed, str(dev), time.perf_counter() - start, a_tr.cpu(),
+                      b_tr.cpu(), a_te.cpu(), b_te.cpu(), models, histories, train_acc,
+                      test_acc, step_acc)

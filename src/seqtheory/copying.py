@@ -16,6 +16,7 @@ recurrences are computed in parallel over time in pure torch.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,17 +24,26 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .chain_of_thought import greedy_decode
+from .ensemble import Ensemble, member_eval
 from .models import Transformer, TransformerConfig
 from .training import IGNORE_INDEX, History, train
-from .utils import Sizes, check_int, make_generator
+from .utils import (
+    Sizes,
+    base_seed,
+    check_device,
+    check_int,
+    evaluating,
+    make_generator,
+    seeded,
+)
 
 __all__ = [
     "NUM_LETTERS", "BOS", "SEP", "EOS", "PAD", "VOCAB_SIZE", "copy_batch", "decode",
     "string_accuracy", "CopyLSTM", "DiagonalRecurrence", "GatedRecurrence", "linear_scan",
-    "CopySetup",
-    "COPYING",
-    "state_bits", "max_copy_length", "copy_models", "train_copier", "encode", "greedy_copy",
-    "accuracy_by_length", "MODEL_NAMES", "copy_model", "CopyRun", "train_copiers",
+    "CopySetup", "SETUP", "LIVE_MODELS", "state_bits", "max_copy_length", "copy_models",
+    "train_copier", "encode", "greedy_copy", "accuracy_by_length", "MODEL_NAMES",
+    "copy_model", "CopyRun", "CopyResult", "run", "plot_learning_curves",
 ]
 
 NUM_LETTERS = 26
@@ -54,21 +64,25 @@ def copy_batch(
     Each row is ``<BOS> s <SEP> s <EOS>`` padded with ``<PAD>`` to ``2*max_len + 3``
     tokens; inputs are all but the last token, targets all but the first, and only the
     targets of the second copy and ``<EOS>`` count (the others are ``-100``).
-    Returns ``(x, y)``, both (batch_size, 2*max_len + 2).
+    Returns ``(x, y)``, both (batch_size, 2*max_len + 2), on the generator's device (the
+    CPU without one).
     """
     batch_size = check_int("batch_size", batch_size, minimum=1)
     min_len = check_int("min_len", min_len, minimum=1)
     max_len = min_len if max_len is None else check_int("max_len", max_len, minimum=1)
     if max_len < min_len:
         raise ValueError(f"max_len must be >= min_len={min_len}, got {max_len}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     g = generator
-    L = torch.randint(min_len, max_len + 1, (batch_size, 1), generator=g)   # (B, 1)
-    s = torch.randint(NUM_LETTERS, (batch_size, max_len), generator=g)      # (B, Lmax)
+    dev = g.device if g is not None else torch.device("cpu")
+    L = torch.randint(min_len, max_len + 1, (batch_size, 1), generator=g, device=dev)  # (B,1)
+    s = torch.randint(NUM_LETTERS, (batch_size, max_len), generator=g, device=dev)  # (B,Lmax)
     T = 2 * max_len + 3
-    t = torch.arange(T)[None, :]                                            # (1, T)
+    t = torch.arange(T, device=dev)[None, :]                                # (1, T)
     first = (t >= 1) & (t <= L)
     second = (t >= L + 2) & (t <= 2 * L + 1)
-    seq = torch.full((batch_size, T), PAD)
+    seq = torch.full((batch_size, T), PAD, device=dev)
     seq[:, :1] = BOS
     seq = torch.where(first, s.gather(1, (t - 1).clamp(0, max_len - 1).expand_as(seq)), seq)
     seq = torch.where(t == L + 1, SEP, seq)
@@ -87,28 +101,27 @@ def encode(text: str) -> torch.Tensor:
     return torch.tensor([[BOS] + [ord(c) - ord("a") for c in text] + [SEP]])
 
 
-@torch.no_grad()
+def _device_of(model: nn.Module) -> torch.device:
+    """Where ``model``'s parameters live (the CPU for a model without any)."""
+    return next((p.device for p in model.parameters()), torch.device("cpu"))
+
+
 def greedy_copy(model: nn.Module, text: str) -> str:
     """What ``model`` writes after ``<BOS> text <SEP>`` (greedy, up to ``<EOS>``)."""
-    idx = encode(text)
-    was_training = model.training
-    model.eval()
-    try:
-        for _ in range(len(text) + 1):             # generation is sequential by nature
-            nxt = model(idx)[:, -1].argmax(dim=-1, keepdim=True)          # (1, 1)
-            idx = torch.cat([idx, nxt], dim=1)
-            if int(nxt) == EOS:
-                break
-    finally:
-        model.train(was_training)
-    return decode(idx[0, len(text) + 2:])
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    prompt = encode(text).to(_device_of(model))                          # (1, len + 2)
+    return decode(greedy_decode(model, prompt, len(text) + 1, stop=EOS)[0])
 
 
 def accuracy_by_length(model: nn.Module, lengths, size: int = 300, seed: int = 0) -> list:
-    """String accuracy on ``size`` random strings of each length (fixed test sets)."""
+    """String accuracy on ``size`` random strings of each length ``L`` (fixed test sets,
+    drawn with :func:`~seqtheory.utils.make_generator` ``(seed + L)`` on the model's device).
+    """
+    dev = _device_of(model)
     return [string_accuracy(model, *copy_batch(
         size, check_int("length", L, minimum=1),
-        generator=make_generator(seed + L))) for L in lengths]
+        generator=make_generator(seed + L, dev))) for L in lengths]
 
 
 def decode(tokens) -> str:
@@ -116,7 +129,6 @@ def decode(tokens) -> str:
     return "".join(_SYMBOLS[int(t)] for t in tokens)
 
 
-@torch.no_grad()
 def string_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Fraction of rows whose whole copy (and ``<EOS>``) is predicted right.
 
@@ -124,12 +136,8 @@ def string_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float
     greedy decoding writes exactly the same string, so this is the exact-match accuracy
     of greedy generation.
     """
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         pred = model(x).argmax(dim=-1)                                      # (B, T)
-    finally:
-        model.train(was_training)
     counted = y != IGNORE_INDEX
     return float(((pred == y) | ~counted).all(dim=1).float().mean())
 
@@ -170,7 +178,8 @@ class _RecurrentBlock(nn.Module):
         B, T, _ = x.shape
         u = self.inp(self.ln1(x)).permute(2, 0, 1)                          # (N, B, T)
         log_a = -self.log_rate.exp()                                        # (N,) log decay
-        lag = torch.arange(T)[:, None] - torch.arange(T)[None, :]           # (T, T): t - s
+        pos = torch.arange(T, device=x.device)
+        lag = pos[:, None] - pos[None, :]                                   # (T, T): t - s
         # h_t = sum_{s<=t} a^(t-s) u_s: one lower-triangular (T, T) matrix per channel,
         # applied as a batched matmul over channels (faster than einsum's layout on CPU)
         kernel = (lag.clamp(min=0)[None] * log_a[:, None, None]).exp() * (lag >= 0)  # (N,T,T)
@@ -303,11 +312,14 @@ def max_copy_length(bits: int, alphabet: int = NUM_LETTERS) -> float:
 
 
 MODEL_NAMES = ("transformer", "hard-ALiBi", "LSTM", "linear recurrence", "gated recurrence")
+#: The models the chapter trains live (the LSTM and the linear recurrence come from the
+#: archived sweep: they copy a few percent or nothing).
+LIVE_MODELS = ("transformer", "hard-ALiBi", "gated recurrence")
 
 
 @dataclass(frozen=True)
 class CopySetup:
-    """Sizes of the copying chapter (see :data:`COPYING`)."""
+    """Sizes of the copying chapter (see :data:`SETUP`)."""
 
     min_len: int = 5              # shortest training string
     max_len: int = 10             # longest training string
@@ -324,7 +336,9 @@ class CopySetup:
     warmup: int = 100             # warm-up steps
     eval_every: int = 200         # evaluate every this many steps
     eval_size: int = 300          # strings per evaluation and length
-    seeds: tuple = (0, 1, 2)      # every model is trained once per seed
+    seeds: tuple = (0, 1, 2)      # every model is trained once per seed (offsets from the
+    #                               base seed)
+    names: tuple = LIVE_MODELS    # the models that run() trains (any of MODEL_NAMES)
 
     def __post_init__(self) -> None:
         check_int("min_len", self.min_len, minimum=1)
@@ -336,6 +350,8 @@ class CopySetup:
         for name in ("batch_size", "steps", "eval_every", "eval_size"):
             check_int(name, getattr(self, name), minimum=1)
         check_int("warmup", self.warmup, minimum=0)
+        if not isinstance(self.seeds, tuple):
+            raise TypeError(f"seeds must be a tuple of ints, got {self.seeds!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be distinct and non-empty, got {self.seeds}")
         for seed in self.seeds:
@@ -347,6 +363,12 @@ class CopySetup:
                     or not isinstance(pair[1], (int, float)) or not pair[1] > 0):
                 raise ValueError(f"lrs must hold (model name, lr > 0) pairs with names in "
                                  f"{MODEL_NAMES}, got {pair!r}")
+        if not isinstance(self.names, tuple):
+            raise TypeError(f"names must be a tuple of model names, got {self.names!r}")
+        bad = [n for n in self.names if n not in MODEL_NAMES]
+        if not self.names or bad or len(set(self.names)) != len(self.names):
+            raise ValueError(f"names must be distinct names from {MODEL_NAMES}, "
+                             f"got {self.names!r}")
 
     def lr_for(self, name: str) -> float:
         """Peak learning rate of model ``name``: its entry in ``lrs``, else ``lr``."""
@@ -362,15 +384,15 @@ class CopySetup:
 
 #: CPU-sized default and the ``FULL=1`` size of the copying chapter (strings up to 16
 #: letters, 5 seeds, longer training: for a GPU).
-COPYING = Sizes(cpu=CopySetup(),
-                full=CopySetup(max_len=16, test_len=32, steps=5000, eval_every=250,
-                               eval_size=2000, seeds=(0, 1, 2, 3, 4)))
+SETUP = Sizes(cpu=CopySetup(),
+              full=CopySetup(max_len=16, test_len=32, steps=5000, eval_every=250,
+                             eval_size=2000, seeds=(0, 1, 2, 3, 4)))
 
 
-
-def copy_model(name: str, setup: CopySetup) -> nn.Module:
-    """One freshly initialised model of the chapter (uses torch's global generator; build
-    it under :func:`seqtheory.utils.seeded` for a reproducible initialisation).
+def copy_model(name: str, setup: CopySetup, *, seed: int | None = None) -> nn.Module:
+    """One freshly initialised model of the chapter, on the CPU. With ``seed`` its weights
+    are drawn inside :func:`~seqtheory.utils.seeded` ``(seed)`` (the same weights every
+    time, torch's global RNG left as it was); without it, from the global RNG.
 
     ``transformer``: two layers, four heads, learned absolute positions. ``hard-ALiBi``:
     the same, but the first layer's heads see only the last 1, 2, 3 and 4 tokens (each
@@ -384,6 +406,9 @@ def copy_model(name: str, setup: CopySetup) -> nn.Module:
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
     if name not in MODEL_NAMES:
         raise ValueError(f"name must be one of {MODEL_NAMES}, got {name!r}")
+    if seed is not None:
+        with seeded(check_int("seed", seed, minimum=0)):
+            return copy_model(name, setup)
     d = setup.d_model
     base = dict(vocab_size=VOCAB_SIZE, max_len=setup.context, n_layers=2, n_heads=4, d_model=d)
     if name == "transformer":
@@ -398,15 +423,31 @@ def copy_model(name: str, setup: CopySetup) -> nn.Module:
     return DiagonalRecurrence(VOCAB_SIZE, d_model=d, d_state=2 * d)
 
 
-def copy_models(setup: CopySetup) -> dict[str, nn.Module]:
-    """The models of the chapter, each of about 100k parameters (see :func:`copy_model`)."""
-    return {name: copy_model(name, setup) for name in MODEL_NAMES}
+def copy_models(setup: CopySetup, *, seed: int | None = None) -> dict[str, nn.Module]:
+    """The models of the chapter, each of about 100k parameters (see :func:`copy_model`;
+    with ``seed`` every one is built under ``seeded(seed)``)."""
+    return {name: copy_model(name, setup, seed=seed) for name in MODEL_NAMES}
 
 
-def _copy_tests(setup: CopySetup) -> dict:
-    return {name: copy_batch(setup.eval_size, length, generator=make_generator(1000 + length))
+def _copy_tests(setup: CopySetup, seed: int, device: torch.device) -> dict:
+    """Fixed test sets: ``eval_size`` strings at ``max_len`` and at ``test_len``."""
+    return {name: copy_batch(setup.eval_size, length,
+                             generator=make_generator(seed + 1000 + length, device))
             for name, length in [("acc_train_len", setup.max_len),
                                  ("acc_test_len", setup.test_len)]}
+
+
+def _copy_eval(tests: dict, last_step: int):
+    """eval_fn for train(): accuracy at max_len, and at the last step also at test_len."""
+    def evaluate(model, step):
+        names = list(tests) if step == last_step else ["acc_train_len"]
+        return {name: string_accuracy(model, *tests[name]) for name in names}
+    return evaluate
+
+
+def _train_kw(setup: CopySetup, steps: int, lr: float, progress: bool) -> dict:
+    return dict(steps=steps, lr=lr, warmup=min(setup.warmup, steps), schedule="cosine",
+                eval_every=setup.eval_every, progress=progress)
 
 
 def train_copier(
@@ -416,102 +457,116 @@ def train_copier(
     steps: int | None = None,
     lr: float | None = None,
     generator: torch.Generator | None = None,
+    seed: int | None = None,
     progress: bool = True,
     desc: str = "copying",
 ) -> History:
-    """Train ``model`` to copy strings of ``min_len..max_len`` letters with the book's loop.
+    """Train one ``model`` to copy strings of ``min_len..max_len`` letters with the book's
+    loop, where its parameters are.
 
     Every ``eval_every`` steps it records the string accuracy at the longest training
-    length (``acc_train_len``); at the end also at ``test_len`` (``acc_test_len``). Both
-    use fixed test sets. ``generator`` draws the training strings (default: seed 0);
-    ``lr`` defaults to ``setup.lr`` (see :meth:`CopySetup.lr_for` for a model's own rate).
+    length (``acc_train_len``); at the end also at ``test_len`` (``acc_test_len``), both on
+    fixed test sets drawn from the base ``seed`` (default
+    :func:`~seqtheory.utils.base_seed`) as in :func:`run`. ``generator`` draws the training
+    strings (default: the stream of seed 0 of :func:`run`) and must be on the model's
+    device; ``lr`` defaults to ``setup.lr`` (see :meth:`CopySetup.lr_for` for a model's own
+    rate).
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(setup, CopySetup):
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
     steps = setup.steps if steps is None else check_int("steps", steps, minimum=1)
-    g = generator if generator is not None else make_generator(0)
-    tests = _copy_tests(setup)
-
-    def evaluate(m, step):
-        names = list(tests) if step == steps else ["acc_train_len"]
-        return {name: string_accuracy(m, *tests[name]) for name in names}
-
+    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
+    dev = _device_of(model)
+    g = generator if generator is not None else make_generator(seed + 10_000, dev)
     return train(model, lambda step: copy_batch(setup.batch_size, setup.min_len,
                                                 setup.max_len, generator=g),
-                 steps=steps, lr=setup.lr if lr is None else lr,
-                 warmup=min(setup.warmup, steps),
-                 schedule="cosine", eval_every=setup.eval_every, eval_fn=evaluate,
-                 progress=progress, desc=desc)
+                 eval_fn=_copy_eval(_copy_tests(setup, seed, dev), steps), desc=desc,
+                 **_train_kw(setup, steps, setup.lr if lr is None else lr, progress))
 
 
 @dataclass
 class CopyRun:
-    """One model architecture trained once per seed (see :func:`train_copiers`)."""
+    """One model architecture trained once per seed (one entry of :class:`CopyResult`)."""
 
     name: str
-    seeds: tuple
+    seeds: tuple              # the setup's seeds (offsets from the base seed)
     steps: np.ndarray         # (E,) evaluation steps
     acc_train_len: np.ndarray  # (E, M) string accuracy at max_len, per seed
     acc_test_len: np.ndarray   # (M,) string accuracy at test_len after training, per seed
-    models: list              # the M trained models (standalone modules, eval mode)
+    models: list              # the M trained models (standalone modules, CPU, eval mode)
     seconds: float            # training time of all seeds together
+    histories: list           # training History: one for the batched program (every
+    #                           seed), or one per seed (the LSTM)
 
     def final(self) -> np.ndarray:
         """(M,) accuracy at the longest training length after training."""
         return self.acc_train_len[-1]
 
 
-def train_copiers(setup: CopySetup, names=MODEL_NAMES, *, progress: bool = True) -> dict:
-    """Train each named model once per seed in ``setup.seeds``; return ``{name: CopyRun}``.
+@dataclass
+class CopyResult:
+    """What :func:`run` trained: one :class:`CopyRun` per model name."""
 
-    Seed ``s`` fixes a model's initialisation (``seeded(s)``) and its stream of training
-    strings (the same for every architecture); each model trains at its own learning rate
-    (:meth:`CopySetup.lr_for`). Transformers and the recurrences
-    train all their seeds as one batched program (:class:`~seqtheory.ensemble.Ensemble`);
-    the LSTM (whose fused kernel cannot be batched over weights) trains seed by seed.
+    setup: CopySetup
+    seed: int                 # base seed of the run
+    device: str               # where it trained
+    seconds: float            # wall-clock time of the whole run
+    runs: dict                # model name -> CopyRun
+
+    def models(self, member: int = 0) -> dict:
+        """``{name: trained model}`` of one seed (index into ``setup.seeds``), for figures."""
+        member = check_int("member", member, minimum=0)
+        if member >= len(self.setup.seeds):
+            raise ValueError(f"member must be < {len(self.setup.seeds)}, got {member}")
+        return {name: r.models[member] for name, r in self.runs.items()}
+
+
+def run(setup: CopySetup, *, seed: int | None = None, device=None,
+        progress: bool = True) -> CopyResult:
+    """Train each model of ``setup.names`` once per seed of ``setup.seeds``.
+
+    Seed ``s`` (an offset from the base ``seed``, default
+    :func:`~seqtheory.utils.base_seed`) fixes a model's initialisation
+    (``seeded(seed + s)``) and its stream of training strings (the same for every
+    architecture); the test sets are fixed by the base seed. Each model trains at its own
+    learning rate (:meth:`CopySetup.lr_for`). Transformers and the recurrences train all
+    their seeds as one batched program (:class:`~seqtheory.ensemble.Ensemble`); the LSTM
+    (whose fused kernel cannot be batched over weights) trains seed by seed. Models are
+    built on the CPU (the same weights on any device), trained on ``device`` (default: the
+    CPU) with batches drawn there, and come back on the CPU.
     """
-    from .ensemble import Ensemble, member_eval
-    from .utils import seeded
-
     if not isinstance(setup, CopySetup):
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
-    if isinstance(names, str):
-        names = (names,)
-    bad = [n for n in names if n not in MODEL_NAMES]
-    if bad:
-        raise ValueError(f"unknown model name(s) {bad}; allowed: {MODEL_NAMES}")
-    tests = _copy_tests(setup)
-    seeds = tuple(setup.seeds)
+    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
+    dev = check_device("device", device)
+    start = time.perf_counter()
+    evaluate = _copy_eval(_copy_tests(setup, seed, dev), setup.steps)
 
-    def evaluate(m, step):
-        keys = list(tests) if step == setup.steps else ["acc_train_len"]
-        return {k: string_accuracy(m, *tests[k]) for k in keys}
-
-    def data(seed):
-        return make_generator(10_000 + seed)
+    def data(s):
+        return make_generator(seed + 10_000 + s, dev)
 
     runs = {}
-    for name in names:
-        kw = dict(steps=setup.steps, lr=setup.lr_for(name),
-                  warmup=min(setup.warmup, setup.steps), schedule="cosine",
-                  eval_every=setup.eval_every, progress=progress)
+    for name in setup.names:
+        kw = _train_kw(setup, setup.steps, setup.lr_for(name), progress)
         if name == "LSTM":
             hists, models = [], []
-            for s in seeds:
-                with seeded(s):
-                    model = copy_model(name, setup)
+            for s in setup.seeds:
+                model = copy_model(name, setup, seed=seed + s).to(dev)
                 g = data(s)
                 hists.append(train(model, lambda step, g=g: copy_batch(
                     setup.batch_size, setup.min_len, setup.max_len, generator=g),
                     eval_fn=evaluate, desc=f"{name}, seed {s}", **kw))
-                models.append(model.eval())
+                models.append(model.cpu().eval())
             steps_, _ = hists[0].metric("acc_train_len")
             acc = np.stack([h.metric("acc_train_len")[1] for h in hists], axis=1)
             test = np.array([h.final("acc_test_len") for h in hists])
             seconds = sum(h.seconds for h in hists)
         else:
-            ens = Ensemble(lambda name=name: copy_model(name, setup), seeds)
-            gens = [data(s) for s in seeds]
+            ens = Ensemble(lambda name=name: copy_model(name, setup),
+                           [seed + s for s in setup.seeds]).to(dev)
+            gens = [data(s) for s in setup.seeds]
 
             def batch(step, gens=gens):
                 xs, ys = zip(*(copy_batch(setup.batch_size, setup.min_len, setup.max_len,
@@ -519,9 +574,33 @@ def train_copiers(setup: CopySetup, names=MODEL_NAMES, *, progress: bool = True)
                 return torch.stack(xs), torch.stack(ys)                  # (M, B, T)
 
             h = train(ens, batch, eval_fn=member_eval(evaluate),
-                      desc=f"{name}, {len(seeds)} seeds", **kw)
+                      desc=f"{name}, {len(setup.seeds)} seeds", **kw)
+            hists = [h]
             steps_, acc = h.metric("acc_train_len")
             test, seconds = h.final("acc_test_len"), h.seconds
-            models = [m.eval() for m in ens.members()]
-        runs[name] = CopyRun(name, seeds, steps_, acc, np.asarray(test), models, seconds)
-    return runs
+            models = [m.cpu().eval() for m in ens.members()]
+        runs[name] = CopyRun(name, tuple(setup.seeds), steps_, acc, np.asarray(test), models,
+                             seconds, hists)
+    return CopyResult(setup, seed, str(dev), time.perf_counter() - start, runs)
+
+
+def plot_learning_curves(result: CopyResult, ax=None, colors: dict | None = None):
+    """String accuracy at ``max_len`` against the training step for every model of
+    ``result``: a thin line per seed and the median; returns the axes."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import palette
+
+    if not isinstance(result, CopyResult):
+        raise TypeError(f"result must be a CopyResult, got {type(result).__name__}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 4))
+    colors = colors or dict(zip(result.runs, palette(len(result.runs)), strict=True))
+    for name, r in result.runs.items():
+        ax.plot(r.steps, r.acc_train_len, color=colors[name], lw=0.8, alpha=0.5)
+        ax.plot(r.steps, np.median(r.acc_train_len, axis=1), "o-", ms=3, color=colors[name],
+                label=f"{name} (median of {len(r.seeds)} seeds)")
+    ax.set(xlabel="training step", ylabel=f"string accuracy at length {result.setup.max_len}",
+           title="learning to copy (thin lines: single seeds)", ylim=(-0.02, 1.02))
+    ax.legend()
+    return ax
