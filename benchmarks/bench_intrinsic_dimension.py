@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from seqtheory.scaling import mle_dimension, sample_sphere
+from seqtheory.dimension import mle_dimension, sample_sphere
 
 
 def main() -> None:

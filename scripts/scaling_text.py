@@ -38,31 +38,32 @@ POSITIONS = (1, 2, 4, 8, 16, 31)
 
 def main() -> None:
     threads = setup_threads()
-    cfg = SETUP.pick("cpu")
+    setup = SETUP.pick("cpu")
     corpus = CharCorpus(load_shakespeare())
-    kw = cfg.text_kwargs()
+    kw = setup.text_kwargs()
     meta = {"script": "scripts/scaling_text.py", "seqtheory": seqtheory.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "device": f"CPU ({cpu_name()}), {threads} thread(s)",
             "train_char_model": {k: v for k, v in kw.items() if k != "progress"},
-            "sizes": list(cfg.text_sizes), "widths": list(cfg.text_widths),
-            "ablation_n": cfg.text_ablation_n, "n_docs": cfg.text_docs,
+            "sizes": list(setup.text_sizes), "widths": list(setup.text_widths),
+            "ablation_n": setup.text_ablation_n, "n_docs": setup.text_docs,
             "positions": list(POSITIONS), "seeds": [], "derived_seeds": []}
     runs = []
-    for seed in cfg.text_seeds:
-        jobs = [(n, kw["d_model"]) for n in cfg.text_sizes]
-        jobs += [(cfg.text_ablation_n, w) for w in cfg.text_widths if w != kw["d_model"]]
+    for seed in setup.text_seeds:
+        jobs = [(n, kw["d_model"]) for n in setup.text_sizes]
+        jobs += [(setup.text_ablation_n, w) for w in setup.text_widths if w != kw["d_model"]]
         for n, width in jobs:
             start = time.perf_counter()
-            model, res = train_char_model(corpus, n, **{**kw, "d_model": width}, seed=seed)
-            rec = {"seed": seed, "n": n, "d_model": width, "test_loss": res["test_loss"],
-                   "val_loss": res["val_loss"], "best_step": res["best_step"],
-                   "params": res["params"],
-                   "id": activation_dimension(model, corpus, n_docs=cfg.text_docs)}
-            if n == cfg.text_ablation_n and width == kw["d_model"]:
+            res = train_char_model(corpus, n, **{**kw, "d_model": width}, seed=seed)
+            model = res.model
+            rec = {"seed": seed, "n": n, "d_model": width, "test_loss": res.test_loss,
+                   "val_loss": res.val_loss, "best_step": res.best_step,
+                   "params": res.params,
+                   "id": activation_dimension(model, corpus, n_docs=setup.text_docs)}
+            if n == setup.text_ablation_n and width == kw["d_model"]:
                 rec["layer_id"] = [activation_dimension(model, corpus, layer=i,
-                                                        n_docs=cfg.text_docs)
+                                                        n_docs=setup.text_docs)
                                    for i in range(3)]
                 rec["position_id"] = [activation_dimension(model, corpus, positions=[p],
                                                            n_docs=3600)

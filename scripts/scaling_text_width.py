@@ -51,16 +51,16 @@ def one(job: tuple[int, int, int]) -> dict:
     from seqtheory.text import CharCorpus, activation_dimension, load_shakespeare, train_char_model
 
     setup_threads()
-    cfg = SETUP.pick("cpu")
+    setup = SETUP.pick("cpu")
     corpus = CharCorpus(load_shakespeare())
     n = len(corpus.split("train"))
-    kw = cfg.text_kwargs(steps=steps, d_model=width, n_heads=2)
+    kw = setup.text_kwargs(steps=steps, d_model=width, n_heads=2)
     start, cpu_start = time.perf_counter(), time.process_time()
-    model, res = train_char_model(corpus, n, **kw, seed=seed)
+    res = train_char_model(corpus, n, **kw, seed=seed)
     rec = {"seed": seed, "d_model": width, "n": n, "steps": steps,
-           "test_loss": res["test_loss"], "val_loss": res["val_loss"],
-           "best_step": res["best_step"], "params": res["params"],
-           "id": activation_dimension(model, corpus, n_docs=cfg.text_docs)}
+           "test_loss": res.test_loss, "val_loss": res.val_loss,
+           "best_step": res.best_step, "params": res.params,
+           "id": activation_dimension(res.model, corpus, n_docs=setup.text_docs)}
     rec["seconds"] = round(time.perf_counter() - start, 1)  # this run's wall-clock time
     rec["cpu_seconds"] = round(time.process_time() - cpu_start, 1)
     print(f"seed {seed} | d_model={width:3d} | params {rec['params']:6d} | test "

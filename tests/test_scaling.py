@@ -1,9 +1,10 @@
-"""Unit tests for seqtheory.scaling: intrinsic-dimension estimators on known manifolds."""
+"""Unit tests for seqtheory.dimension (intrinsic-dimension estimators on known manifolds)
+and seqtheory.scaling (power laws, the torus task, learners, the chapter's experiments)."""
 import numpy as np
 import pytest
 import torch
 
-from seqtheory.scaling import (
+from seqtheory.dimension import (
     knn_distances,
     mle_dimension,
     sample_cube,
@@ -332,3 +333,98 @@ def test_duplicates_dropped_exactly_wherever_they_sit():
     X = base[rng.integers(0, 300, 3000)]          # every row repeated ~10 times, anywhere
     dist = knn_distances(X, 5)
     assert dist.shape[0] == len(np.unique(X, axis=0)) and (dist > 0).all()
+
+
+# ------------------------------------------------------------------ the experiment shape
+from seqtheory.scaling import (  # noqa: E402
+    BetaSweepResult,
+    DataSweepResult,
+    ModelSweepResult,
+    ScalingSetup,
+    num_params,
+    plot_learning_curves,
+    plot_model_sweep,
+    run_beta_sweep,
+    run_data_sweep,
+    run_model_sweep,
+    torus_tasks,
+)
+
+TINY = ScalingSetup(torus_dims=(1, 2), sizes=(32, 64, 128), knn_seeds=(0, 1), mlp_seeds=(0, 1),
+                    net_steps=20, betas=(0.5, 2.0), beta_seeds=(0,), widths=(4, 8),
+                    width_dims=(1, 2), approx_seeds=(0, 1))
+
+
+def test_experiments_are_deterministic_on_the_cpu():
+    a = run_data_sweep(TINY, seed=0, device="cpu", progress=False)
+    b = run_data_sweep(TINY, seed=0, device="cpu", progress=False)
+    assert isinstance(a, DataSweepResult) and a.device == "cpu" and a.seed == 0
+    assert a.learners == ["kNN", "MLP"] and a.errors["MLP"].shape == (2, 3, 2)
+    for name in a.learners:
+        assert np.array_equal(a.errors[name], b.errors[name])
+    assert a.seed_exponents("MLP", 1).shape == (2,)
+    # another base seed draws other samples and networks
+    assert not np.array_equal(a.errors["kNN"], run_data_sweep(
+        TINY, seed=1, device="cpu", progress=False).errors["kNN"])
+    m1 = run_model_sweep(TINY, seed=0, device="cpu", progress=False)
+    m2 = run_model_sweep(TINY, seed=0, device="cpu", progress=False)
+    assert isinstance(m1, ModelSweepResult) and m1.kinds == ["mlp"]
+    assert np.array_equal(m1.errors["mlp"], m2.errors["mlp"])
+    assert list(m1.params["mlp"]) == [num_params("mlp", 16, w) for w in TINY.widths]
+    beta = run_beta_sweep(TINY, seed=0, device="cpu", progress=False)
+    assert isinstance(beta, BetaSweepResult) and beta.exponents.shape == (2, 1)
+    assert np.array_equal(beta.exponents, run_beta_sweep(TINY, seed=0, progress=False).exponents)
+    import matplotlib.pyplot as plt
+
+    assert len(plot_learning_curves(a)) == 2 and len(plot_model_sweep(m1)) == 1
+    plt.close("all")
+    with pytest.raises(ValueError, match="learner"):
+        a.curve("SVM", 1)
+
+
+def test_base_seed_zero_keeps_the_logical_seeds():
+    # seed 0 is the book's default run: the sweep is learning_curves with the setup's seeds
+    tasks = list(torus_tasks(TINY, seed=0).values())
+    knn = run_data_sweep(ScalingSetup(torus_dims=(1, 2), sizes=(32, 64), knn_seeds=(0, 1),
+                                      data_learners=("kNN",)), seed=0, progress=False)
+    assert np.array_equal(knn.errors["kNN"], learning_curves(tasks, [32, 64], "knn", (0, 1),
+                                                              progress=False))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+@pytest.mark.parametrize("call", [
+    lambda: run_data_sweep(TINY, device="cuda", progress=False),
+    lambda: run_beta_sweep(TINY, device="cuda", progress=False),
+    lambda: run_model_sweep(TINY, device="cuda", progress=False),
+    lambda: approximation_error(TorusTask(d=1), "mlp", (4,), steps=1, progress=False,
+                                device="cuda"),
+])
+def test_unavailable_device_is_a_clear_error(call):
+    with pytest.raises(ValueError, match="device"):
+        call()
+
+
+def test_training_and_building_leave_the_global_rng_alone():
+    state = torch.random.get_rng_state()
+    num_params("transformer", 16, 8)
+    task = TorusTask(d=1, D=16, max_freq=4)
+    approximation_error(task, "mlp", (4,), steps=5, pool=256, progress=False)
+    net_error(task, 64, "mlp", steps=5, eval_every=5)
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_scaling_setup_is_frozen_and_validated():
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        TINY.net_steps = 5
+    with pytest.raises(ValueError, match="data_learners"):
+        ScalingSetup(data_learners=("SVM",))
+    with pytest.raises(ValueError, match="net_steps"):
+        ScalingSetup(net_steps=0)
+    with pytest.raises(TypeError, match="sizes"):
+        ScalingSetup(sizes=[128, 256])
+    with pytest.raises(ValueError, match="ambient"):
+        ScalingSetup(ambient=4)
+    with pytest.raises(TypeError, match="setup"):
+        run_data_sweep({"sizes": (1,)})

@@ -10,6 +10,7 @@ import torch
 from seqtheory.models import Transformer, TransformerConfig
 from seqtheory.text import (
     CharCorpus,
+    CharModelResult,
     activation_dimension,
     hidden_states,
     load_shakespeare,
@@ -56,13 +57,33 @@ def test_corpus_rejects_bad_input(corpus):
 
 
 def test_training_beats_uniform_and_picks_best_checkpoint(corpus):
-    model, res = train_char_model(corpus, 20_000, d_model=16, n_heads=2, context=16,
-                                  steps=150, eval_every=50, progress=False)
-    assert res["test_loss"] < np.log(corpus.vocab_size) - 0.5
-    assert res["best_step"] in (0, 50, 100, 150)
-    assert 0 < res["params"] < model.num_params()
+    res = train_char_model(corpus, 20_000, d_model=16, n_heads=2, context=16,
+                           steps=150, eval_every=50, progress=False, device="cpu")
+    assert isinstance(res, CharModelResult) and res.device == "cpu" and res.seed == 0
+    assert res.test_loss < np.log(corpus.vocab_size) - 0.5
+    assert res.best_step in (0, 50, 100, 150)
+    assert 0 < res.params < res.model.num_params()
+    assert not res.model.training
     with pytest.raises(ValueError, match="exceeds"):
         train_char_model(corpus, 10**7, progress=False)
+
+
+def test_training_is_deterministic_and_leaves_the_global_rng_alone(corpus):
+    state = torch.random.get_rng_state()
+    kw = dict(d_model=8, n_heads=2, context=16, steps=20, eval_every=10, progress=False,
+              seed=3, device="cpu")
+    a, b = train_char_model(corpus, 5000, **kw), train_char_model(corpus, 5000, **kw)
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert a.test_loss == b.test_loss and a.best_step == b.best_step
+    for (k, v), w in zip(a.model.state_dict().items(), b.model.state_dict().values(),
+                            strict=True):
+        assert torch.equal(v, w), k
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_unavailable_device_is_a_clear_error(corpus):
+    with pytest.raises(ValueError, match="device"):
+        train_char_model(corpus, 5000, context=16, steps=1, progress=False, device="cuda")
 
 
 def test_hidden_states_and_activation_dimension(corpus):

@@ -1,15 +1,6 @@
-"""Intrinsic dimension of data (groundwork for the scaling-laws chapter).
-
-* :func:`knn_distances` — exact distances to the K nearest neighbours: candidates from a
-  float32 Gram-matrix search in chunks, then the selected distances recomputed in float64
-  (the Gram trick alone returns spurious zeros on low-dimensional data).
-* :func:`mle_dimension` — Levina & Bickel's maximum-likelihood estimate with K neighbours,
-  combined over points by the harmonic mean (MacKay & Ghahramani's correction); with
-  ``batch_size`` it averages estimates over random batches of that size, as is done for
-  model activations (batches of 3,600 points).
-* :func:`twonn_dimension` — Facco et al.'s TwoNN: the ratio of second to first
-  neighbour distances, fitted through the origin after discarding the largest ratios.
-* :func:`sample_sphere`, :func:`sample_cube` — known manifolds embedded in R^D.
+"""Scaling laws: how error falls with data and model size, and what intrinsic dimension
+predicts (the scaling-laws chapter; the dimension estimators are in
+:mod:`seqtheory.dimension`).
 
 Scaling laws:
 
@@ -22,7 +13,11 @@ Scaling laws:
   :func:`net_error` (an MLP or the shared transformer reading the point as tokens, trained
   with checkpoint selection on a validation split); :func:`learning_curves` sweeps tasks,
   n and seeds, training every network of the sweep as one batched program
-  (:func:`fit_regressors`).
+  (:func:`fit_regressors`, through :func:`seqtheory.training.train`).
+
+The chapter's experiments, each ``(setup, *, seed, device, progress)`` with a result
+dataclass: :func:`run_data_sweep` (Experiment 2), :func:`run_beta_sweep` (2b),
+:func:`run_model_sweep` (3); sizes in :class:`ScalingSetup` / ``SETUP``.
 """
 from __future__ import annotations
 
@@ -35,21 +30,21 @@ import torch.nn as nn
 
 from .utils import (
     Sizes,
+    base_seed,
     check_choice,
+    check_device,
     check_float,
     check_int,
     derive_seed,
+    evaluating,
     make_generator,
     make_rng,
     progress_bar,
+    seeded,
+    to_numpy,
 )
 
 __all__ = [
-    "knn_distances",
-    "mle_dimension",
-    "twonn_dimension",
-    "sample_sphere",
-    "sample_cube",
     "PowerLawFit",
     "fit_power_law",
     "FloorFit",
@@ -69,140 +64,20 @@ __all__ = [
     "plot_product_tree",
     "load_text_sweep",
     "load_text_width_sweep",
+    "num_params",
     "ScalingSetup",
     "SETUP",
+    "torus_tasks",
+    "DataSweepResult",
+    "run_data_sweep",
+    "plot_learning_curves",
+    "BetaSweepResult",
+    "run_beta_sweep",
+    "ModelSweepResult",
+    "run_model_sweep",
+    "plot_model_sweep",
 ]
 
-
-def _check_points(X, name: str = "X") -> np.ndarray:
-    X = np.asarray(X.detach().cpu() if hasattr(X, "detach") else X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"{name} must have shape (n_points, n_features), got {X.shape}")
-    if not np.isfinite(X).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return X
-
-
-def _drop_duplicates(X: np.ndarray) -> np.ndarray:
-    """X without repeated rows (first occurrences kept, in their order).
-
-    Exact comparison of whole rows (a random-projection hash is not enough: a matrix-vector
-    product may round identical rows differently, depending on where they sit in X)."""
-    _, first = np.unique(X, axis=0, return_index=True)
-    if len(first) == len(X):
-        return X
-    return X[np.sort(first)]
-
-
-def knn_distances(X, K: int, *, unique: bool = True, chunk: int = 2048) -> np.ndarray:
-    """Sorted distances (n, K) from every point to its K nearest other points (float64).
-
-    With ``unique=True`` duplicate points are removed first (a zero distance would make
-    the estimators infinite).
-    """
-    import torch
-
-    X = _check_points(X)
-    if unique:
-        X = _drop_duplicates(X)
-    n = X.shape[0]
-    K = check_int("K", K, minimum=1)
-    if K >= n:
-        raise ValueError(f"K must be < the number of (distinct) points, got K={K}, n={n}")
-    extra = min(n - 1, K + 2)                     # spare candidates for float32 near-ties
-    Xc = X - X.mean(0)
-    Xt = torch.from_numpy(Xc.astype(np.float32))
-    sq = (Xt * Xt).sum(1)
-    out = np.empty((n, K))
-    for start in range(0, n, chunk):
-        block = Xt[start:start + chunk]
-        d2 = torch.addmm(sq[None, :], block, Xt.T, alpha=-2.0)   # (b, n): ranks x_j
-        rows = torch.arange(block.shape[0])
-        d2[rows, rows + start] = float("inf")                                    # not self
-        cand = torch.topk(d2, extra, dim=1, largest=False).indices.numpy()      # (b, extra)
-        for s in range(0, cand.shape[0], 256):   # exact float64 distances, cache-sized
-            a = Xc[start + s:start + s + 256]
-            diff = np.take(Xc, cand[s:s + 256], axis=0)
-            diff -= a[:, None, :]
-            exact = np.sqrt(np.einsum("bkd,bkd->bk", diff, diff))
-            out[start + s:start + s + a.shape[0]] = np.sort(exact, axis=1)[:, :K]
-    return out
-
-
-def _mle_from_distances(dist: np.ndarray) -> np.ndarray:
-    """Pointwise Levina-Bickel estimates (K - 1) / sum_{j<K} log(T_K / T_j)."""
-    K = dist.shape[1]
-    logs = np.log(dist[:, -1:] / dist[:, :-1]).sum(1)
-    return (K - 1) / logs
-
-
-def mle_dimension(X, K: int = 20, *, batch_size: int | None = None, seed: int = 0,
-                  pointwise: bool = False):
-    """Maximum-likelihood intrinsic dimension (harmonic mean over points).
-
-    ``batch_size``: split the points into random batches of this size, estimate on each,
-    and return the mean (the last, smaller batch is dropped).  ``pointwise=True`` returns
-    the per-point estimates instead (no batching).
-    """
-    X = _check_points(X)
-    K = check_int("K", K, minimum=2)
-    if pointwise:
-        return _mle_from_distances(knn_distances(X, K))
-    if batch_size is None:
-        return float(1.0 / np.mean(1.0 / _mle_from_distances(knn_distances(X, K))))
-    batch_size = check_int("batch_size", batch_size, minimum=K + 1)
-    order = make_rng(seed).permutation(len(X))
-    batches = [order[i:i + batch_size] for i in range(0, len(X) - batch_size + 1, batch_size)]
-    if not batches:
-        raise ValueError(f"batch_size={batch_size} exceeds the {len(X)} points")
-    return float(np.mean([mle_dimension(X[b], K) for b in batches]))
-
-
-def twonn_dimension(X, discard: float = 0.1) -> float:
-    """TwoNN estimate: fit log(1 - F(mu)) = -d log(mu) through the origin, mu = r2 / r1,
-    after discarding the fraction ``discard`` of largest ratios."""
-    discard = check_float("discard", discard, low=0.0, high=1.0, high_open=True)
-    dist = knn_distances(X, 2)
-    mu = np.sort(dist[:, 1] / dist[:, 0])
-    n = mu.size
-    keep = int(np.floor(n * (1 - discard)))
-    F = np.arange(1, n + 1) / n
-    x, y = np.log(mu[:keep]), -np.log(1 - F[:keep])
-    return float((x * y).sum() / (x * x).sum())
-
-
-def _embed(Y: np.ndarray, D: int, rng, embedding: str) -> np.ndarray:
-    n, k = Y.shape
-    if D < k:
-        raise ValueError(f"ambient dimension D={D} is smaller than the manifold's {k}")
-    if embedding == "nonlinear":   # a smooth injective map: append sines of the coordinates
-        Y = np.concatenate([Y, np.sin(2.0 * Y)], axis=1)[:, : max(k, min(D, 2 * k))]
-    Q, _ = np.linalg.qr(rng.standard_normal((D, D)))       # random rotation of R^D
-    padded = np.zeros((n, D))
-    padded[:, : Y.shape[1]] = Y
-    return padded @ Q.T
-
-
-def sample_sphere(n: int, d: int, D: int | None = None, *, embedding: str = "linear",
-                  seed: int = 0) -> np.ndarray:
-    """n points uniform on the unit sphere S^d (in R^{d+1}), embedded in R^D (default
-    d + 1) by a random rotation ("linear") or a smooth non-linear map then a rotation."""
-    n, d = check_int("n", n, minimum=1), check_int("d", d, minimum=1)
-    check_choice("embedding", embedding, ("linear", "nonlinear"))
-    rng = make_rng(seed)
-    Y = rng.standard_normal((n, d + 1))
-    Y /= np.linalg.norm(Y, axis=1, keepdims=True)
-    return _embed(Y, d + 1 if D is None else check_int("D", D, minimum=1), rng, embedding)
-
-
-def sample_cube(n: int, d: int, D: int | None = None, *, embedding: str = "linear",
-                seed: int = 0) -> np.ndarray:
-    """n points uniform in [0, 1]^d, embedded in R^D like :func:`sample_sphere`."""
-    n, d = check_int("n", n, minimum=1), check_int("d", d, minimum=1)
-    check_choice("embedding", embedding, ("linear", "nonlinear"))
-    rng = make_rng(seed)
-    Y = rng.random((n, d))
-    return _embed(Y, d if D is None else check_int("D", D, minimum=1), rng, embedding)
 
 
 # ----------------------------------------------------------------------------- power laws
@@ -520,42 +395,65 @@ def make_learner(kind: str, D: int, size: int = 32) -> nn.Module:
     return PointTransformer(D, n_tokens=4, d_model=size, n_heads=2 if size % 2 == 0 else 1)
 
 
-def _pad(tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stack tensors of different lengths along a new first dimension, zero-padded;
-    returns ``(stacked (M, n_max, ...), lengths (M,))``."""
+def _pad(tensors: Sequence[torch.Tensor], device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack tensors of different lengths along a new first dimension, zero-padded, on
+    ``device``; returns ``(stacked (M, n_max, ...), lengths (M,))``."""
     n_max = max(len(t) for t in tensors)
     out = tensors[0].new_zeros((len(tensors), n_max, *tensors[0].shape[1:]))
     for m, t in enumerate(tensors):
         out[m, : len(t)] = t
-    return out, torch.tensor([len(t) for t in tensors])
+    lengths = torch.tensor([len(t) for t in tensors])
+    return out.to(device), lengths.to(device)
 
 
-def _masked_mse(ens, X: torch.Tensor, y: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+def _masked_mse(model, X: torch.Tensor, y: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Each member's mean squared error on its own first ``lengths[m]`` points (M,)."""
-    err = (ens(X) - y) ** 2                                            # (M, n_max)
-    mask = torch.arange(X.shape[1]) < lengths[:, None]
+    err = (model(X) - y) ** 2                                          # (M, n_max)
+    mask = torch.arange(X.shape[1], device=X.device) < lengths[:, None]
     return (err * mask).sum(1) / lengths
+
+
+class _Members(nn.Module):
+    """An :class:`~seqtheory.ensemble.Ensemble` seen by :func:`~seqtheory.training.train`
+    as one batched network whose loss is an (M,) vector: the members' squared errors are
+    one vectorised computation instead of M per-member calls (``ensemble_loss``)."""
+
+    def __init__(self, ensemble: nn.Module):
+        super().__init__()
+        self.ensemble = ensemble
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.ensemble(x)                                        # (M, B)
+
+
+def _member_mse(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-member mean squared error (M,) of predictions (M, B) against targets (M, B)."""
+    return ((pred - y) ** 2).mean(1)
 
 
 def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence,
                    val: Sequence | None = None, *, init_seeds: Sequence[int], steps: int,
                    batch: int = 128, lr: float = 3e-3, weight_decay: float = 0.01,
-                   eval_every: int = 100, progress: bool = False,
-                   desc: str = "training") -> np.ndarray:
-    """Train M regressors of one architecture as one batched program; their test MSEs.
+                   eval_every: int = 100, progress: bool = False, desc: str = "training",
+                   device=None) -> np.ndarray:
+    """Train M regressors of one architecture as one batched program; their test MSEs (M,).
 
     Member ``m`` (initialised under seed ``init_seeds[m]``, which also draws its
     mini-batches) minimises the squared error on its own training set ``train[m] = (X, y)``
-    with AdamW and cosine decay, on mini-batches of ``batch`` points drawn with replacement
-    from that set, so its run does not depend on the other members.  With ``val`` given, the
-    members are evaluated every ``eval_every`` steps and at the end, and each reports its
-    error on ``test[m]`` at the evaluation where its error on ``val[m]`` was lowest (early
-    stopping); without ``val``, its final test error.  The members are stacked into one
-    :class:`~seqtheory.ensemble.Ensemble`, so M networks cost far less than M runs.
+    with AdamW and cosine decay (:func:`seqtheory.training.train`, no gradient clipping),
+    on mini-batches of ``batch`` points drawn with replacement from that set, so its run
+    does not depend on the other members.  With ``val`` given, the members are evaluated
+    every ``eval_every`` steps and at the end, and each reports its error on ``test[m]`` at
+    the evaluation where its error on ``val[m]`` was lowest (early stopping; the untrained
+    networks at step 0 do not compete); without ``val``, its final test error.  The members
+    are stacked into one :class:`~seqtheory.ensemble.Ensemble` on ``device`` (None: the CPU),
+    so M networks cost far less than M runs.
     """
     from .ensemble import Ensemble
+    from .training import train as train_loop
 
     check_choice("kind", kind, ("mlp", "transformer"))
+    device = check_device("device", device)
     steps = check_int("steps", steps, minimum=1)
     batch = check_int("batch", batch, minimum=1)
     eval_every = check_int("eval_every", eval_every, minimum=1)
@@ -565,56 +463,63 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
         raise ValueError("train, test, val and init_seeds must have one entry per member "
                          f"(got {M}, {len(test)}, {None if val is None else len(val)}, "
                          f"{len(init_seeds)})")
-    ens = Ensemble(lambda: make_learner(kind, D, size), list(init_seeds))
-    Xtr, ntr = _pad([x for x, _ in train])
-    ytr, _ = _pad([y for _, y in train])
-    Xte, nte = _pad([x for x, _ in test])
-    yte, _ = _pad([y for _, y in test])
+    model = _Members(Ensemble(lambda: make_learner(kind, D, size), list(init_seeds))).to(device)
+    Xtr, ntr = _pad([x for x, _ in train], device)
+    ytr, _ = _pad([y for _, y in train], device)
+    Xte, nte = _pad([x for x, _ in test], device)
+    yte, _ = _pad([y for _, y in test], device)
+    gens = [make_generator(s, device) for s in init_seeds]     # each member's batch order
+    rows = torch.arange(M, device=device)[:, None]
+    counts = ntr.tolist()
+
+    def batch_fn(step: int):
+        idx = torch.stack([torch.randint(n, (batch,), generator=g, device=device)
+                           for n, g in zip(counts, gens, strict=True)])   # (M, batch)
+        return Xtr[rows, idx], ytr[rows, idx]                  # (M, batch, D), (M, batch)
+
+    eval_fn = None
     if val is not None:
-        Xv, nv = _pad([x for x, _ in val])
-        yv, _ = _pad([y for _, y in val])
-    opt = torch.optim.AdamW(ens.parameters(), lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-    gens = [make_generator(s) for s in init_seeds]      # each member's own batch order
-    rows = torch.arange(M)[:, None]
-    best_val = torch.full((M,), float("inf"))
-    best_test = torch.full((M,), float("nan"))
-    for step in progress_bar(range(1, steps + 1), desc=desc, disable=not progress,
-                             leave=False):
-        idx = torch.stack([torch.randint(n, (batch,), generator=g)
-                           for n, g in zip(ntr.tolist(), gens, strict=True)])  # (M, batch)
-        loss = ((ens(Xtr[rows, idx]) - ytr[rows, idx]) ** 2).mean(1).sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        if val is not None and (step % eval_every == 0 or step == steps):
-            with torch.no_grad():
-                v = _masked_mse(ens, Xv, yv, nv)
-                better = v < best_val
+        Xv, nv = _pad([x for x, _ in val], device)
+        yv, _ = _pad([y for _, y in val], device)
+        best = {"val": torch.full((M,), float("inf"), device=device),
+                "test": torch.full((M,), float("nan"), device=device)}
+
+        def eval_fn(net, step: int) -> dict:
+            v = _masked_mse(net, Xv, yv, nv)                                   # (M,)
+            if step > 0:       # as before the port: the untrained networks do not compete
+                better = v < best["val"]
                 if better.any():
-                    best_test = torch.where(better, _masked_mse(ens, Xte, yte, nte), best_test)
-                    best_val = torch.minimum(v, best_val)
+                    best["test"] = torch.where(better, _masked_mse(net, Xte, yte, nte),
+                                               best["test"])
+                    best["val"] = torch.minimum(v, best["val"])
+            return {"val mse": v}
+
+    train_loop(model, batch_fn, steps=steps, lr=lr, weight_decay=weight_decay,
+               schedule="cosine", grad_clip=None, eval_every=eval_every if val is not None
+               else steps, eval_fn=eval_fn, loss_fn=_member_mse, progress=progress,
+               desc=desc)
     if val is None:
-        with torch.no_grad():
-            best_test = _masked_mse(ens, Xte, yte, nte)
-    return best_test.numpy().astype(float)
+        with evaluating(model):
+            return to_numpy(_masked_mse(model, Xte, yte, nte)).astype(float)
+    return to_numpy(best["test"]).astype(float)
 
 
 def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: str = "knn",
                     seeds: Sequence[int] = (0,), *, size: int = 32, steps: int = 1500,
                     batch: int = 128, lr: float = 3e-3, n_test: int = 2048,
-                    eval_every: int = 100, progress: bool = True) -> np.ndarray:
+                    eval_every: int = 100, progress: bool = True,
+                    device=None) -> np.ndarray:
     """Test errors (len(tasks), len(sizes), len(seeds)) of ``learner`` ("knn", "mlp" or
     "transformer") trained on n = each size noisy samples of each task with each seed.
 
     Seed s draws the n training samples (``task.sample(n, s)``) and the clean test set
     (``task.sample(n_test, 10_000 + s)``).  Networks: the first fifth of the n samples is
     a validation set that picks the checkpoint (:func:`fit_regressors`; every network of
-    the sweep trains in one batched program, each with its own data and initialisation).
-    The tasks must share the ambient dimension D.
+    the sweep trains in one batched program on ``device``, each with its own data and
+    initialisation).  k-NN runs on the CPU.  The tasks must share the ambient dimension D.
     """
     check_choice("learner", learner, ("knn", "mlp", "transformer"))
+    device = check_device("device", device)
     tasks = list(tasks)
     if not tasks or not all(isinstance(t, TorusTask) for t in tasks):
         raise TypeError("tasks must be a non-empty sequence of TorusTask")
@@ -646,7 +551,7 @@ def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: s
         init.append(1_000_000 * seeds[j] + 1000 * t + i)
     err = fit_regressors(learner, tasks[0].D, size, train, test, val, init_seeds=init,
                          steps=steps, batch=batch, lr=lr, weight_decay=1e-4,
-                         eval_every=eval_every, progress=progress,
+                         eval_every=eval_every, progress=progress, device=device,
                          desc=f"{len(jobs)} {learner}s in one batch")
     for k, (t, i, j) in enumerate(jobs):
         out[t, i, j] = err[k]
@@ -662,7 +567,7 @@ def learning_curve(task: TorusTask, sizes: Sequence[int], learner: str = "knn",
 
 def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size: int = 32,
               steps: int = 1500, batch: int = 128, lr: float = 3e-3, n_test: int = 2048,
-              eval_every: int = 100) -> float:
+              eval_every: int = 100, device=None) -> float:
     """Test MSE (vs the clean target) of a network trained on n noisy samples.
 
     80% of the n samples train the network (AdamW, mini-batches, cosine decay); the other
@@ -672,13 +577,20 @@ def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size
     check_choice("kind", kind, ("mlp", "transformer"))
     return float(learning_curves([task], [n], kind, [seed], size=size, steps=steps,
                                  batch=batch, lr=lr, n_test=n_test, eval_every=eval_every,
-                                 progress=False)[0, 0, 0])
+                                 progress=False, device=device)[0, 0, 0])
+
+
+def num_params(kind: str, D: int, size: int) -> int:
+    """Parameter count of :func:`make_learner` ``(kind, D, size)`` (built without touching
+    torch's global random state)."""
+    with seeded(0):
+        return make_learner(kind, D, size).num_params()
 
 
 def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] = (8, 16, 32),
                         seeds: Sequence[int] = (0,), *, steps: int = 2000, batch: int = 128,
                         lr: float = 3e-3, n_test: int = 4096, pool: int = 65_536,
-                        progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                        progress: bool = True, device=None) -> tuple[np.ndarray, np.ndarray]:
     """``(parameter counts (len(sizes),), test MSEs)`` of networks of each size (width or
     d_model), trained on clean samples drawn from a pool far larger than the networks
     (``pool`` points, one pool per task) -- effectively unlimited data, so what remains is
@@ -687,7 +599,8 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
 
     ``tasks`` is one :class:`TorusTask` (errors of shape (len(sizes), len(seeds))) or a
     sequence of them with one D (errors (len(tasks), len(sizes), len(seeds))).  All tasks
-    and seeds of one size train as one batched program (:func:`fit_regressors`).
+    and seeds of one size train as one batched program on ``device``
+    (:func:`fit_regressors`).
     """
     one = isinstance(tasks, TorusTask)
     tasks = [tasks] if one else list(tasks)
@@ -695,6 +608,7 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
         raise TypeError("tasks must be a TorusTask or a non-empty sequence of them")
     if len({t.D for t in tasks}) > 1:
         raise ValueError(f"tasks must share the ambient dimension D, got {[t.D for t in tasks]}")
+    device = check_device("device", device)
     steps = check_int("steps", steps, minimum=1)
     batch = check_int("batch", batch, minimum=1)
     pool = check_int("pool", pool, minimum=batch)
@@ -714,10 +628,10 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
     for i, size in enumerate(progress_bar(sizes, desc=f"{kind}s", disable=not progress,
                                           leave=False)):
         err = fit_regressors(kind, tasks[0].D, size, train, test, init_seeds=init,
-                             steps=steps, batch=batch, lr=lr)
+                             steps=steps, batch=batch, lr=lr, device=device)
         for k, (t, j) in enumerate(jobs):
             errs[t, i, j] = err[k]
-        params.append(make_learner(kind, tasks[0].D, size).num_params())
+        params.append(num_params(kind, tasks[0].D, size))
     return np.array(params), (errs[0] if one else errs)
 
 
@@ -824,7 +738,12 @@ def load_text_width_sweep(name: str = "scaling_text_width.json") -> dict:
 
 @dataclass(frozen=True)
 class ScalingSetup:
-    """Sizes of the scaling-laws chapter's experiments (CPU default; FULL=1 is larger)."""
+    """Sizes of the scaling-laws chapter's experiments (CPU default; FULL=1 is larger).
+
+    Seeds listed here are logical seeds: an experiment run with base seed ``b`` uses
+    ``b + s`` for each of them (and ``b`` for the tasks' targets), through
+    :func:`~seqtheory.utils.derive_seed`.
+    """
 
     id_points: int = 5000                     # points per manifold for the ID table
     sphere_dims: tuple = (2, 4, 8, 16, 32)    # spheres S^d whose dimension is estimated
@@ -832,27 +751,56 @@ class ScalingSetup:
     ambient: int = 16                         # ambient dimension D of the torus data
     max_freq: int = 8                         # Fourier cutoff of the random target
     sizes: tuple = (128, 256, 512, 1024, 2048, 4096)   # training-set sizes n
-    knn_seeds: tuple = (0, 1, 2)
-    mlp_seeds: tuple = (0, 1, 2)
+    knn_seeds: tuple = (0, 1, 2)              # seeds of the k-NN learning curves
+    mlp_seeds: tuple = (0, 1, 2)              # seeds of the MLP learning curves
     data_learners: tuple = ("kNN", "MLP")     # Experiment 2 (FULL adds the transformer)
     net_sizes: tuple = (256, 512, 1024, 2048, 4096)     # sizes for the transformer
-    tf_seeds: tuple = (0, 1, 2)
+    tf_seeds: tuple = (0, 1, 2)               # seeds of the transformer learning curves
     approx_kinds: tuple = ("mlp",)            # Experiment 3 (FULL adds the transformer)
-    approx_seeds: tuple = (0, 1, 2)
+    approx_seeds: tuple = (0, 1, 2)           # seeds of the model-size sweep
     net_steps: int = 600                      # optimisation steps per network
     beta_dim: int = 2                         # torus dimension of the smoothness sweep
     betas: tuple = (0.5, 1.0, 1.5, 2.0)       # smoothness values of the sweep
     beta_max_freq: int = 32                   # Fourier cutoff there (8 would hide beta)
-    beta_seeds: tuple = (0, 1, 2)
+    beta_seeds: tuple = (0, 1, 2)             # seeds of the smoothness sweep
     widths: tuple = (8, 16, 32, 64)           # MLP widths for model scaling
     tf_widths: tuple = (8, 16, 32)            # transformer d_model for model scaling
     width_dims: tuple = (2, 4)                # d for the model-scaling experiment
     text_sizes: tuple = (2_000, 4_000, 8_000, 16_000, 32_000, 64_000)  # characters
-    text_steps: int = 1000
+    text_steps: int = 1000                    # steps of each character model
     text_widths: tuple = (16, 32, 64)         # d_model for ID vs model size
     text_docs: int = 450                      # held-out documents for activation ID
     text_seeds: tuple = (0, 1, 2)             # seeds of the archived text sweep
     text_ablation_n: int = 16_000             # characters for the layer/width/position runs
+
+    def __post_init__(self) -> None:
+        for name in ("id_points", "ambient", "max_freq", "net_steps", "beta_dim",
+                     "beta_max_freq", "text_steps", "text_docs", "text_ablation_n"):
+            check_int(name, getattr(self, name), minimum=1)
+        ints = {"sphere_dims": 1, "torus_dims": 1, "sizes": 5, "knn_seeds": 0,
+                "mlp_seeds": 0, "net_sizes": 5, "tf_seeds": 0, "approx_seeds": 0,
+                "beta_seeds": 0, "widths": 1, "tf_widths": 1, "width_dims": 1,
+                "text_sizes": 1, "text_widths": 1, "text_seeds": 0}
+        for name, low in ints.items():
+            values = getattr(self, name)
+            if not isinstance(values, tuple) or not values:
+                raise TypeError(f"{name} must be a non-empty tuple, got {values!r}")
+            for v in values:
+                check_int(name, v, minimum=low)
+        if not isinstance(self.betas, tuple) or not self.betas:
+            raise TypeError(f"betas must be a non-empty tuple, got {self.betas!r}")
+        for b in self.betas:
+            check_float("betas", b, low=0.0, low_open=True)
+        if self.ambient < 2 * max(*self.torus_dims, *self.width_dims, self.beta_dim):
+            raise ValueError(f"ambient must be >= 2 * the largest torus dimension, got "
+                             f"{self.ambient}")
+        for name, allowed in (("data_learners", ("kNN", "MLP", "transformer")),
+                              ("approx_kinds", ("mlp", "transformer"))):
+            values = getattr(self, name)
+            if not isinstance(values, tuple) or not values:
+                raise TypeError(f"{name} must be a non-empty tuple, got {values!r}")
+            for v in values:
+                check_choice(name, v, allowed)
 
     def text_kwargs(self, **changes) -> dict:
         """Keyword arguments of :func:`seqtheory.text.train_char_model` for the chapter's
@@ -873,3 +821,260 @@ SETUP = Sizes(
                       text_sizes=tuple(2_000 * 2 ** k for k in range(10)), text_steps=8000,
                       text_widths=(16, 32, 64, 128, 256), text_docs=2000),
 )
+
+
+# ----------------------------------------------------------------------------- experiments
+
+
+def _start(setup, seed, device) -> tuple[int, torch.device, float]:
+    """Checked ``(base seed, device, start time)`` of an experiment function."""
+    import time
+
+    if not isinstance(setup, ScalingSetup):
+        raise TypeError(f"setup must be a ScalingSetup, got {type(setup).__name__}")
+    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
+    return seed, check_device("device", device), time.perf_counter()
+
+
+def _seconds(start: float) -> float:
+    import time
+
+    return time.perf_counter() - start
+
+
+def torus_tasks(setup: ScalingSetup, dims: Sequence[int] | None = None, *,
+                seed: int | None = None, beta: float = 1.0,
+                max_freq: int | None = None) -> dict:
+    """``{d: TorusTask}`` for each torus dimension (default ``setup.torus_dims``) in
+    ``setup.ambient`` dimensions, their targets drawn from base seed ``seed`` (None: the
+    book's base seed)."""
+    if not isinstance(setup, ScalingSetup):
+        raise TypeError(f"setup must be a ScalingSetup, got {type(setup).__name__}")
+    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
+    dims = setup.torus_dims if dims is None else tuple(dims)
+    max_freq = setup.max_freq if max_freq is None else max_freq
+    return {d: TorusTask(d=d, D=setup.ambient, beta=beta, max_freq=max_freq, seed=seed)
+            for d in dims}
+
+
+@dataclass
+class DataSweepResult:
+    """Experiment 2: test errors of each learner against the training-set size n."""
+
+    setup: ScalingSetup
+    seed: int                 # base seed
+    device: str
+    seconds: float
+    dims: tuple               # torus dimensions d, one task each
+    sizes: dict               # learner name -> training-set sizes n (N,)
+    errors: dict              # learner name -> test MSEs (len(dims), N, seeds)
+
+    @property
+    def learners(self) -> list:
+        """Learner names, in the order they ran."""
+        return list(self.errors)
+
+    def curve(self, learner: str, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(n (N,), errors (N, seeds))`` of ``learner`` on the d-torus."""
+        if learner not in self.errors:
+            raise ValueError(f"learner must be one of {self.learners}, got {learner!r}")
+        if d not in self.dims:
+            raise ValueError(f"d must be one of {list(self.dims)}, got {d!r}")
+        return self.sizes[learner], self.errors[learner][list(self.dims).index(d)]
+
+    def fit(self, learner: str, d: int) -> PowerLawFit:
+        """Power law fitted to all seeds of ``learner`` on the d-torus."""
+        return fit_power_law(*self.curve(learner, d))
+
+    def seed_exponents(self, learner: str, d: int) -> np.ndarray:
+        """The fitted exponent of each seed's curve alone (seeds,)."""
+        n, err = self.curve(learner, d)
+        return np.array([fit_power_law(n, e).exponent for e in err.T])
+
+
+def run_data_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
+                   progress: bool = True) -> DataSweepResult:
+    """Experiment 2: learning curves of ``setup.data_learners`` on the tori
+    :func:`torus_tasks` ``(setup, seed=seed)``; networks train as one batched program per
+    learner on ``device`` (None: the CPU), k-NN runs on the CPU.
+
+    ``seed`` (None: the book's base seed) draws the targets; learner seed ``s`` of the
+    setup uses ``seed + s`` (training sample, test set, initialisation, batch order).
+    """
+    seed, device, start = _start(setup, seed, device)
+    tasks = list(torus_tasks(setup, seed=seed).values())
+    specs = {
+        "kNN": dict(learner="knn", seeds=setup.knn_seeds),
+        "MLP": dict(learner="mlp", seeds=setup.mlp_seeds, size=64, steps=setup.net_steps),
+        "transformer": dict(learner="transformer", seeds=setup.tf_seeds, size=32,
+                            steps=setup.net_steps, eval_every=200),
+    }
+    sizes, errors = {}, {}
+    for name, kw in specs.items():
+        if name not in setup.data_learners:
+            continue
+        n = setup.net_sizes if name == "transformer" else setup.sizes
+        kw = {**kw, "seeds": [seed + s for s in kw["seeds"]]}
+        errors[name] = learning_curves(tasks, n, **kw, progress=progress, device=device)
+        sizes[name] = np.array(n)
+    return DataSweepResult(setup=setup, seed=seed, device=str(device),
+                           seconds=_seconds(start), dims=tuple(setup.torus_dims),
+                           sizes=sizes, errors=errors)
+
+
+def plot_learning_curves(result: DataSweepResult, axes=None):
+    """One panel per learner: errors (mean and spread over seeds) against n on log axes,
+    with the fitted power law and the predicted exponent of each torus in the legend."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import log_ticks, palette
+
+    learners = result.learners
+    if axes is None:
+        _, axes = plt.subplots(1, len(learners), figsize=(4.4 * len(learners), 4),
+                               sharey=True, constrained_layout=True, squeeze=False)
+        axes = axes[0]
+    for ax, name in zip(axes, learners, strict=True):
+        for c, d in zip(palette(len(result.dims)), result.dims, strict=True):
+            n, err = result.curve(name, d)
+            fit = result.fit(name, d)
+            ax.errorbar(n, err.mean(1), yerr=err.std(1) if err.shape[1] > 1 else None,
+                        fmt="o", color=c, capsize=2,
+                        label=f"d={d}: fitted {fit.exponent:.2f}, "
+                        f"predicted {predicted_exponents(d)['alpha_data']:.2f}")
+            ax.plot(n, fit(n), color=c, lw=1.5)
+        ax.set(yscale="log", xlabel="training samples n", title=name)
+        log_ticks(ax, n[::2] if len(n) > 6 else n)
+        ax.legend(fontsize=8, title="slope of squared error")
+    axes[0].set_ylabel("test squared error vs clean target")
+    return axes
+
+
+@dataclass
+class BetaSweepResult:
+    """Experiment 2b: k-NN exponents on the ``setup.beta_dim``-torus against smoothness."""
+
+    setup: ScalingSetup
+    seed: int                     # base seed
+    device: str
+    seconds: float
+    betas: np.ndarray             # smoothness values (B,)
+    exponents: np.ndarray         # (B, seeds): each seed's fitted exponent, cutoff M
+    #                               = setup.beta_max_freq
+    control_betas: np.ndarray     # (2,): the smallest and largest beta
+    control_exponents: np.ndarray  # (2, seeds): the same at Experiment 2's cutoff
+    predicted: np.ndarray         # (B,): 2 beta / (2 beta + d)
+    modes: int                    # Fourier modes of a target at the sweep's cutoff
+
+
+def run_beta_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
+                   progress: bool = True) -> BetaSweepResult:
+    """Experiment 2b: k-NN learning curves (sizes ``setup.sizes``) on ``setup.beta_dim``-tori
+    of each smoothness in ``setup.betas`` with cutoff ``setup.beta_max_freq``, and for the
+    smallest and largest beta at Experiment 2's cutoff ``setup.max_freq`` (the control).
+    k-NN runs on the CPU (``device`` is checked and recorded).  Seeds as in
+    :func:`run_data_sweep`."""
+    seed, device, start = _start(setup, seed, device)
+    seeds = [seed + s for s in setup.beta_seeds]
+
+    def slopes(max_freq, betas):
+        tasks = [TorusTask(d=setup.beta_dim, D=setup.ambient, beta=float(b),
+                           max_freq=max_freq, seed=seed) for b in betas]
+        err = learning_curves(tasks, setup.sizes, "knn", seeds=seeds, progress=progress)
+        return np.array([[fit_power_law(setup.sizes, e).exponent for e in err_b.T]
+                         for err_b in err])                               # (betas, seeds)
+
+    betas = np.array(setup.betas, float)
+    control = np.array([betas.min(), betas.max()])
+    exps = slopes(setup.beta_max_freq, betas)
+    control_exps = slopes(setup.max_freq, control)
+    modes = len(TorusTask(d=setup.beta_dim, max_freq=setup.beta_max_freq, seed=seed).amps)
+    pred = np.array([predicted_exponents(setup.beta_dim, b)["alpha_data"] for b in betas])
+    return BetaSweepResult(setup=setup, seed=seed, device=str(device),
+                           seconds=_seconds(start), betas=betas, exponents=exps,
+                           control_betas=control, control_exponents=control_exps,
+                           predicted=pred, modes=modes)
+
+
+@dataclass
+class ModelSweepResult:
+    """Experiment 3: test errors of networks of growing size on effectively unlimited data."""
+
+    setup: ScalingSetup
+    seed: int                 # base seed
+    device: str
+    seconds: float
+    dims: tuple               # torus dimensions d
+    params: dict              # kind -> parameter counts N (W,)
+    errors: dict              # kind -> test MSEs (len(dims), W, seeds)
+
+    @property
+    def kinds(self) -> list:
+        """Network kinds, in the order they ran."""
+        return list(self.errors)
+
+    def curve(self, kind: str, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(N (W,), errors (W, seeds))`` of ``kind`` on the d-torus."""
+        if kind not in self.errors:
+            raise ValueError(f"kind must be one of {self.kinds}, got {kind!r}")
+        if d not in self.dims:
+            raise ValueError(f"d must be one of {list(self.dims)}, got {d!r}")
+        return self.params[kind], self.errors[kind][list(self.dims).index(d)]
+
+    def fit(self, kind: str, d: int) -> PowerLawFit:
+        """Power law fitted to all seeds of ``kind`` on the d-torus."""
+        return fit_power_law(*self.curve(kind, d))
+
+    def seed_exponents(self, kind: str, d: int) -> np.ndarray:
+        """The fitted model-size exponent of each seed alone (seeds,)."""
+        N, err = self.curve(kind, d)
+        return np.array([fit_power_law(N, e).exponent for e in err.T])
+
+
+def run_model_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
+                    progress: bool = True) -> ModelSweepResult:
+    """Experiment 3: :func:`approximation_error` of each kind in ``setup.approx_kinds``
+    (MLP widths ``setup.widths``, transformer d_model ``setup.tf_widths``) on the tori of
+    dimensions ``setup.width_dims``, ``setup.net_steps`` steps, on ``device``.  Seeds as in
+    :func:`run_data_sweep` (here a seed draws the initialisation and the batch order)."""
+    seed, device, start = _start(setup, seed, device)
+    tasks = list(torus_tasks(setup, setup.width_dims, seed=seed).values())
+    seeds = [seed + s for s in setup.approx_seeds]
+    params, errors = {}, {}
+    for kind in setup.approx_kinds:
+        widths = setup.widths if kind == "mlp" else setup.tf_widths
+        params[kind], errors[kind] = approximation_error(
+            tasks, kind, widths, seeds, steps=setup.net_steps, progress=progress,
+            device=device)
+    return ModelSweepResult(setup=setup, seed=seed, device=str(device),
+                            seconds=_seconds(start), dims=tuple(setup.width_dims),
+                            params=params, errors=errors)
+
+
+def plot_model_sweep(result: ModelSweepResult, axes=None):
+    """One panel per kind: error against parameter count (one thin line per seed, the
+    median as dots), with the fitted power law and 2/d in the legend."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import log_ticks, palette
+
+    kinds = result.kinds
+    if axes is None:
+        _, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4),
+                               constrained_layout=True, squeeze=False)
+        axes = axes[0]
+    for ax, kind in zip(axes, kinds, strict=True):
+        for c, d in zip(palette(len(result.dims)), result.dims, strict=True):
+            params, errs = result.curve(kind, d)
+            fit = result.fit(kind, d)
+            ax.plot(params, errs, color=c, lw=0.6, alpha=0.5)      # one thin line per seed
+            ax.plot(params, np.median(errs, 1), "o", color=c,
+                    label=f"d={d}: fitted {fit.exponent:.2f}, "
+                    f"2/d = {predicted_exponents(d)['alpha_model']:.2f}")
+            ax.plot(params, fit(params), color=c)
+        log_ticks(ax, params, fmt="{:,.0f}")
+        ax.tick_params(axis="x", labelrotation=30)
+        ax.set(yscale="log", xlabel="parameters N", ylabel="test squared error",
+               title=f"{kind}: error vs size")
+        ax.legend(fontsize=9)
+    return axes

@@ -5,7 +5,8 @@
 * :class:`CharCorpus` — a character vocabulary and a train / validation / test split
   (by position in the text, so held-out text is unseen), with random-window batches.
 * :func:`train_char_model` — the shared transformer trained on the first ``n_train``
-  characters, with the checkpoint chosen by validation loss (early stopping).
+  characters, with the checkpoint chosen by validation loss (early stopping); returns a
+  :class:`CharModelResult`.
 * :func:`hidden_states`, :func:`activation_dimension` — a layer's activations on held-out
   "documents" (windows of at most 32 characters) and their intrinsic dimension, estimated
   as in Havrilla & Liao: MLE with K = 20, averaged over batches of 3,600 points.
@@ -18,14 +19,23 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .dimension import mle_dimension
 from .models import Transformer, TransformerConfig
-from .scaling import mle_dimension
-from .training import TrainConfig, copy_state, next_token_loss, train
-from .utils import check_choice, check_float, check_int, derive_seed, make_generator
+from .training import History, TrainConfig, copy_state, next_token_loss, train
+from .utils import (
+    check_choice,
+    check_device,
+    check_float,
+    check_int,
+    evaluating,
+    make_generator,
+    seeded,
+    to_numpy,
+)
 
 __all__ = [
-    "CharCorpus", "activation_dimension", "hidden_states", "load_shakespeare",
-    "train_char_model",
+    "CharCorpus", "CharModelResult", "activation_dimension", "hidden_states",
+    "load_shakespeare", "train_char_model",
 ]
 
 
@@ -87,32 +97,52 @@ class CharCorpus:
         return ids[start[:, None] + torch.arange(length)]                # (n, length)
 
 
+@dataclass
+class CharModelResult:
+    """A character model trained by :func:`train_char_model`, at its best checkpoint."""
+
+    seed: int                 # the (logical) seed: initialisation and batch order
+    device: str
+    seconds: float            # wall-clock time of the training loop
+    model: Transformer        # weights of the best validation checkpoint, in eval mode
+    test_loss: float          # nats per character on the test windows, at that checkpoint
+    val_loss: float           # the best validation loss
+    best_step: int            # the step of that checkpoint (0 = untrained)
+    params: int               # non-embedding parameters
+    history: History          # the training loop's record
+
+
 def train_char_model(corpus: CharCorpus, n_train: int, *, d_model: int = 64,
                      n_layers: int = 2, n_heads: int = 4, context: int = 64,
                      steps: int = 800, batch: int = 32, lr: float = 3e-3,
                      eval_every: int = 100, n_eval: int = 64, seed: int = 0,
-                     progress: bool = True):
+                     device=None, progress: bool = True) -> CharModelResult:
     """Train the shared transformer on the first ``n_train`` training characters.
 
-    Returns ``(model, result)``: the model at its best validation checkpoint and a dict
-    with ``test_loss`` (nats/char, at that checkpoint), ``val_loss``, ``best_step``,
-    ``params`` (non-embedding parameters) and the training ``history``.
+    AdamW with a short warm-up and cosine decay (:func:`seqtheory.training.train`); the
+    checkpoint with the lowest loss on ``n_eval`` validation windows is kept.  ``seed``
+    (through :func:`~seqtheory.utils.derive_seed`) draws the initialisation, built under
+    :func:`~seqtheory.utils.seeded` so torch's global random state is left as it was, and
+    the order of the training windows.  The model trains on ``device`` (None: the CPU);
+    windows are cut on the CPU and moved there.
     """
     n_train = check_int("n_train", n_train, minimum=context + 2)
+    device = check_device("device", device)
     if n_train > len(corpus.split("train")):
         raise ValueError(f"n_train={n_train} exceeds the {len(corpus.split('train'))} "
                          "training characters")
-    torch.manual_seed(derive_seed(seed))
-    model = Transformer(TransformerConfig(
-        vocab_size=corpus.vocab_size, max_len=context, n_layers=n_layers, n_heads=n_heads,
-        d_model=d_model))
-    val = corpus.windows("val", n_eval, context + 1, seed=1)
-    test = corpus.windows("test", n_eval, context + 1, seed=2)
+    with seeded(seed):
+        model = Transformer(TransformerConfig(
+            vocab_size=corpus.vocab_size, max_len=context, n_layers=n_layers,
+            n_heads=n_heads, d_model=d_model))
+    model.to(device)
+    val = corpus.windows("val", n_eval, context + 1, seed=1).to(device)       # (n_eval, T+1)
+    test = corpus.windows("test", n_eval, context + 1, seed=2).to(device)
     best = {"val_loss": float("inf")}
 
     def batch_fn(step: int):
         w = corpus.windows("train", batch, context + 1, seed=seed * 100_003 + step,
-                           limit=n_train)
+                           limit=n_train)                                 # (batch, T+1)
         return w[:, :-1], w[:, 1:]
 
     def eval_fn(m, step: int) -> dict:
@@ -125,24 +155,23 @@ def train_char_model(corpus: CharCorpus, n_train: int, *, d_model: int = 64,
     hist = train(model, batch_fn, TrainConfig(steps=steps, lr=lr, warmup=min(50, steps // 10),
                                              schedule="cosine", eval_every=eval_every),
                  eval_fn=eval_fn, progress=progress, desc=f"n={n_train:,}")
-    model.load_state_dict(best.pop("state"))
+    model.load_state_dict(best["state"])
     model.eval()
     emb = sum(p.numel() for p in (model.tok_emb.weight, model.unembed.weight))
     pos = model.pos_emb.weight.numel() if model.pos_emb is not None else 0
-    return model, {**best, "params": model.num_params() - emb - pos, "history": hist}
+    return CharModelResult(seed=seed, device=str(device), seconds=hist.seconds, model=model,
+                           test_loss=best["test_loss"], val_loss=best["val_loss"],
+                           best_step=best["best_step"], params=model.num_params() - emb - pos,
+                           history=hist)
 
 
-@torch.no_grad()
 def hidden_states(model: Transformer, windows: torch.Tensor, layer: int = -1,
                   position: int | None = None) -> np.ndarray:
     """Residual-stream activations after block ``layer`` (0 = embeddings, -1 = last block)
     on ``windows`` (n, T): all positions (n*T, C), or one ``position`` (n, C)."""
-    was_training = model.training
-    model.eval()
-    try:
-        _, cache = model(windows, return_cache=True)
-    finally:
-        model.train(was_training)
+    device = next(model.parameters()).device
+    with evaluating(model):
+        _, cache = model(windows.to(device), return_cache=True)
     n_layers = len(cache.resid)
     if not -n_layers <= layer < n_layers:
         raise ValueError(f"layer must be in {-n_layers}..{n_layers - 1}, got {layer}")
@@ -150,8 +179,8 @@ def hidden_states(model: Transformer, windows: torch.Tensor, layer: int = -1,
     if position is not None:
         if not 0 <= position < h.shape[1]:
             raise ValueError(f"position must be in 0..{h.shape[1] - 1}, got {position}")
-        return h[:, position].numpy().astype(np.float64)
-    return h.reshape(-1, h.shape[-1]).numpy().astype(np.float64)
+        return to_numpy(h[:, position]).astype(np.float64)            # (n, C)
+    return to_numpy(h.reshape(-1, h.shape[-1])).astype(np.float64)    # (n*T, C)
 
 
 def activation_dimension(model: Transformer, corpus: CharCorpus, *, layer: int = -1,
