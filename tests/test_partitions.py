@@ -95,10 +95,12 @@ def test_coverage_probability_matches_simulation():
 def test_gradient_descent_recovers_with_many_samples():
     pbs = [planted_problem(12, 3, 2, seed=s) for s in range(2)]
     data = [sample(pb, 1200, seed=s) for s, pb in enumerate(pbs)]
-    E, losses, snaps = train_embeddings([d[0] for d in data], [d[1] for d in data], 12, 2,
-                                        m=3, steps=600, lr=0.05, snapshot_every=300)
+    fit = train_embeddings([d[0] for d in data], [d[1] for d in data], 12, 2,
+                           m=3, steps=600, lr=0.05, snapshot_every=300)
+    E, losses = fit.embeddings, fit.losses.mean(1)
     assert E.shape == (2, 2, 12, 3) and losses[-1] < 0.1 * losses[0]
-    assert sorted(snaps) == [0, 300, 600]
+    assert sorted(fit.snapshots) == [0, 300, 600] and fit.snapshots[0].shape == E.shape
+    assert np.array_equal(fit.snapshots[600], E)
     labels = kmeans(E.reshape(-1, 12, 3), 3).reshape(2, 2, 12)
     assert all(same_partition(labels[r], pbs[r].labels) for r in range(2))
 
@@ -108,28 +110,79 @@ def test_dense_and_per_sample_losses_agree():
     pbs = [planted_problem(6, 2, 3, seed=s) for s in range(2)]
     data = [sample(pb, n, seed=s) for s, (pb, n) in enumerate(zip(pbs, (40, 90), strict=True))]
     xs, ys = [d[0] for d in data], [d[1] for d in data]
-    E1, L1, _ = train_embeddings(xs, ys, 6, 3, m=2, steps=30, lr=0.05, dense=True)
-    E0, L0, _ = train_embeddings(xs, ys, 6, 3, m=2, steps=30, lr=0.05, dense=False)
-    assert np.allclose(L1, L0, atol=1e-5) and np.allclose(E1, E0, atol=1e-4)
-    assert L1[-1] < L1[0]
+    f1 = train_embeddings(xs, ys, 6, 3, m=2, steps=30, lr=0.05, dense=True)
+    f0 = train_embeddings(xs, ys, 6, 3, m=2, steps=30, lr=0.05, dense=False)
+    assert np.allclose(f1.losses, f0.losses, atol=1e-5)
+    assert np.allclose(f1.embeddings, f0.embeddings, atol=1e-4)
+    assert f1.final_loss.shape == (2,) and (f1.final_loss < f1.losses[0]).all()
     with pytest.raises(ValueError, match="tokens in 0..3"):
         train_embeddings([np.full((3, 2), 9)], [np.zeros(3)], 4, 2)
 
 
-def test_gd_sweep_reports_per_instance_scores():
-    from seqtheory.partitions import gd_sweep
+@pytest.mark.parametrize("dense", [True, False])
+def test_train_embeddings_is_full_batch_adam(dense):
+    # train() with AdamW, weight_decay=0 and no clipping is the hand-written full-batch Adam
+    # loop that train_embeddings used to be: bit for bit
+    import torch
 
-    out = gd_sweep(12, (2, 30), 3, K=3, I=2, steps=300, lr=0.05, snapshot_every=150,
-                   progress=False)
+    from seqtheory.partitions import _contract, _predict_all
+    from seqtheory.utils import make_generator
+
+    pbs = [planted_problem(5, 2, 3, seed=s) for s in range(3)]
+    data = [sample(pb, n, seed=s) for s, (pb, n) in enumerate(zip(pbs, (30, 50, 70),
+                                                                     strict=True))]
+    xs, ys = [d[0] for d in data], [d[1] for d in data]
+    fit = train_embeddings(xs, ys, 5, 3, m=2, steps=25, lr=0.05, seed=4, dense=dense)
+    R, S, I, N = 3, 70, 3, 5  # noqa: E741
+    X, Y, W = torch.zeros(R, S, I, dtype=torch.long), torch.zeros(R, S), torch.zeros(R, S)
+    for r, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        y = np.asarray(y, dtype=float)
+        y = (y - y.mean()) / (y.std() + 1e-8)
+        X[r, : len(x)], W[r, : len(y)] = torch.as_tensor(x), 1.0 / len(y)
+        Y[r, : len(y)] = torch.as_tensor(y, dtype=torch.float32)
+    gen = make_generator(4)
+    E = (0.1 * torch.randn(R, I, N, 2, generator=gen)).requires_grad_()
+    T = (0.1 * torch.randn(R, 2, 2, 2, generator=gen)).requires_grad_()
+    opt = torch.optim.Adam([E, T], lr=0.05)
+    flat = (X[:, :, 0] * N + X[:, :, 1]) * N + X[:, :, 2]
+    C = torch.zeros(R, N**I).scatter_add_(1, flat, W)
+    Ysum = torch.zeros(R, N**I).scatter_add_(1, flat, W * Y)
+    const = (W * Y**2).sum(1)
+    runs = torch.arange(R)[:, None]
+    losses = []
+    for _ in range(25):
+        if dense:
+            f = _predict_all(E, T)
+            loss_r = ((C * f - 2 * Ysum) * f).sum(1) + const
+        else:
+            loss_r = (W * (_contract([E[:, i][runs, X[:, :, i]] for i in range(I)], T)
+                           - Y) ** 2).sum(1)
+        opt.zero_grad()
+        loss_r.sum().backward()
+        opt.step()
+        losses.append(loss_r.detach().numpy().copy())
+    assert np.array_equal(fit.embeddings, E.detach().numpy())
+    assert np.array_equal(fit.losses, np.array(losses, dtype=float))
+
+
+def test_run_gradient_descent_reports_per_instance_scores():
+    from seqtheory.partitions import PartitionSetup, run_gradient_descent
+
+    setup = PartitionSetup(gd_sizes=(12,), gd_N=12, gd_cs=(2, 30), gd_runs=3, I=2,
+                           gd_steps=300, gd_lr=0.05, gd_snapshot_every=150)
+    out = run_gradient_descent(setup, seed=0, device="cpu", progress=False)
+    assert out.setup is setup and out.seed == 0 and out.device == "cpu" and out.seconds > 0
     for c in (2, 30):
-        assert out[c]["recovered"].shape == (3,) and out[c]["aris"].shape == (3,)
-        assert out[c]["recovery"] == pytest.approx(out[c]["recovered"].mean())
-        assert out[c]["ari"] == pytest.approx(out[c]["aris"].mean())
-        assert sorted(out[c]["snapshots"]) == [0, 150, 300]
-        assert out[c]["final_loss"].shape == (3,) and out[c]["losses"].shape == (300,)
-    assert out[30]["final_loss"].max() < 0.05           # recovered: near the planted 0
-    assert out[30]["recovery"] == 1.0                   # S = 30 N ln N: plenty
-    assert out[2]["ari"] < out[30]["ari"]
+        cell = out[12, c]
+        assert cell.recovered.shape == (3,) and cell.aris.shape == (3,)
+        assert cell.recovery == pytest.approx(cell.recovered.mean())
+        assert cell.ari == pytest.approx(cell.aris.mean())
+        assert sorted(cell.fit.snapshots) == [0, 150, 300]
+        assert cell.final_loss.shape == (3,) and cell.fit.losses.shape == (300, 3)
+        assert len(cell.samples) == 3 and cell.labels.shape == (3, 2, 12)
+    assert out[12, 30].final_loss.max() < 0.05           # recovered: near the planted 0
+    assert out[12, 30].recovery == 1.0                   # S = 30 N ln N: plenty
+    assert out[12, 2].ari < out[12, 30].ari
 
 
 def test_kmeans_separates_obvious_clusters():
@@ -160,14 +213,12 @@ def test_bad_arguments(call, err, match):
 
 
 def test_colouring_reduction_consistency_equals_proper_colouring():
-    from seqtheory.partitions import (
-        colouring_instance,
-        planted_colourable_graph,
-        random_graph,
-        solver_effort,
-    )
+    from seqtheory.partitions import colouring_instance, random_graph, solver_effort
 
-    edges, colour = planted_colourable_graph(30, 4.0, seed=1)
+    rng = np.random.default_rng(1)          # a graph with a planted 3-colouring
+    colour = np.arange(30) % 3
+    pairs = rng.integers(0, 30, (200, 2))
+    edges = np.unique(np.sort(pairs[colour[pairs[:, 0]] != colour[pairs[:, 1]]], 1), axis=0)
     x, y, g = colouring_instance(edges, 30)
     res = solve_partitions(x, y, 30, 3, g=g, shared=True, check_unique=False)
     assert res.status == "satisfiable"
@@ -208,7 +259,12 @@ def test_uniqueness_is_up_to_the_relabellings_that_leave_g_unchanged():
 
 
 def test_recovery_threshold_is_the_smallest_recovering_prefix():
-    from seqtheory.partitions import recovery_threshold, samples_for, threshold_sweep
+    from seqtheory.partitions import (
+        PartitionSetup,
+        recovery_threshold,
+        run_thresholds,
+        samples_for,
+    )
 
     for t in range(3):
         pb = planted_problem(24, 3, 3, seed=t)
@@ -221,8 +277,9 @@ def test_recovery_threshold_is_the_smallest_recovering_prefix():
         # the g-unknown path (plain bisection with fresh solves) agrees in kind
         assert recovery_threshold(pb, s_max, seed=7 + t, g_known=False) >= S
     assert recovery_threshold(planted_problem(24, 3, 3, seed=0), 10) == 11   # never
-    out = threshold_sweep((12,), 3, progress=False)
-    assert out[12]["S"].shape == (3,) and len(out[12]["problems"]) == 3
+    out = run_thresholds(PartitionSetup(sizes=(12,), trials=3), seed=0, progress=False)
+    assert out.thresholds[12].shape == (3,) and len(out.problems[12]) == 3
+    assert out.rate_at(12, 100.0) == 1.0 and out.s50().shape == (1,)
     with pytest.raises(ValueError, match="s_max must be >= 1"):
         recovery_threshold(pb, 0)
 
@@ -250,7 +307,136 @@ def test_separation_rates_and_survival_prediction():
 def test_train_embeddings_per_run_losses():
     pbs = [planted_problem(6, 2, 2, seed=s) for s in range(2)]
     data = [sample(pb, 80, seed=s) for s, pb in enumerate(pbs)]
-    xs, ys = [d[0] for d in data], [d[1] for d in data]
-    _, mean, _ = train_embeddings(xs, ys, 6, 2, m=2, steps=20, lr=0.05)
-    _, per, _ = train_embeddings(xs, ys, 6, 2, m=2, steps=20, lr=0.05, per_run=True)
-    assert per.shape == (20, 2) and np.allclose(per.mean(1), mean, atol=1e-6)
+    fit = train_embeddings([d[0] for d in data], [d[1] for d in data], 6, 2, m=2, steps=20,
+                           lr=0.05)
+    assert fit.losses.shape == (20, 2)
+    assert np.allclose(fit.losses.mean(1), fit.history.loss, atol=1e-6)
+
+
+# ------------------------------------------------------------------ the experiment shape
+def _tiny_setup():
+    from seqtheory.partitions import PartitionSetup
+
+    return PartitionSetup(sizes=(10,), trials=2, colouring_sizes=(24,), colouring_graphs=1,
+                          colouring_n=24, colouring_degrees=(4.6,), effort_sizes=(10,),
+                          effort_cs=(1.0,), effort_trials=1, gd_sizes=(10,), gd_N=10,
+                          gd_cs=(8,), gd_runs=2, gd_steps=20, gd_snapshot_every=10)
+
+
+def _same(a, b):
+    """Equal, recursing into dicts, lists, tuples and arrays (floats of timings skipped)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(a):
+        return all(f.name == "seconds" or _same(getattr(a, f.name), getattr(b, f.name))
+                   for f in dataclasses.fields(a))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
+
+
+@pytest.mark.parametrize("name", ["run_thresholds", "run_effort", "run_gradient_descent"])
+def test_experiments_are_deterministic(name):
+    import seqtheory.partitions as P
+
+    run = getattr(P, name)
+    a = run(_tiny_setup(), seed=0, device="cpu", progress=False)
+    b = run(_tiny_setup(), seed=0, device="cpu", progress=False)
+    assert a.seed == 0 and a.device == "cpu"
+    if name == "run_effort":                 # solver seconds vary; the conflicts do not
+        a.by_size = {k: v[:, :2] for k, v in a.by_size.items()}
+        b.by_size = {k: v[:, :2] for k, v in b.by_size.items()}
+    if name == "run_gradient_descent":       # the History's wall-clock time varies
+        for cell in (*a.cells.values(), *b.cells.values()):
+            cell.fit.history.seconds = 0.0
+    assert _same(a, b)
+    other = run(_tiny_setup(), seed=1, device="cpu", progress=False)
+    assert other.seed == 1
+
+
+@pytest.mark.parametrize("name", ["run_thresholds", "run_effort", "run_gradient_descent"])
+def test_experiments_reject_an_unavailable_device(name):
+    import torch
+
+    import seqtheory.partitions as P
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ValueError, match="device"):
+        getattr(P, name)(_tiny_setup(), seed=0, device="cuda", progress=False)
+    with pytest.raises(ValueError, match="device"):
+        train_embeddings([np.zeros((3, 2), int)], [np.arange(3.0)], 4, 2, device="cuda")
+
+
+def test_building_and_training_leave_the_global_rng_alone():
+    import torch
+
+    from seqtheory.partitions import Multilinear
+
+    state = torch.random.get_rng_state()
+    a = Multilinear(2, 3, 5, 2, seed=3)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert torch.equal(a.E, Multilinear(2, 3, 5, 2, seed=3).E)
+    pb = planted_problem(6, 2, 2, seed=0)
+    train_embeddings([sample(pb, 40, seed=0)[0]], [sample(pb, 40, seed=0)[1]], 6, 2, m=2,
+                     steps=5)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+@pytest.mark.parametrize(
+    "change, err, match",
+    [
+        (dict(K=1), ValueError, "K must be >= 2"),
+        (dict(sizes=()), TypeError, "sizes must be a non-empty tuple"),
+        (dict(sizes=(2,)), ValueError, "sizes entry must be >= 3"),
+        (dict(gd_cs=(0.0,)), ValueError, "gd_cs entry must be > 0"),
+        (dict(trials=0), ValueError, "trials must be >= 1"),
+        (dict(gd_lr=-1.0), ValueError, "gd_lr must be > 0"),
+        (dict(gd_noise=2.0), ValueError, "gd_noise must be <= 1"),
+        (dict(gd_N=64), ValueError, "gd_N"),
+        (dict(balanced=1), TypeError, "balanced must be a bool"),
+    ],
+)
+def test_setup_validation(change, err, match):
+    from seqtheory.partitions import PartitionSetup
+
+    with pytest.raises(err, match=match):
+        PartitionSetup(**change)
+
+
+def test_setup_sizes_and_seed_argument():
+    import dataclasses
+
+    from seqtheory.partitions import SETUP, PartitionSetup, run_thresholds
+    from seqtheory.utils import base_seed
+
+    assert SETUP.pick("cpu") == PartitionSetup()
+    assert SETUP.pick("full").trials > SETUP.pick("cpu").trials
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SETUP.cpu.trials = 3
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        run_thresholds(_tiny_setup(), seed=-1, progress=False)
+    assert run_thresholds(_tiny_setup(), progress=False).seed == base_seed()
+
+
+@pytest.mark.parametrize("base", [0, 1, 7])
+def test_experiment_seeds_are_the_book_seeds_under_the_base_seed(base, monkeypatch):
+    # seed=None draws exactly the instances that planted_problem(seed=t) draws under
+    # SEQTHEORY_SEED=base; an explicit seed gives the same bits whatever the environment
+    from seqtheory.partitions import _seed_under, run_thresholds
+    from seqtheory.utils import derive_seed
+
+    monkeypatch.setenv("SEQTHEORY_SEED", str(base))
+    assert [_seed_under(base, k) for k in (0, 5, 10_000)] == \
+        [derive_seed(k) for k in (0, 5, 10_000)]
+    out = run_thresholds(_tiny_setup(), progress=False)
+    assert out.seed == base
+    for t, pb in enumerate(out.problems[10]):
+        assert np.array_equal(pb.labels, planted_problem(10, 3, 3, seed=t).labels)
+    monkeypatch.setenv("SEQTHEORY_SEED", "0")
+    again = run_thresholds(_tiny_setup(), seed=base, progress=False)
+    assert np.array_equal(again.thresholds[10], out.thresholds[10])

@@ -13,6 +13,14 @@ From samples, recover the partitions.
   found partition blocked decides whether the answer is unique.
 * :func:`same_partition`, :func:`adjusted_rand_index` compare partitions up to relabelling;
   :func:`coverage_probability` is the coupon-collector bound (every token must be seen).
+* :func:`train_embeddings` fits token embeddings and a multilinear core by gradient descent
+  (through :func:`seqtheory.training.train`), :func:`kmeans` reads classes off them.
+
+The chapter's experiments share one shape: a :class:`PartitionSetup` (CPU and FULL sizes
+in :data:`SETUP`) goes into :func:`run_thresholds` (exact recovery by SAT),
+:func:`run_effort` (solver effort) and :func:`run_gradient_descent`, each called as
+``(setup, *, seed, device, progress)`` and returning a result dataclass.  The SAT
+experiments run on the CPU; gradient descent runs on ``device``.
 """
 from __future__ import annotations
 
@@ -21,15 +29,22 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
+import torch.nn as nn
 
+from .training import History, train
 from .utils import (
     Sizes,
+    base_seed,
     check_choice,
+    check_device,
     check_float,
     check_int,
+    derive_seed,
     make_generator,
     make_rng,
     progress_bar,
+    to_numpy,
 )
 
 __all__ = [
@@ -40,7 +55,6 @@ __all__ = [
     "solve_partitions",
     "g_symmetries",
     "recovery_threshold",
-    "threshold_sweep",
     "survival_prediction",
     "separation_rates",
     "SatResult",
@@ -49,19 +63,44 @@ __all__ = [
     "adjusted_rand_index",
     "coverage_probability",
     "colouring_instance",
-    "planted_colourable_graph",
     "random_graph",
     "solver_effort",
+    "Multilinear",
+    "EmbeddingFit",
     "train_embeddings",
     "kmeans",
     "PartitionSetup",
     "SETUP",
     "samples_for",
-    "recovery_sweep",
-    "gd_sweep",
+    "ThresholdResult",
+    "run_thresholds",
+    "EffortResult",
+    "run_effort",
+    "GDCell",
+    "GDResult",
+    "run_gradient_descent",
 ]
 
 G_KINDS = ("binary", "ternary", "gaussian")
+_SEED_MAX = 2**63 - 1
+
+
+def _as_rng(seed) -> np.random.Generator:
+    """``seed`` as a NumPy Generator: an int goes through :func:`~seqtheory.utils.make_rng`
+    (so it is combined with the book's base seed); a Generator is used as it is."""
+    return seed if isinstance(seed, np.random.Generator) else make_rng(seed)
+
+
+def _seed_under(base: int, k: int) -> int:
+    """The seed that logical seed ``k`` becomes under base seed ``base``: what
+    :func:`~seqtheory.utils.derive_seed` ``(k)`` returns when ``SEQTHEORY_SEED=base``, but
+    with the base given explicitly (so an experiment's ``seed`` argument fixes its bits)."""
+    return derive_seed(k, base)
+
+
+def _rng_under(base: int, k: int) -> np.random.Generator:
+    """NumPy Generator of logical seed ``k`` under base seed ``base``."""
+    return np.random.default_rng(_seed_under(base, k))
 
 
 @dataclass
@@ -84,14 +123,14 @@ class PartitionProblem:
 
 
 def planted_problem(N: int, K: int = 3, I: int = 3, *, kind: str = "binary",  # noqa: E741
-                    balanced: bool = True, seed: int = 0) -> PartitionProblem:
+                    balanced: bool = True, seed=0) -> PartitionProblem:
     """Random partitions of N tokens into K classes per group, and a random g.
 
     Balanced partitions have class sizes differing by at most one; imbalanced ones draw
     class proportions from Dirichlet(1) (every class keeps at least one token).  ``kind``
     ``"binary"`` draws g uniformly from {0, 1} (redrawn until g depends on every group and
     separates every pair of classes), ``"ternary"`` from {0, 1, 2}, ``"gaussian"`` from
-    N(0, 1).
+    N(0, 1).  ``seed``: an int (combined with the base seed) or a NumPy Generator.
     """
     N = check_int("N", N, minimum=1)
     K = check_int("K", K, minimum=2)
@@ -99,7 +138,7 @@ def planted_problem(N: int, K: int = 3, I: int = 3, *, kind: str = "binary",  # 
     check_choice("kind", kind, G_KINDS)
     if N < K:
         raise ValueError(f"N must be >= K (every class needs a token), got N={N} < K={K}")
-    rng = make_rng(seed)
+    rng = _as_rng(seed)
     labels = np.empty((I, N), dtype=np.int64)
     for i in range(I):
         if balanced:
@@ -132,16 +171,17 @@ def _identifiable(g: np.ndarray) -> bool:
     return True
 
 
-def sample(problem: PartitionProblem, S: int, *, seed: int = 0,
+def sample(problem: PartitionProblem, S: int, *, seed=0,
            noise: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """``S`` samples: tokens (S, I), uniform in each group, and labels (S,).
 
     With ``noise > 0`` a fraction of the discrete labels is replaced by a random other
     value (binary/ternary g), or Gaussian noise of that std is added (gaussian g).
+    ``seed``: an int (combined with the base seed) or a NumPy Generator.
     """
     S = check_int("S", S, minimum=1)
     noise = check_float("noise", noise, low=0.0, high=1.0)
-    rng = make_rng(seed)
+    rng = _as_rng(seed)
     x = rng.integers(0, problem.N, size=(S, problem.I))
     classes = problem.labels[np.arange(problem.I), x]                 # (S, I)
     y = problem.g[tuple(classes.T)]
@@ -319,11 +359,12 @@ def colouring_instance(edges, n: int, K: int = 3):
     return edges, np.ones(len(edges), dtype=np.int64), g
 
 
-def random_graph(n: int, degree: float, *, seed: int = 0) -> np.ndarray:
-    """Edges (m, 2) of a uniform random graph on n vertices with mean degree ``degree``."""
+def random_graph(n: int, degree: float, *, seed=0) -> np.ndarray:
+    """Edges (m, 2) of a uniform random graph on n vertices with mean degree ``degree``
+    (``seed``: an int, combined with the base seed, or a NumPy Generator)."""
     n = check_int("n", n, minimum=2)
     degree = check_float("degree", degree, low=0.0, high=n - 1)
-    rng = make_rng(seed)
+    rng = _as_rng(seed)
     m = int(round(degree * n / 2))
     edges: set = set()
     while len(edges) < m:
@@ -343,7 +384,7 @@ def _sample_clauses(x: np.ndarray, y: np.ndarray, N: int, K: int, g: np.ndarray)
     return -base[bad]                                                      # (n, I)
 
 
-def recovery_threshold(problem: PartitionProblem, s_max: int, *, seed: int = 0,
+def recovery_threshold(problem: PartitionProblem, s_max: int, *, seed=0,
                        g_known: bool = True, rel_tol: float = 0.02,
                        solver: str = "cadical153") -> int:
     """Smallest number of samples from which the SAT solver recovers ``problem`` exactly.
@@ -442,31 +483,6 @@ def _search(grid: np.ndarray, ok_at, s_max: int) -> int:
     return int(grid[hi])
 
 
-def threshold_sweep(sizes, trials: int, *, K: int = 3, I: int = 3,  # noqa: E741
-                    balanced: bool = True, g_known: bool = True, c_max: float = 16.0,
-                    seed: int = 0, progress: bool = True) -> dict:
-    """:func:`recovery_threshold` for ``trials`` planted instances of every N in ``sizes``:
-    ``{N: {"S": (trials,) smallest S, "problems": [...]}}``.  Instance t uses
-    ``planted_problem(seed=seed + t)`` and sample seed ``10_000 + seed + t`` (as
-    :func:`recovery_sweep`); the search goes up to ``S = c_max N ln N``.
-
-    The exact-recovery rate at any S is the fraction of instances with threshold <= S.
-    """
-    trials = check_int("trials", trials, minimum=1)
-    out = {}
-    cells = [(N, t) for N in sizes for t in range(trials)]
-    for N, t in progress_bar(cells, desc="SAT thresholds", disable=not progress):
-        pb = planted_problem(N, K, I, balanced=balanced, seed=seed + t)
-        S = recovery_threshold(pb, samples_for(c_max, N), seed=10_000 + seed + t,
-                               g_known=g_known)
-        entry = out.setdefault(N, {"S": [], "problems": []})
-        entry["S"].append(S)
-        entry["problems"].append(pb)
-    for entry in out.values():
-        entry["S"] = np.array(entry["S"])
-    return out
-
-
 def separation_rates(problem: PartitionProblem) -> np.ndarray:
     """rho (I, K, K): probability that a uniform sample's other tokens fall in classes where
     g separates class a from class b of group i, ``rho[i, a, b] = P_c(g(a, c) != g(b, c))``
@@ -524,21 +540,6 @@ def solver_effort(x, y, N: int, K: int, *, g=None, shared: bool = False,
     status = {True: "satisfiable", False: "unsatisfiable", None: "unknown"}[answer]
     return {"status": status, "conflicts": int(conflicts),
             "seconds": time.perf_counter() - start}
-
-
-def planted_colourable_graph(n: int, degree: float, K: int = 3, *, seed: int = 0):
-    """Random graph with a planted K-colouring and mean degree ``degree`` (edges only
-    between different colour classes).  Near degree 4.7 for K = 3 such instances are
-    known to be hard for solvers."""
-    rng = make_rng(seed)
-    colour = rng.integers(0, K, n)
-    m = int(round(degree * n / 2))
-    edges = set()
-    while len(edges) < m:
-        u, v = rng.integers(0, n, 2)
-        if colour[u] != colour[v]:
-            edges.add((min(u, v), max(u, v)))
-    return np.array(sorted(edges)), colour
 
 
 # -------------------------------------------------------------------------------- scoring
@@ -613,43 +614,98 @@ def _contract(embedded: list, core):
 def _predict_all(E, core):
     """f for every token tuple: (R, N ** I), tuple (n_1, ..., n_I) at index
     ``((n_1 N + n_2) N + ...) N + n_I``.  ``E`` is (R, I, N, m), ``core`` (R, m, ..., m)."""
-    import torch
-
     out = core
     for i in range(E.shape[1]):              # contract the leading m axis, append an N axis
         out = torch.einsum("rna,ra...->r...n", E[:, i], out)  # (R, m.., N..)
     return out.reshape(out.shape[0], -1)
 
 
+class Multilinear(nn.Module):
+    """R multilinear models side by side: embeddings ``E`` (R, I, N, m) and cores ``T``
+    (R, m, ..., m), drawn from ``seed`` (an int, through ``make_generator(seed, device)``,
+    or a ``torch.Generator`` on ``device``; never torch's global RNG);
+    ``f(x) = T(E_1[x_1], ..., E_I[x_I])``.
+
+    ``model(tokens)`` with tokens (R, S, I) returns f on those tuples, (R, S); with
+    ``dense=True`` it returns f on every token tuple, (R, N ** I), and the loss reads the
+    samples through their tuple counts.
+    """
+
+    def __init__(self, runs: int, I: int, N: int, m: int, *,  # noqa: E741
+                 init: float = 0.1, seed=0, device=None, dense: bool = False):
+        super().__init__()
+        device = check_device("device", device)
+        generator = seed if isinstance(seed, torch.Generator) else make_generator(seed, device)
+        self.E = nn.Parameter(init * torch.randn(runs, I, N, m, generator=generator,
+                                                 device=device))          # (R, I, N, m)
+        self.T = nn.Parameter(init * torch.randn(runs, *([m] * I), generator=generator,
+                                                 device=device))          # (R, m, ..., m)
+        self.dense = dense
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        if self.dense:
+            return _predict_all(self.E, self.T)                          # (R, N ** I)
+        runs = torch.arange(self.E.shape[0], device=tokens.device)[:, None]
+        embedded = [self.E[:, i][runs, tokens[:, :, i]]                 # I x (R, S, m)
+                    for i in range(self.E.shape[1])]
+        return _contract(embedded, self.T)                               # (R, S)
+
+
+@dataclass
+class EmbeddingFit:
+    """What :func:`train_embeddings` returns (NumPy arrays on the CPU)."""
+
+    embeddings: np.ndarray      # (R, I, N, m) after the last step
+    core: np.ndarray            # (R, m, ..., m) learned core tensors
+    history: History            # training.History (per-run losses in member_loss)
+    snapshots: dict             # step -> embeddings (R, I, N, m) at that step
+
+    @property
+    def losses(self) -> np.ndarray:
+        """Training loss of every run at every step, (steps, R)."""
+        return np.asarray(self.history.member_loss, dtype=float)
+
+    @property
+    def final_loss(self) -> np.ndarray:
+        """Training loss of every run at the last step, (R,)."""
+        return self.losses[-1]
+
+
 def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa: E741
                      steps: int = 2000, lr: float = 0.05, init: float = 0.1,
-                     seed: int = 0, snapshot_every: int | None = None,
+                     seed=0, snapshot_every: int | None = None,
                      progress: bool = False, dense: bool | None = None,
-                     per_run: bool = False):
+                     device=None) -> EmbeddingFit:
     """Fit R multilinear models at once, one per (x, y) pair, by full-batch Adam.
 
     Model: every token n of group i has an embedding ``E_i[n]`` in R^m, and
     ``f(x) = T(E_1[x_1], ..., E_I[x_I])`` for a learned tensor T; squared loss on the
     labels (centred and scaled per run).  Runs may have different numbers of samples
-    (padded and masked).  Returns ``(embeddings (R, I, N, m), losses (steps,),
-    snapshots {step: embeddings})`` as NumPy arrays; losses are the mean over runs, or
-    (steps, R), one column per run, with ``per_run=True``.
+    (padded and masked).  Training goes through :func:`seqtheory.training.train` (AdamW
+    without weight decay, which is Adam; no gradient clipping; every step sees all samples)
+    with the (R,) per-run losses, so each run gets its own gradient.  ``seed`` (an int,
+    through :func:`~seqtheory.utils.make_generator`, or a ``torch.Generator``) draws the
+    initial weights on ``device``;
+    ``snapshot_every`` keeps the embeddings every so many steps.  Returns an
+    :class:`EmbeddingFit`: final embeddings and cores, the History (per-run losses in
+    ``member_loss``) and the snapshots, as NumPy arrays on the CPU.
 
     The loss depends on the samples only through how often each token tuple occurs and
     the sum of its labels, so for small tables (``dense``; default: N ** I <=
     ``DENSE_CELLS``) it is computed from f on all N ** I tuples — a few small matrix
     products, whatever the number of samples — and otherwise sample by sample.
     """
-    import torch
-
     if len(xs) != len(ys) or not xs:
         raise ValueError("xs and ys must be non-empty lists of the same length")
     N, m = check_int("N", N, minimum=1), check_int("m", m, minimum=1)
     I = check_int("I", I, minimum=1)  # noqa: E741
+    steps = check_int("steps", steps, minimum=1)
+    if snapshot_every is not None:
+        check_int("snapshot_every", snapshot_every, minimum=1)
+    dev = check_device("device", device)
     if dense is None:
         dense = N**I <= DENSE_CELLS
     R, S = len(xs), max(len(x) for x in xs)
-    gen = make_generator(seed)
     X = torch.zeros(R, S, I, dtype=torch.long)
     Y = torch.zeros(R, S)
     W = torch.zeros(R, S)
@@ -662,39 +718,34 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
         X[r, : len(x)] = torch.as_tensor(x)
         Y[r, : len(y)] = torch.as_tensor(y, dtype=torch.float32)
         W[r, : len(y)] = 1.0 / len(y)
-    E = (init * torch.randn(R, I, N, m, generator=gen)).requires_grad_()
-    T = (init * torch.randn(R, *([m] * I), generator=gen)).requires_grad_()
-    opt = torch.optim.Adam([E, T], lr=lr)
-    runs = torch.arange(R)[:, None]
+    X, Y, W = X.to(dev), Y.to(dev), W.to(dev)                            # once
+    model = Multilinear(R, I, N, m, init=init, seed=seed, dense=dense, device=dev)
     if dense:  # sum_s w_s (f(x_s) - y_s)^2 = sum_t (C_t f_t^2 - 2 Y_t f_t) + sum_s w_s y_s^2
-        flat = torch.zeros(R, S, dtype=torch.long)
+        flat = torch.zeros(R, S, dtype=torch.long, device=dev)
         for i in range(I):
             flat = flat * N + X[:, :, i]                                # (R, S) tuple index
-        C = torch.zeros(R, N**I).scatter_add_(1, flat, W)              # weight of each tuple
-        Ysum = torch.zeros(R, N**I).scatter_add_(1, flat, W * Y)       # weighted label sum
+        C = torch.zeros(R, N**I, device=dev).scatter_add_(1, flat, W)   # weight of each tuple
+        Ysum = torch.zeros(R, N**I, device=dev).scatter_add_(1, flat, W * Y)  # label sums
         const = (W * Y**2).sum(1)                                       # (R,)
-    losses, snaps = [], {}
-    for step in progress_bar(range(steps + 1), desc="gradient descent", disable=not progress):
-        if snapshot_every and step % snapshot_every == 0:
-            snaps[step] = E.detach().numpy().copy()
-        if step == steps:
-            break
-        if dense:
-            f = _predict_all(E, T)                                      # (R, N ** I)
-            loss_r = ((C * f - 2 * Ysum) * f).sum(1) + const            # (R,)
-        else:
-            embedded = [E[:, i][runs, X[:, :, i]] for i in range(I)]   # I x (R, S, m)
-            loss_r = (W * (_contract(embedded, T) - Y) ** 2).sum(1)    # (R,)
-        loss = loss_r.sum()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss_r.detach().numpy().copy() if per_run else loss.item() / R)
-    return E.detach().numpy(), np.array(losses), snaps
+
+        def loss_fn(f, _):                                              # f: (R, N ** I)
+            return ((C * f - 2 * Ysum) * f).sum(1) + const              # (R,)
+    else:
+        def loss_fn(f, y):                                              # f: (R, S)
+            return (W * (f - y) ** 2).sum(1)                            # (R,)
+
+    snap_steps = tuple(range(0, steps + 1, snapshot_every)) if snapshot_every else ()
+    hist = train(model, lambda step: (X, Y), loss_fn=loss_fn, steps=steps, lr=lr,
+                 optimizer="adamw", weight_decay=0.0, grad_clip=None, eval_every=steps,
+                 snapshot_steps=snap_steps, progress=progress, desc="gradient descent")
+    snaps = {step: state["E"].numpy() for step, state in hist.snapshots.items()}
+    hist.snapshots = {}                                                 # kept as embeddings
+    return EmbeddingFit(embeddings=to_numpy(model.E), core=to_numpy(model.T), history=hist,
+                        snapshots=snaps)
 
 
 def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
-           seed: int = 0) -> np.ndarray:
+           seed=0) -> np.ndarray:
     """Cluster each set of points (B, N, m) into K groups; labels (B, N).
 
     Batched Lloyd iterations from k-means++ starts; the restart with the smallest
@@ -707,7 +758,7 @@ def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
     K = check_int("K", K, minimum=1)
     if K > N:
         raise ValueError(f"cannot make K={K} clusters of {N} points")
-    rng = make_rng(seed)
+    rng = _as_rng(seed)
     best_cost = np.full(B, np.inf)
     best = np.zeros((B, N), dtype=np.int64)
     for _ in range(restarts):
@@ -735,26 +786,63 @@ def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
 # ------------------------------------------------------------------------------- experiments
 @dataclass(frozen=True)
 class PartitionSetup:
-    """Sizes of the partitions chapter's experiments."""
+    """Sizes of the partitions chapter's experiments (K classes, I groups, binary g)."""
 
     K: int = 3                          # classes per group
     I: int = 3                          # groups  # noqa: E741
+    balanced: bool = True               # balanced classes (else Dirichlet(1) proportions)
+    # Experiment 1: SAT recovery thresholds
     sizes: tuple = (16, 32, 64, 128)    # N, tokens per group
-    cs: tuple = (1, 2, 3, 4, 6, 8, 10)  # c = S / (N ln N) on the recovery plot
-    trials: int = 30                    # planted instances per N (recovery thresholds)
-    gd_N: int = 32
-    gd_sizes: tuple = (16, 32)          # N for gradient descent (gd_N is the main one)
-    gd_cs: tuple = (4, 8, 12, 16, 32)
-    gd_runs: int = 8                    # trained together as one tensor program
-    gd_steps: int = 1500
-    colouring_sizes: tuple = (100, 200, 300, 350)
-    colouring_graphs: int = 3
+    trials: int = 30                    # planted instances per N
+    c_max: float = 16.0                 # threshold search up to S = c_max N ln N
+    # Experiment 2: solver effort
+    colouring_sizes: tuple = (100, 200, 300, 350)  # graph vertices n, at degree 4.6
+    colouring_graphs: int = 3           # random graphs per point
+    colouring_n: int = 200              # vertices for the sweep over the mean degree
     colouring_degrees: tuple = (3.0, 4.0, 4.3, 4.6, 5.0, 6.0)
     effort_sizes: tuple = (64, 128)     # N for solver effort against c (planted)
     effort_cs: tuple = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0)
-    effort_trials: int = 6
+    effort_trials: int = 6              # planted instances per (N, c)
+    # Experiment 3: gradient descent on embeddings
+    gd_N: int = 32                      # the main N (of gd_sizes) for figures
+    gd_sizes: tuple = (16, 32)          # N for gradient descent
+    gd_cs: tuple = (4, 8, 12, 16, 32)   # c = S / (N ln N)
+    gd_runs: int = 8                    # instances per (N, c), trained as one tensor program
+    gd_steps: int = 1500                # full-batch Adam steps
+    gd_lr: float = 0.03                 # Adam's learning rate
+    gd_noise: float = 0.0               # fraction of flipped labels
+    gd_snapshot_every: int = 50         # keep the embeddings every this many steps
+    # variations
     variation_trials: int = 30          # imbalanced instances at N = 32
     unknown_k_trials: int = 8           # instances for the unknown-K variation
+
+    def __post_init__(self) -> None:
+        check_int("K", self.K, minimum=2)
+        check_int("I", self.I, minimum=1)
+        if not isinstance(self.balanced, bool):
+            raise TypeError(f"balanced must be a bool, got {self.balanced!r}")
+        for name in ("sizes", "colouring_sizes", "effort_sizes", "gd_sizes"):
+            values = getattr(self, name)
+            if not isinstance(values, tuple) or not values:
+                raise TypeError(f"{name} must be a non-empty tuple, got {values!r}")
+            for v in values:
+                check_int(f"{name} entry", v, minimum=self.K if name != "colouring_sizes"
+                          else 2)
+        for name in ("colouring_degrees", "effort_cs", "gd_cs"):
+            values = getattr(self, name)
+            if not isinstance(values, tuple) or not values:
+                raise TypeError(f"{name} must be a non-empty tuple, got {values!r}")
+            for v in values:
+                check_float(f"{name} entry", v, low=0.0, low_open=True)
+        for name in ("trials", "colouring_graphs", "effort_trials", "gd_runs", "gd_steps",
+                     "gd_snapshot_every", "variation_trials", "unknown_k_trials"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("colouring_n", self.colouring_n, minimum=2)
+        check_float("c_max", self.c_max, low=0.0, low_open=True)
+        check_float("gd_lr", self.gd_lr, low=0.0, low_open=True)
+        check_float("gd_noise", self.gd_noise, low=0.0, high=1.0)
+        if self.gd_N not in self.gd_sizes:
+            raise ValueError(f"gd_N ({self.gd_N}) must be one of gd_sizes {self.gd_sizes}")
 
 
 #: CPU default and FULL=1 sizes of the partitions chapter
@@ -771,60 +859,222 @@ def samples_for(c: float, N: int) -> int:
     return max(1, int(round(c * N * math.log(N))))
 
 
-def recovery_sweep(sizes, cs, trials: int, *, K: int = 3, I: int = 3,  # noqa: E741
-                   g_known: bool = True, balanced: bool = True, seed: int = 0,
-                   progress: bool = True) -> dict:
-    """Exact-recovery rate by SAT for every (N, c): ``{(N, c): (rate, mean seconds)}``.
+def _base(seed: int | None) -> int:
+    """The experiment's base seed: ``seed``, or the book's base seed when it is None.
 
-    Recovery = the consistent partition is unique and equals the planted one (up to
-    relabelling).  Instance t of every cell uses seed ``seed + t``.
+    Inside an experiment, logical seed k (instance t uses k = t, its samples 10_000 + t,
+    ...) becomes :func:`_seed_under` ``(base, k)``: with ``seed=None`` exactly the draws
+    that ``planted_problem(seed=k)`` makes under ``SEQTHEORY_SEED``, and with an explicit
+    ``seed`` the same bits whatever the environment says.
+    """
+    if seed is None:
+        return base_seed()
+    seed = check_int("seed", seed, minimum=0)
+    if seed > _SEED_MAX:
+        raise ValueError(f"seed must be in 0..2**63-1, got {seed}")
+    return seed
+
+
+def _cpu_only(device) -> str:
+    """Validate ``device`` for a SAT experiment, which runs on the CPU whatever it names."""
+    check_device("device", device)
+    return "cpu"
+
+
+@dataclass
+class ThresholdResult:
+    """What :func:`run_thresholds` returns: the smallest recovering S of every instance."""
+
+    setup: PartitionSetup
+    seed: int
+    device: str
+    seconds: float
+    thresholds: dict            # N -> (trials,) smallest S that recovers each instance
+    problems: dict              # N -> [PartitionProblem] of the instances
+
+    def rate_at(self, N: int, c: float) -> float:
+        """Fraction of the instances of size N recovered with S = c N ln N samples."""
+        return float(np.mean(self.thresholds[N] <= samples_for(c, N)))
+
+    def s50(self) -> np.ndarray:
+        """Median threshold divided by N, S50 / N, for every N in ``setup.sizes``."""
+        return np.array([np.median(self.thresholds[N]) / N for N in self.setup.sizes])
+
+
+def run_thresholds(setup: PartitionSetup, *, seed: int | None = None, device=None,
+                   progress: bool = True) -> ThresholdResult:
+    """Experiment 1: :func:`recovery_threshold` for ``setup.trials`` planted instances of
+    every N in ``setup.sizes`` (balanced or not, g known), searched up to
+    ``S = setup.c_max N ln N``.
+
+    Instance t uses the logical seeds t (problem) and ``10_000 + t`` (samples) under base
+    seed ``seed`` (default: the book's base seed; see :func:`_base`).  The SAT solver runs
+    on the CPU: ``device`` is only validated.  The exact-recovery rate at any S is the
+    fraction of instances with threshold <= S (:meth:`ThresholdResult.rate_at`).
+    """
+    seed, ran_on = _base(seed), _cpu_only(device)
+    start = time.perf_counter()
+    thresholds: dict = {}
+    problems: dict = {}
+    cells = [(N, t) for N in setup.sizes for t in range(setup.trials)]
+    for N, t in progress_bar(cells, desc="SAT thresholds", disable=not progress):
+        pb = planted_problem(N, setup.K, setup.I, balanced=setup.balanced,
+                             seed=_rng_under(seed, t))
+        S = recovery_threshold(pb, samples_for(setup.c_max, N),
+                               seed=_rng_under(seed, 10_000 + t))
+        thresholds.setdefault(N, []).append(S)
+        problems.setdefault(N, []).append(pb)
+    return ThresholdResult(setup=setup, seed=seed, device=ran_on,
+                           seconds=time.perf_counter() - start,
+                           thresholds={N: np.array(v) for N, v in thresholds.items()},
+                           problems=problems)
+
+
+@dataclass
+class EffortResult:
+    """What :func:`run_effort` returns: solver conflicts on colouring and planted instances.
+
+    ``by_size[family]`` is an array of rows ``(Boolean variables, conflicts, seconds)``
+    for the families ``"colouring, degree 4.6"`` and ``"planted, c = 4"``.
     """
 
-
-    out = {}
-    cells = [(N, c) for N in sizes for c in cs]
-    for N, c in progress_bar(cells, desc="SAT recovery", disable=not progress):
-        hits, secs = 0, 0.0
-        for t in range(trials):
-            pb = planted_problem(N, K, I, balanced=balanced, seed=seed + t)
-            x, y = sample(pb, samples_for(c, N), seed=10_000 + seed + t)
-            res = solve_partitions(x, y, N, K, g=pb.g if g_known else None)
-            hits += res.status == "unique" and same_partition(res.labels, pb.labels)
-            secs += res.seconds
-        out[N, c] = (hits / trials, secs / trials)
-    return out
+    setup: PartitionSetup
+    seed: int
+    device: str
+    seconds: float
+    by_size: dict               # family -> (rows, 3) array: variables, conflicts, seconds
+    by_degree: dict             # mean degree -> (colouring_graphs,) conflicts, n = colouring_n
+    by_c: dict                  # (N, c) -> (effort_trials,) conflicts of planted instances
 
 
-def gd_sweep(N: int, cs, runs: int, *, K: int = 3, I: int = 3, steps: int = 1500,  # noqa: E741
-             lr: float = 0.03, noise: float = 0.0, seed: int = 0,
-             snapshot_every: int | None = None, progress: bool = True) -> dict:
-    """Gradient descent on embeddings, then k-means: for each c, the recovery rate and
-    mean adjusted Rand index over ``runs`` planted instances trained as one program.
+def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
+               progress: bool = True) -> EffortResult:
+    """Experiment 2: how hard the SAT solver works (:func:`solver_effort`).
 
-    Returns ``{c: {"recovery", "ari", "recovered", "aris", "embeddings", "labels",
-    "problems", "samples", "snapshots", "losses", "final_loss"}}`` (``samples``: each
-    instance's training samples ``(x, y)``); ``recovered``, ``aris`` and
-    ``final_loss`` (training loss after the last step; standardised labels, so 1 is the
-    loss of predicting the mean and the planted partitions reach 0) are per instance,
-    ``losses`` the mean training curve.
+    Colouring instances of random graphs (the shared-partition variant) at mean degree 4.6
+    for every n in ``setup.colouring_sizes``, next to planted instances at c = 4 with as
+    many Boolean variables (N = n / I); colouring instances of ``setup.colouring_n``
+    vertices against the mean degree; planted instances against c for every N in
+    ``setup.effort_sizes``.  Graph / instance s (and its samples) uses the logical seed s
+    under base seed ``seed`` (default: the book's base seed; see :func:`_base`).  The solver
+    runs on the CPU: ``device`` is only validated.
     """
+    seed, ran_on = _base(seed), _cpu_only(device)
+    K, I = setup.K, setup.I  # noqa: E741
+    start = time.perf_counter()
+    jobs = ([("size", n, s) for n in setup.colouring_sizes
+             for s in range(setup.colouring_graphs)]
+            + [("degree", d, s) for d in setup.colouring_degrees
+               for s in range(setup.colouring_graphs)]
+            + [("c", (N, c), s) for N in setup.effort_sizes for c in setup.effort_cs
+               for s in range(setup.effort_trials)])
+    by_size: dict = {"colouring, degree 4.6": [], "planted, c = 4": []}
+    by_degree: dict = {d: [] for d in setup.colouring_degrees}
+    by_c: dict = {(N, c): [] for N in setup.effort_sizes for c in setup.effort_cs}
+    for kind, key, s in progress_bar(jobs, desc="solver effort", disable=not progress):
+        if kind == "size":
+            n = key
+            gx, gy, gg = colouring_instance(random_graph(n, 4.6, seed=_rng_under(seed, s)), n)
+            e = solver_effort(gx, gy, n, 3, g=gg, shared=True)
+            by_size["colouring, degree 4.6"].append((3 * n, e["conflicts"], e["seconds"]))
+            N = n // I                       # same number of variables: I * N * K = 3 n
+            pb = planted_problem(N, K, I, seed=_rng_under(seed, s))
+            px, py = sample(pb, samples_for(4, N), seed=_rng_under(seed, s))
+            e = solver_effort(px, py, N, K, g=pb.g)
+            by_size["planted, c = 4"].append((I * N * K, e["conflicts"], e["seconds"]))
+        elif kind == "degree":
+            n = setup.colouring_n
+            gx, gy, gg = colouring_instance(random_graph(n, key, seed=_rng_under(seed, s)), n)
+            by_degree[key].append(solver_effort(gx, gy, n, 3, g=gg, shared=True)["conflicts"])
+        else:
+            N, c = key
+            pb = planted_problem(N, K, I, seed=_rng_under(seed, s))
+            px, py = sample(pb, samples_for(c, N), seed=_rng_under(seed, s))
+            by_c[key].append(solver_effort(px, py, N, K, g=pb.g)["conflicts"])
+    return EffortResult(setup=setup, seed=seed, device=ran_on,
+                        seconds=time.perf_counter() - start,
+                        by_size={k: np.array(v, dtype=float) for k, v in by_size.items()},
+                        by_degree={k: np.array(v) for k, v in by_degree.items()},
+                        by_c={k: np.array(v) for k, v in by_c.items()})
 
 
-    out = {}
-    for c in progress_bar(list(cs), desc="gradient descent", disable=not progress):
-        problems = [planted_problem(N, K, I, seed=seed + r) for r in range(runs)]
-        data = [sample(pb, samples_for(c, N), seed=20_000 + seed + r, noise=noise)
-                for r, pb in enumerate(problems)]
-        emb, losses, snaps = train_embeddings([d[0] for d in data], [d[1] for d in data],
-                                              N, I, m=K, steps=steps, lr=lr, seed=seed,
-                                              snapshot_every=snapshot_every, per_run=True)
-        labels = kmeans(emb.reshape(-1, N, K), K).reshape(runs, I, N)
-        rec = [same_partition(labels[r], problems[r].labels) for r in range(runs)]
+@dataclass
+class GDCell:
+    """Gradient descent at one (N, c): ``setup.gd_runs`` planted instances trained as one
+    program, then k-means on each group's embeddings."""
+
+    N: int
+    c: float
+    problems: list              # the planted instances
+    samples: list               # each instance's training samples (x, y)
+    fit: EmbeddingFit           # embeddings, history (per-run losses), snapshots
+    labels: np.ndarray          # (runs, I, N) k-means classes
+    recovered: np.ndarray       # (runs,) exact recovery (up to relabelling)
+    aris: np.ndarray            # (runs,) adjusted Rand index, mean over groups
+
+    @property
+    def recovery(self) -> float:
+        """Fraction of the instances recovered exactly."""
+        return float(np.mean(self.recovered))
+
+    @property
+    def ari(self) -> float:
+        """Mean adjusted Rand index over the instances."""
+        return float(np.mean(self.aris))
+
+    @property
+    def final_loss(self) -> np.ndarray:
+        """Training loss of every instance after the last step, (runs,); standardised
+        labels, so 1 is the loss of predicting the mean and the planted partitions reach 0."""
+        return self.fit.final_loss
+
+
+@dataclass
+class GDResult:
+    """What :func:`run_gradient_descent` returns: one :class:`GDCell` per (N, c)."""
+
+    setup: PartitionSetup
+    seed: int
+    device: str
+    seconds: float
+    cells: dict                 # (N, c) -> GDCell
+
+    def __getitem__(self, key) -> GDCell:
+        """``result[N, c]``: the cell for size N and sample ratio c."""
+        return self.cells[key]
+
+
+def run_gradient_descent(setup: PartitionSetup, *, seed: int | None = None, device=None,
+                         progress: bool = True) -> GDResult:
+    """Experiment 3: gradient descent on embeddings (:func:`train_embeddings`, m = K), then
+    :func:`kmeans`, for every N in ``setup.gd_sizes`` and c in ``setup.gd_cs``.
+
+    At each (N, c), instance r uses the logical seeds r (problem) and ``20_000 + r``
+    (samples, label noise ``setup.gd_noise``); the ``setup.gd_runs`` instances are trained
+    together from initial weights of logical seed 0, and k-means uses logical seed 0 —
+    all under base seed ``seed`` (default: the book's base seed; see :func:`_base`).
+    Training runs on ``device`` (default the CPU); results come back as NumPy arrays.
+    """
+    seed = _base(seed)
+    dev = check_device("device", device)
+    K, I, R = setup.K, setup.I, setup.gd_runs  # noqa: E741
+    start = time.perf_counter()
+    cells = {}
+    jobs = [(N, c) for N in setup.gd_sizes for c in setup.gd_cs]
+    for N, c in progress_bar(jobs, desc="gradient descent", disable=not progress):
+        problems = [planted_problem(N, K, I, seed=_rng_under(seed, r)) for r in range(R)]
+        data = [sample(pb, samples_for(c, N), seed=_rng_under(seed, 20_000 + r),
+                       noise=setup.gd_noise) for r, pb in enumerate(problems)]
+        init = torch.Generator(device=dev).manual_seed(_seed_under(seed, 0))
+        fit = train_embeddings([d[0] for d in data], [d[1] for d in data], N, I, m=K,
+                               steps=setup.gd_steps, lr=setup.gd_lr, seed=init,
+                               snapshot_every=setup.gd_snapshot_every, device=dev)
+        labels = kmeans(fit.embeddings.reshape(-1, N, K), K,
+                        seed=_rng_under(seed, 0)).reshape(R, I, N)
+        rec = [same_partition(labels[r], problems[r].labels) for r in range(R)]
         ari = [np.mean([adjusted_rand_index(labels[r, i], problems[r].labels[i])
-                        for i in range(I)]) for r in range(runs)]
-        out[c] = {"recovery": float(np.mean(rec)), "ari": float(np.mean(ari)),
-                  "recovered": np.array(rec), "aris": np.array(ari),
-                  "embeddings": emb, "labels": labels, "problems": problems,
-                  "samples": data, "snapshots": snaps, "losses": losses.mean(1),
-                  "final_loss": losses[-1]}
-    return out
+                        for i in range(I)]) for r in range(R)]
+        cells[N, c] = GDCell(N=N, c=c, problems=problems, samples=data, fit=fit,
+                             labels=labels, recovered=np.array(rec), aris=np.array(ari))
+    return GDResult(setup=setup, seed=seed, device=str(dev),
+                    seconds=time.perf_counter() - start, cells=cells)

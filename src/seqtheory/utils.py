@@ -113,31 +113,34 @@ def base_seed() -> int:
     return value
 
 
-def derive_seed(seed: int = 0) -> int:
+def derive_seed(seed: int = 0, base: int | None = None) -> int:
     """The seed actually used for the logical seed ``seed`` under the base seed.
 
     Base seed 0 keeps every seed as written (``derive_seed(k) == k``); any other base maps
     the pair (base, k) through NumPy's ``SeedSequence`` to an unrelated 63-bit seed, so
-    seeds 0, 1, 2, ... of one base never meet those of another.
+    seeds 0, 1, 2, ... of one base never meet those of another.  ``base`` defaults to
+    :func:`base_seed` (``SEQTHEORY_SEED``); an experiment's ``seed`` argument passes it
+    explicitly, so that the argument fixes the bits whatever the environment says.
     """
     seed = check_int("seed", seed, minimum=0)
     if seed > _SEED_MAX:
         raise ValueError(f"seed must be in 0..2**63-1, got {seed}")
-    base = base_seed()
+    base = base_seed() if base is None else check_int("base", base, minimum=0)
     if base == 0:
         return seed
     words = np.random.SeedSequence([seed, base]).generate_state(2, dtype=np.uint32)
     return int((int(words[0]) << 31) ^ int(words[1])) & _SEED_MAX
 
 
-def make_generator(seed: int = 0, device: str | torch.device = "cpu") -> torch.Generator:
-    """A ``torch.Generator`` seeded with :func:`derive_seed` ``(seed)``."""
-    return torch.Generator(device=device).manual_seed(derive_seed(seed))
+def make_generator(seed: int = 0, device: str | torch.device = "cpu", *,
+                   base: int | None = None) -> torch.Generator:
+    """A ``torch.Generator`` on ``device`` seeded with :func:`derive_seed` ``(seed, base)``."""
+    return torch.Generator(device=device).manual_seed(derive_seed(seed, base))
 
 
-def make_rng(seed: int = 0) -> np.random.Generator:
-    """A NumPy ``Generator`` seeded with :func:`derive_seed` ``(seed)``."""
-    return np.random.default_rng(derive_seed(seed))
+def make_rng(seed: int = 0, *, base: int | None = None) -> np.random.Generator:
+    """A NumPy ``Generator`` seeded with :func:`derive_seed` ``(seed, base)``."""
+    return np.random.default_rng(derive_seed(seed, base))
 
 
 class seeded:
