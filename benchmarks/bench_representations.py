@@ -1,4 +1,5 @@
-"""Speed of the universality chapter's routines: CKA, affine stitching, batched training.
+"""Speed of the universality chapter's routines (seqtheory.similarity and
+seqtheory.knowledge_graphs): CKA, affine stitching, batched training.
 
 Run:  python benchmarks/bench_representations.py
 
@@ -16,14 +17,8 @@ import time
 import numpy as np
 import torch
 
-from seqtheory.representations import (
-    FamilyForest,
-    debiased_cka,
-    kinship_data,
-    linear_cka,
-    stitch,
-    train_kinship,
-)
+from seqtheory.knowledge_graphs import FamilyForest, kinship_data, train_kinship
+from seqtheory.similarity import debiased_cka, linear_cka, stitch
 
 
 def timed(fn, repeat: int = 1) -> float:

@@ -1,27 +1,52 @@
-"""Unit tests for seqtheory.representations: the family-tree knowledge graph, CKA, the
-kinship models and affine stitching."""
-import numpy as np
-import pytest
-import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
+"""Unit tests for the universality chapter's modules: seqtheory.knowledge_graphs (the
+family-tree knowledge graph and the kinship models), seqtheory.similarity (CKA and affine
+stitching) and seqtheory.representations (the experiment: setup, run, result)."""
+import matplotlib
 
-from seqtheory.representations import (
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from seqtheory.knowledge_graphs import (  # noqa: E402
     KINSHIP,
     RELATIONS,
     FamilyForest,
+    KinshipData,
     KinshipModels,
     accuracy,
-    affine_align,
+    automorphism_count,
+    kinship_data,
+    per_model_loss,
+    plot_embedding,
+    plot_forest,
+    seen_closure,
+    train_kinship,
+)
+from seqtheory.representations import (  # noqa: E402
+    SETUP,
+    RepresentationResult,
+    RepresentationSetup,
+    kinship_task,
+    plot_stitching,
+    plot_zone,
+    run,
+)
+from seqtheory.similarity import (  # noqa: E402
+    affine_r2,
     cka_across_seeds,
     compare_models,
     debiased_cka,
-    kinship_data,
     linear_cka,
     pca_2d,
     stitch,
     stitch_controls,
-    train_kinship,
+    stitch_restarts,
 )
 
 
@@ -173,7 +198,9 @@ def test_training_fits_and_stitching_controls(small):
     forest, data = small
     models, hist = train_kinship(data, (6,), (0, 1), steps=400, weight_decay=0.1,
                                  progress=False)
-    assert hist.final("train acc") > 0.95
+    assert hist.final("train acc").mean() > 0.95
+    assert hist.metric("held-out acc")[1].shape == (5, 2)         # (evals, models)
+    assert hist.losses().shape == (400, 2)                          # one loss per model
     own = accuracy(models, data)
     # stitching a model into itself recovers its own accuracy (least-squares start)
     self_st = stitch([models.embedding(0), models.embedding(1)], models, data, steps=20)
@@ -187,7 +214,9 @@ def test_training_fits_and_stitching_controls(small):
     res = stitch_controls(models, data, steps=100)
     assert set(res) == {"own", "across seeds", "random"}
     assert (res["random"] < res["own"]).all()
-    assert set(cka_across_seeds(models)) == {6}
+    cka = cka_across_seeds(models)
+    assert set(cka) == {6} and cka[6].shape == (1,)                 # one pair of seeds
+    assert cka[6][0] == pytest.approx(debiased_cka(models.embedding(0), models.embedding(1)))
     out = compare_models(models, 1, models, 0, data, steps=50)
     assert out["mapped"].shape == (forest.n, 6) and 0 <= out["stitched"] <= 1
 
@@ -207,11 +236,9 @@ def test_stitch_errors(small):
         stitch(torch.zeros(forest.n, 3), "model", data)
 
 
-def test_alignment_helpers():
+def test_pca_2d():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((30, 4))
-    A, c = rng.standard_normal((4, 3)), rng.standard_normal(3)
-    assert np.allclose(affine_align(X, X @ A + c), X @ A + c)
     coords = pca_2d(X)
     assert coords.shape == (30, 2)
     assert np.var(coords[:, 0]) >= np.var(coords[:, 1])
@@ -254,7 +281,6 @@ def _brute_automorphisms(f):
 
 
 def test_automorphism_count():
-    from seqtheory.representations import automorphism_count
     f = FamilyForest.generate(n_families=2, generations=4, children=(2, 2), seed=0)
     assert automorphism_count(f) == 2**17
     for args in [(2, 2, (2, 2), 0), (1, 3, (1, 2), 5)]:         # brute force on tiny forests
@@ -267,7 +293,6 @@ def test_automorphism_count():
 
 @pytest.mark.parametrize("fraction, seed", [(0.8, 0), (0.5, 1), (0.3, 2)])
 def test_seen_closure_is_sound_and_complete_on_full_data(fraction, seed):
-    from seqtheory.representations import KinshipData, seen_closure
     f = FamilyForest.generate(n_families=2, generations=4, children=(2, 3), seed=seed)
     data = kinship_data(f, fraction, seed=seed)
     K, truth = seen_closure(data), f.kinship()
@@ -281,7 +306,6 @@ def test_seen_closure_is_sound_and_complete_on_full_data(fraction, seed):
 
 
 def test_seen_closure_uses_rules_not_just_inverses():
-    from seqtheory.representations import KinshipData, seen_closure
     f = FamilyForest.generate(n_families=1, generations=3, children=(2, 2), seed=0)
     data = kinship_data(f, 0.5, seed=0)
     P = f.parent
@@ -299,7 +323,7 @@ def test_bilinear_decoder_trains_and_stitches(small):
     forest, data = small
     models, hist = train_kinship(data, (4, 6), (0, 1), steps=300, weight_decay=0.1,
                                  decoder="bilinear", progress=False)
-    assert models.decoder == "bilinear" and hist.final("train acc") > 0.9
+    assert models.decoder == "bilinear" and hist.final("train acc").mean() > 0.9
     one, _ = train_kinship(data, 6, (1,), steps=300, weight_decay=0.1, decoder="bilinear",
                            progress=False)
     assert torch.allclose(models.embedding(models.index(6, 1)), one.embedding(0), atol=1e-4)
@@ -314,7 +338,6 @@ def test_bilinear_decoder_trains_and_stitches(small):
 
 
 def test_nonlinear_stitch_and_restarts(small):
-    from seqtheory.representations import stitch_restarts
     forest, data = small
     models, _ = train_kinship(data, (4,), (0, 1), steps=300, weight_decay=0.1,
                               progress=False)
@@ -335,10 +358,140 @@ def test_nonlinear_stitch_and_restarts(small):
 
 
 def test_affine_r2():
-    from seqtheory.representations import affine_r2
     rng = np.random.default_rng(0)
     X = rng.standard_normal((50, 3))
     assert affine_r2(X, X @ rng.standard_normal((3, 4)) + 2.0) == pytest.approx(1.0)
     assert affine_r2(X, np.sin(3 * X) ** 2) < 0.5
     with pytest.raises(ValueError, match="constant"):
         affine_r2(X, np.ones((50, 2)))
+    with pytest.raises(ValueError, match="same examples"):
+        affine_r2(X, X[:10])
+
+
+# --------------------------------------------------------------------------- issue 19: shape
+TINY = RepresentationSetup(generations=3, dims=(2, 4), seeds=(0, 1), steps=40,
+                           stitch_steps=10, bilinear_dims=(3,))
+
+
+@pytest.fixture(scope="module")
+def tiny_result():
+    return run(TINY, seed=0, device="cpu", progress=False)
+
+
+def test_per_model_loss_is_each_models_mean():
+    g = torch.Generator().manual_seed(0)
+    logits, labels = torch.randn(3, 7, 5, generator=g), torch.randint(0, 5, (7,), generator=g)
+    losses = per_model_loss(logits, labels)
+    assert losses.shape == (3,)
+    for m in range(3):
+        assert losses[m] == pytest.approx(float(F.cross_entropy(logits[m], labels)))
+
+
+def test_run_is_deterministic_and_returns_the_result(tiny_result):
+    again = run(TINY, seed=0, device="cpu", progress=False)
+    r = tiny_result
+    assert isinstance(r, RepresentationResult) and r.setup is TINY and r.seed == 0
+    assert r.device == "cpu" and r.seconds > 0
+    for wd in TINY.weight_decays:
+        assert torch.equal(r.zoo[wd].embed, again.zoo[wd].embed)
+        assert torch.equal(r.other_zoo[wd].embed, again.other_zoo[wd].embed)
+        assert np.array_equal(r.held_out[wd], again.held_out[wd])
+        assert r.held_out[wd].shape == r.train_acc[wd].shape == (2, 2)
+        for name in ("own", "across seeds", "random", "other graph"):
+            assert np.array_equal(r.stitched[wd][name], again.stitched[wd][name]), name
+        assert np.array_equal(r.cka[wd], again.cka[wd]) and r.cka[wd].shape == (2, 1)
+        assert np.array_equal(r.cka_random[wd], again.cka_random[wd])
+        assert r.zoo[wd].embed.device.type == "cpu"
+    assert torch.equal(r.bilinear.embed, again.bilinear.embed)
+    assert r.bilinear.decoder == "bilinear" and r.bilinear.dims == (3, 3)
+    assert set(r.starved) == {0.5, TINY.train_fraction}
+    assert np.array_equal(r.starved[0.5], again.starved[0.5])
+    assert r.histories["zoo, wd 0.0"].losses().shape == (TINY.steps, 4)
+    # the models are the ones train_kinship makes from the same seeds
+    alone, _ = train_kinship(r.data, 4, (1,), hidden=TINY.hidden, steps=TINY.steps,
+                             progress=False)
+    Z = r.zoo[0.0]
+    assert torch.allclose(Z.embedding(Z.index(4, 1)), alone.embedding(0), atol=1e-5)
+
+
+def test_run_seed_draws_everything(tiny_result):
+    task = kinship_task(TINY, seed=0)
+    assert torch.equal(task.data.train, tiny_result.data.train)
+    assert (task.forest.parent == tiny_result.forest.parent).all()
+    assert torch.equal(kinship_task(TINY).data.train, task.data.train)  # None: base seed 0
+    other = run(TINY, seed=5, device="cpu", progress=False)
+    assert not torch.equal(other.zoo[0.0].embed, tiny_result.zoo[0.0].embed)
+    assert not torch.equal(other.data.train, tiny_result.data.train)
+
+
+def test_run_leaves_the_global_rng_alone():
+    state = torch.random.get_rng_state()
+    KinshipModels(10, (2, 3), seeds=(0, 1))
+    KinshipModels(10, 3, seeds=(0,), decoder="bilinear", seed_offset=4)
+    kinship_task(TINY, seed=1)
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_unavailable_device_is_a_clear_error(small):
+    forest, data = small
+    with pytest.raises(ValueError, match="device"):
+        run(TINY, seed=0, device="cuda", progress=False)
+    with pytest.raises(ValueError, match="device"):
+        KinshipModels(forest.n, 2, device="cuda")
+    with pytest.raises(ValueError, match="device"):
+        train_kinship(data, 2, device="cuda", progress=False)
+    m = KinshipModels(forest.n, 2)
+    with pytest.raises(ValueError, match="device"):
+        stitch(m.embedding(0), m, data, device="cuda")
+    with pytest.raises(ValueError, match="device"):
+        data.to("cuda")
+
+
+def test_explicit_cpu_device_gives_the_same_bits(small):
+    forest, data = small
+    a, _ = train_kinship(data, 3, (0,), steps=20, progress=False)
+    b, _ = train_kinship(data, 3, (0,), steps=20, device="cpu", progress=False)
+    assert torch.equal(a.embed, b.embed)
+    assert data.to("cpu") is data and data.device.type == "cpu"
+
+
+def test_setup_validation():
+    assert SETUP.pick("cpu") == RepresentationSetup()
+    assert len(SETUP.pick("full").seeds) > len(SETUP.pick("cpu").seeds)
+    with pytest.raises(ValueError, match="children"):
+        RepresentationSetup(children=(3, 2))
+    with pytest.raises(ValueError, match="train_fraction"):
+        RepresentationSetup(train_fraction=1.0)
+    with pytest.raises(ValueError, match="fractions"):
+        RepresentationSetup(fractions=(0.0,))
+    with pytest.raises(ValueError, match="dims"):
+        RepresentationSetup(dims=())
+    with pytest.raises(ValueError, match="seeds must not repeat"):
+        RepresentationSetup(seeds=(0, 0))
+    with pytest.raises(TypeError, match="dims must be a tuple"):
+        RepresentationSetup(dims=[2, 4])
+    with pytest.raises(ValueError, match="lr"):
+        RepresentationSetup(lr=0.0)
+    with pytest.raises(ValueError, match="steps"):
+        RepresentationSetup(steps=0)
+    with pytest.raises(TypeError, match="RepresentationSetup"):
+        run({"dims": (2,)}, seed=0, device="cpu")
+    with pytest.raises(ValueError, match="seed"):
+        run(TINY, seed=-1, device="cpu")
+
+
+def test_plots_take_the_result(tiny_result):
+    a, b = plot_zone(tiny_result)
+    assert a.get_xlabel() == "embedding size d" and len(a.get_lines()) >= 2
+    axes = plot_stitching(tiny_result)
+    assert len(axes) == len(TINY.weight_decays) + 1
+    ax = plot_forest(tiny_result.forest)
+    assert len(ax.collections) > 0
+    coords = pca_2d(tiny_result.zoo[0.1].embedding(0))
+    plot_embedding(coords, tiny_result.forest, title="B")
+    with pytest.raises(ValueError, match="coords"):
+        plot_embedding(coords[:3], tiny_result.forest)
+    with pytest.raises(TypeError, match="RepresentationResult"):
+        plot_zone("result")
+    plt.close("all")
