@@ -2,15 +2,17 @@
 book/width_and_luck.md.
 
 Trains the chapter's two-layer ReLU networks (n = 30, k = 3, batch 32, SGD lr 0.1, weight
-decay 0.01, hinge loss; seqtheory.parity.WIDTH_LUCK) on every combination of training-set
+decay 0.01, hinge loss; seqtheory.parity.WIDTH_LUCK_SETUP) on every combination of training-set
 size m, width, initialisation (dense / sparse with s = 6) and seed, for STEPS steps, and
 records every EVAL_EVERY steps how many of the seeds of each cell reach the chapter's
 success threshold (test accuracy >= 0.9 on 2,000 fresh examples). With a constant
 learning rate the first t steps of a run are exactly the t-step run, so the record is
 the success rate over (samples x width x steps). All networks of one width train as one
-batched program (seqtheory.parity.ParityMLPs); the random numbers come from CPU
-generators (seqtheory.make_generator(SEED_OFFSET + width), so independent of the
-chapter's own seeds), so a GPU run draws the same data and initialisations as a CPU run.
+batched program (seqtheory.parity.ParityMLPs, trained by seqtheory.parity.train_offline);
+the random numbers come from CPU generators (seqtheory.make_generator(SEED_OFFSET + width),
+so independent of the chapter's own seeds), so a GPU run draws the same data and
+initialisations as a CPU run (unlike seqtheory.parity.run_width_luck, which draws them on
+its device).
 
     python scripts/width_frontier.py --device cuda     # 6 minutes on one H100 (2026-11-23)
     SEQTHEORY_NUM_THREADS=1 python scripts/width_frontier.py --widths 8,32   # a CPU slice
@@ -23,6 +25,7 @@ predates this field).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import platform
@@ -35,8 +38,8 @@ import torch
 
 import seqtheory
 from seqtheory import derive_seed, make_generator, setup_threads
-from seqtheory.parity import WIDTH_LUCK, ParityMLPs, train_offline
-from seqtheory.utils import cpu_name
+from seqtheory.parity import WIDTH_LUCK_SETUP, ParityMLPs, train_offline
+from seqtheory.utils import check_device, cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "width_frontier.json"
 SAMPLES = (100, 150, 200, 300, 400, 600, 800, 1200)
@@ -69,8 +72,8 @@ def main() -> None:
     args = ap.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
     threads = setup_threads()
-    dev = torch.device(args.device)
-    cfg = WIDTH_LUCK.pick("cpu")
+    dev = check_device("--device", args.device)
+    cfg = WIDTH_LUCK_SETUP.pick("cpu")
     device = (f"GPU ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda"
               else f"CPU ({cpu_name()}), {threads} thread(s)")
     combos = [(m, init, r) for m in SAMPLES for init in INITS for r in range(args.seeds)]
@@ -78,7 +81,7 @@ def main() -> None:
             "torch": torch.__version__, "python": platform.python_version(),
             "git_commit": git_commit(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": device, "setup": dict(cfg.__dict__), "samples": list(SAMPLES),
+            "device": device, "setup": dataclasses.asdict(cfg), "samples": list(SAMPLES),
             "widths": [], "inits": list(INITS), "seeds": args.seeds, "steps": args.steps,
             "eval_every": EVAL_EVERY, "seed_offset": SEED_OFFSET,
             "derived_seeds": {}, "seconds": {}}
@@ -90,9 +93,9 @@ def main() -> None:
         g = make_generator(SEED_OFFSET + w)
         nets = ParityMLPs(cfg.n, [w] * len(combos),
                           sparsity=[cfg.sparsity if i == "sparse" else None for _, i, _ in combos],
-                          generator=g).to(dev)
+                          generator=g, device=dev)           # drawn on the CPU, moved to dev
         run = train_offline(nets, list(range(cfg.k)), [m for m, _, _ in combos],
-                            steps=args.steps, batch_size=32, lr=cfg.lr,
+                            steps=args.steps, batch_size=cfg.batch_size, lr=cfg.lr,
                             weight_decay=cfg.weight_decay, eval_every=EVAL_EVERY,
                             generator=g, progress=False)
         hit = run.accuracy >= cfg.success                                 # (E, M)

@@ -1,4 +1,6 @@
-"""Unit tests for seqtheory.parity: task, batched networks, training loops, lottery odds."""
+"""Unit tests for seqtheory.parity: task, batched networks, training loops, lottery odds,
+and the hidden-progress experiments (setup, run, result)."""
+import dataclasses
 import math
 
 import numpy as np
@@ -7,18 +9,35 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from seqtheory import make_generator
 from seqtheory.parity import (
+    SETUP,
+    HiddenProgressResult,
+    HiddenProgressSetup,
     ParityMLPs,
+    ParityRun,
+    WaitingTimeResult,
     expected_lucky_neurons,
     hinge_loss,
     lucky_neuron_probability,
     parity_labels,
     placebo_ratios,
+    plot_waiting_times,
+    run,
+    run_k_sweep,
+    run_n_sweep,
     sparse_parity,
     steps_to_success,
+    stream_generator,
     train_offline,
     train_online,
 )
+from seqtheory.training import History
+
+# a hidden-progress setup small enough for a unit test (n = 8, k = 2 learns in ~100 steps)
+TINY = HiddenProgressSetup(n=8, k=2, width=32, seeds=2, steps=60, eval_every=20, ks=(2, 3),
+                           k_seeds=2, max_steps=80, ns=(6, 8), n_seeds=2, n_eval_every=20,
+                           gradient_ns=(6,), test_size=200)
 
 
 @given(n=st.integers(2, 12), k=st.integers(1, 4), seed=st.integers(0, 1000))
@@ -45,7 +64,7 @@ def test_no_single_bit_correlates_with_a_parity_of_two_or_more():
                                             ([1, 1], "distinct")])
 def test_bad_supports(support, match):
     with pytest.raises(ValueError, match=match):
-        sparse_parity(4, 8, support)
+        sparse_parity(4, 8, support, generator=make_generator(0))
 
 
 def test_batched_networks_are_independent_and_narrow_ones_stay_narrow():
@@ -81,14 +100,15 @@ def test_sparse_initialisation_gives_each_neuron_s_inputs():
 
 
 def test_parity_mlps_bad_inputs():
+    g = make_generator(0)
     with pytest.raises(ValueError, match="sparsity must be in 1..n"):
-        ParityMLPs(5, [3], sparsity=9)
+        ParityMLPs(5, [3], sparsity=9, generator=g)
     with pytest.raises(ValueError, match="entries for 2 networks"):
-        ParityMLPs(5, [3, 3], sparsity=[2])
+        ParityMLPs(5, [3, 3], sparsity=[2], generator=g)
     with pytest.raises(TypeError, match="width must be an int"):
-        ParityMLPs(5, [3.5])
+        ParityMLPs(5, [3.5], generator=g)
     with pytest.raises(ValueError, match="n=5 coordinates"):
-        ParityMLPs(5, [3])(torch.ones(2, 4))
+        ParityMLPs(5, [3], generator=g)(torch.ones(2, 4))
 
 
 def test_online_sgd_learns_a_2_sparse_parity_and_records_progress():
@@ -109,7 +129,6 @@ def test_online_sgd_learns_a_2_sparse_parity_and_records_progress():
 
 
 def test_placebo_ratios_samples_distinct_subsets_when_there_are_many():
-    from seqtheory.parity import ParityRun
     rng = np.random.default_rng(0)
     weight = rng.uniform(0.5, 1.5, size=(3, 2, 20))
     run = ParityRun(np.arange(3), np.zeros((3, 2)), np.zeros((3, 2)), weight, np.zeros((3, 2)),
@@ -130,11 +149,10 @@ def test_offline_training_per_network_sample_sizes():
     # 400 examples suffice for a 2-parity of 8 bits; 16 examples do not
     assert run.accuracy[-1, 1] >= 0.95 and run.accuracy[-1, 0] < 0.9
     with pytest.raises(ValueError, match="positive ints"):
-        train_offline(nets, [0, 1], [0, 5], steps=1, progress=False)
+        train_offline(nets, [0, 1], [0, 5], steps=1, generator=g, progress=False)
 
 
 def test_steps_to_success_nan_when_never_reached():
-    from seqtheory.parity import ParityRun
     acc = np.array([[0.5, 0.5], [0.7, 1.0], [0.99, 1.0]])
     run = ParityRun(np.array([0, 10, 20]), acc, acc, np.zeros((3, 2, 4)), acc)
     assert steps_to_success(run, 0.99).tolist() == [20, 10]
@@ -193,3 +211,140 @@ def test_population_gradient_is_minus_a_times_a_fourier_coefficient_of_the_gate(
         population_gradient(torch.nn.Linear(8, 1), support)
     with pytest.raises(ValueError, match="support coordinates"):
         population_gradient(net, [0, 9])
+
+
+def test_parity_mlps_need_a_generator_and_leave_the_global_rng_alone():
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        ParityMLPs(5, [3], generator=None)
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        sparse_parity(4, 5, [0], generator=0)
+    state = torch.random.get_rng_state()
+    a = ParityMLPs(10, [8, 4], sparsity=[3, None], generator=make_generator(5))
+    sparse_parity(16, 10, [0, 1], models=2, generator=make_generator(6))
+    run(TINY, seed=0, device="cpu", progress=False)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    b = ParityMLPs(10, [8, 4], sparsity=[3, None], generator=make_generator(5))
+    assert all(torch.equal(p, q) for p, q in zip(a.state_dict().values(),
+                                                  b.state_dict().values(), strict=True))
+    assert torch.equal(a.w1_init, a.w1) and "w1_init" not in a.state_dict()
+
+
+def test_training_goes_through_train_and_keeps_the_history():
+    g = make_generator(0)
+    nets = ParityMLPs(8, [16, 16], generator=g)
+    rec = train_online(nets, [0, 1], steps=30, eval_every=10, generator=g, progress=False,
+                       test_size=100)
+    assert isinstance(rec.history, History) and rec.history.steps == list(range(1, 31))
+    assert rec.steps.tolist() == [0, 10, 20, 30]
+    assert rec.accuracy.dtype == np.float32 and rec.weight.shape == (4, 2, 8)
+    assert np.all(np.isnan(rec.loss[0]))
+    # the recorded loss at an evaluation is that step's per-network training loss
+    assert np.array_equal(rec.loss[1:], rec.history.losses()[[9, 19, 29]])
+    with pytest.raises(ValueError, match="stop_at"):
+        train_online(nets, [0, 1], steps=1, stop_at=1.5, generator=g, progress=False)
+    with pytest.raises(TypeError, match="model must be a ParityMLPs"):
+        train_online(torch.nn.Linear(8, 1), [0], steps=1, generator=g, progress=False)
+
+
+def test_stream_generator_is_make_generator_under_that_base_seed(monkeypatch):
+    def draw(g):
+        return torch.rand(5, generator=g)
+
+    for base in (0, 3):
+        monkeypatch.setenv("SEQTHEORY_SEED", str(base))
+        for stream in (0, 7, 1000):
+            assert torch.equal(draw(stream_generator(base, stream)),
+                               draw(make_generator(stream)))
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        stream_generator(-1, 0)
+
+
+def test_hidden_progress_setup_is_frozen_and_validated():
+    assert SETUP.pick("cpu") == HiddenProgressSetup() and SETUP.pick("full").seeds == 8
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        TINY.steps = 5
+    with pytest.raises(ValueError, match="k must be <= n"):
+        HiddenProgressSetup(n=4, k=5)
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        HiddenProgressSetup(lr=0.0)
+    with pytest.raises(ValueError, match="ns must be >= 3"):
+        HiddenProgressSetup(ns=(2, 30))
+    with pytest.raises(ValueError, match="gradient_ns entries must be <= 20"):
+        HiddenProgressSetup(gradient_ns=(21,))
+    with pytest.raises(TypeError, match="ks must be a non-empty tuple"):
+        HiddenProgressSetup(ks=())
+    with pytest.raises(TypeError, match="setup must be a HiddenProgressSetup"):
+        run({"n": 8}, seed=0, device="cpu")
+
+
+def test_run_is_deterministic_and_matches_the_hand_written_experiment():
+    a = run(TINY, seed=0, device="cpu", progress=False)
+    b = run(TINY, seed=0, device="cpu", progress=False)
+    assert isinstance(a, HiddenProgressResult) and a.device == "cpu" and a.seed == 0
+    for f in ("steps", "accuracy", "loss", "weight", "distance"):
+        assert np.array_equal(getattr(a.record, f), getattr(b.record, f), equal_nan=True), f
+    assert np.array_equal(a.success, b.success, equal_nan=True)
+    assert a.support == [0, 1] and a.model.w1.device.type == "cpu"
+    # the same as building and training by hand from generator stream 0 of base seed 0
+    g = make_generator(0)
+    nets = ParityMLPs(8, [32, 32], generator=g)
+    rec = train_online(nets, [0, 1], steps=60, eval_every=20, test_size=200, generator=g,
+                       progress=False)
+    assert np.array_equal(rec.accuracy, a.record.accuracy)
+    assert torch.equal(nets.w1, a.model.w1)
+    other = run(TINY, seed=1, device="cpu", progress=False)
+    assert not np.array_equal(other.record.weight, a.record.weight)
+
+
+def test_seed_none_is_the_base_seed(monkeypatch):
+    monkeypatch.setenv("SEQTHEORY_SEED", "2")
+    a = run(TINY, device="cpu", progress=False)
+    monkeypatch.setenv("SEQTHEORY_SEED", "0")
+    b = run(TINY, seed=2, device="cpu", progress=False)
+    assert a.seed == b.seed == 2 and np.array_equal(a.record.weight, b.record.weight)
+
+
+def test_sweeps_record_steps_to_success_per_value():
+    ks = run_k_sweep(TINY, seed=0, device="cpu", progress=False)
+    assert isinstance(ks, WaitingTimeResult) and ks.variable == "k"
+    assert list(ks.steps_to_success) == [2, 3] and ks.values.tolist() == [2.0, 3.0]
+    for k, v in ks.steps_to_success.items():
+        assert v.shape == (2,)
+        assert np.array_equal(v, steps_to_success(ks.records[k], TINY.success), equal_nan=True)
+    again = run_k_sweep(TINY, seed=0, device="cpu", progress=False)
+    for k in TINY.ks:
+        assert np.array_equal(again.records[k].weight, ks.records[k].weight)
+    ns = run_n_sweep(TINY, seed=0, device="cpu", progress=False)
+    assert list(ns.steps_to_success) == [6, 8]
+    assert ns.records[6].weight.shape[-1] == 6 and ns.records[6].steps[1] == 20
+    medians = np.array([np.median(v) for v in ns.steps_to_success.values()])
+    assert np.array_equal(ns.medians, medians, equal_nan=True)
+    if np.all(np.isfinite(medians)):
+        slope, icpt = ns.power_law()
+        assert np.allclose([slope, icpt], np.polyfit(np.log([6.0, 8.0]), np.log(medians), 1))
+
+
+def test_plot_waiting_times_draws_one_dot_per_network():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = WaitingTimeResult(TINY, 0, "cpu", 0.0, "n", {10: np.array([100.0, 120.0]),
+                                                       20: np.array([200.0, 260.0])})
+    fig, ax = plt.subplots()
+    slope = plot_waiting_times(res, ax, fit=True)
+    assert slope == pytest.approx(np.polyfit(np.log([10, 20]), np.log([110, 230]), 1)[0])
+    assert len(ax.collections) == 2 and ax.get_xscale() == "log"
+    plt.close(fig)
+    with pytest.raises(TypeError, match="WaitingTimeResult"):
+        plot_waiting_times("no", ax)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_unavailable_device_is_a_clear_error():
+    for fn in (run, run_k_sweep, run_n_sweep):
+        with pytest.raises(ValueError, match="device"):
+            fn(TINY, seed=0, device="cuda", progress=False)
+    with pytest.raises(ValueError, match="device"):
+        ParityMLPs(5, [3], generator=make_generator(0), device="cuda")

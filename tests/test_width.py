@@ -1,5 +1,7 @@
 """Unit tests of the width-and-luck helpers in seqtheory.parity (coverage, support weight,
-Fisher's exact test, training on the model's device) and of the archived frontier."""
+Fisher's exact test, training on the model's device, the experiment's setup, run and
+result) and of the archived frontier."""
+import dataclasses
 import math
 
 import numpy as np
@@ -8,16 +10,26 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from seqtheory import make_generator
 from seqtheory.parity import (
+    WIDTH_LUCK_SETUP,
     ParityMLPs,
+    WidthLuckResult,
+    WidthLuckSetup,
     coverage_distribution,
     fisher_two_sided,
     lucky_neuron_probability,
+    plot_success_rates,
+    run_width_luck,
     support_coverage,
     support_weight,
     train_offline,
 )
 from seqtheory.utils import load_data
+
+# a width-and-luck grid small enough for a unit test: 2 widths x 2 m x 2 inits x 2 seeds
+TINY = WidthLuckSetup(n=10, k=2, samples=(16, 200), widths=(8, 32), sparsity=4, seeds=2,
+                      steps=100, eval_every=50, test_size=200)
 
 
 @given(st.integers(3, 40), st.integers(1, 5), st.integers(1, 40))
@@ -67,7 +79,7 @@ def test_coverage_helpers_bad_inputs():
         support_coverage("net", [0])
     with pytest.raises(TypeError, match="model"):
         support_weight(None, [0])
-    nets = ParityMLPs(5, [2])
+    nets = ParityMLPs(5, [2], generator=make_generator(0))
     with pytest.raises(ValueError, match="support"):
         support_coverage(nets, [0, 9])
     with pytest.raises(ValueError, match="need k <= n"):
@@ -110,3 +122,71 @@ def test_archived_frontier_is_complete_and_monotone_in_samples_at_the_end():
             assert counts.shape == (len(meta["samples"]), len(steps))
             assert counts.min() >= 0 and counts.max() <= meta["seeds"]
             assert counts[:, 0].sum() == 0                   # nothing learned at step 0
+
+
+def test_width_luck_setup_is_frozen_and_validated():
+    assert WIDTH_LUCK_SETUP.pick("cpu") == WidthLuckSetup()
+    assert WIDTH_LUCK_SETUP.pick("full").eval_every == 5000
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        TINY.seeds = 3
+    with pytest.raises(ValueError, match="sparsity must be <= n"):
+        WidthLuckSetup(n=10, sparsity=11)
+    with pytest.raises(ValueError, match="weight_decay must be >= 0"):
+        WidthLuckSetup(weight_decay=-1.0)
+    with pytest.raises(ValueError, match="widths must be >= 1"):
+        WidthLuckSetup(widths=(0, 8))
+    with pytest.raises(ValueError, match="samples must not repeat"):
+        WidthLuckSetup(samples=(10, 10))
+    with pytest.raises(TypeError, match="setup must be a WidthLuckSetup"):
+        run_width_luck(TINY.__dict__, seed=0, device="cpu")
+
+
+def test_run_width_luck_is_deterministic_and_counts_successes():
+    state = torch.random.get_rng_state()
+    a = run_width_luck(TINY, seed=0, device="cpu", progress=False)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    b = run_width_luck(TINY, seed=0, device="cpu", progress=False)
+    assert isinstance(a, WidthLuckResult) and a.device == "cpu" and len(a.combos) == 8
+    for w in TINY.widths:
+        assert np.array_equal(a.records[w].accuracy, b.records[w].accuracy)
+        assert np.array_equal(a.records[w].weight, b.records[w].weight)
+        assert torch.equal(a.models[w].w1, b.models[w].w1)
+        assert a.records[w].steps.tolist() == [0, 50, 100]
+    # the result's bookkeeping against the raw (E, M) accuracies
+    for w in TINY.widths:
+        final = a.records[w].accuracy[-1]
+        for m in TINY.samples:
+            for init in ("dense", "sparse"):
+                cols = [j for j, c in enumerate(a.combos) if c[:2] == (m, init)]
+                assert np.array_equal(a.final_accuracy(w, m, init), final[cols])
+                assert a.success_rate(w, m, init) == np.mean(final[cols] >= TINY.success)
+    total = sum(int((a.records[w].accuracy[-1] >= TINY.success).sum()) for w in TINY.widths)
+    assert a.count(TINY.samples, ("dense", "sparse")) == total
+    assert a.count([200], ["dense"], [8]) == int(a.successes(8, 200, "dense").sum())
+    # sparse networks are sparse at initialisation, dense ones are not
+    cov = support_coverage(a.models[32], [0, 1])
+    sparse = [j for j, c in enumerate(a.combos) if c[1] == "sparse"]
+    assert (a.models[32].w1_init[sparse] != 0).sum(-1).max() == 4 and cov.shape == (8, 32)
+    with pytest.raises(ValueError, match="width must be one of"):
+        a.final_accuracy(64, 16, "dense")
+    with pytest.raises(ValueError, match="no networks with m=17"):
+        a.success_rate(8, 17, "dense")
+
+
+def test_plot_success_rates_draws_one_line_per_width():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = run_width_luck(dataclasses.replace(TINY, steps=10, eval_every=10), seed=0,
+                         device="cpu", progress=False)
+    axes = plot_success_rates(res)
+    assert [len(ax.lines) for ax in axes] == [2, 2]
+    plt.close("all")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_width_luck_on_an_unavailable_device_is_a_clear_error():
+    with pytest.raises(ValueError, match="device"):
+        run_width_luck(TINY, seed=0, device="cuda", progress=False)

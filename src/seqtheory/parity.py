@@ -1,37 +1,51 @@
-"""Sparse parities: the task, batched two-layer ReLU networks, and their training.
+"""Sparse parities: the task, batched two-layer ReLU networks, and their experiments.
 
 An ``(n, k)``-sparse parity labels ``x`` in ``{-1, +1}^n`` by the product of ``k`` hidden
 coordinates (the *support*). It is statistically easy (``O(k log n)`` samples pin the
 support down) but hard for statistical-query learners, and the population gradient of a
 network only carries a weak signal about the support (a Fourier gap, see
 :func:`population_gradient`).
-Two chapters use this module: *hidden progress* (online SGD, :func:`train_online`) and
-*width and luck* (a fixed sample, :func:`train_offline`).
+Two chapters use this module: *hidden progress* (online SGD: :data:`SETUP`, :func:`run`,
+:func:`run_k_sweep`, :func:`run_n_sweep`) and *width and luck* (a fixed sample:
+:data:`WIDTH_LUCK_SETUP`, :func:`run_width_luck`).
 
 Many networks -- different seeds, widths or initialisations -- are trained as one tensor
 program, :class:`ParityMLPs`: network ``m`` has its own weights and, with plain SGD and a
 loss summed over networks, its own gradient, so it learns exactly as if trained alone.
+Training goes through :func:`seqtheory.training.train` (``optimizer="sgd"``, the per-network
+hinge losses as an (M,) vector, early stopping with ``stop_when``).
+
+Randomness: every network and data set is drawn from an explicit ``torch.Generator``; the
+experiment functions derive theirs from a base ``seed`` (stream ``i`` of base ``seed`` is
+what :func:`seqtheory.make_generator` ``(i)`` gives under ``SEQTHEORY_SEED=seed``, so
+``seed=None`` reproduces the chapters' numbers under any base seed).
 """
 from __future__ import annotations
 
 import itertools
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-from .utils import Sizes, check_float, check_int, progress_bar
+from .training import History, train
+from .utils import Sizes, base_seed, check_device, check_float, check_int
 
 __all__ = [
-    "ParityMLPs", "ParityRun", "HiddenProgressSetup", "HIDDEN_PROGRESS", "WidthLuckSetup",
-    "WIDTH_LUCK", "sparse_parity", "parity_labels", "hinge_loss", "train_online",
-    "train_offline", "steps_to_success", "placebo_ratios", "lucky_neuron_probability",
-    "expected_lucky_neurons", "hypercube", "population_gradient", "coverage_distribution",
-    "support_coverage", "support_weight", "fisher_two_sided",
+    "ParityMLPs", "ParityRun", "HiddenProgressSetup", "SETUP", "HiddenProgressResult",
+    "WaitingTimeResult", "run", "run_k_sweep", "run_n_sweep", "WidthLuckSetup",
+    "WIDTH_LUCK_SETUP", "WidthLuckResult", "run_width_luck", "sparse_parity",
+    "parity_labels", "hinge_loss", "train_online", "train_offline", "steps_to_success",
+    "placebo_ratios", "lucky_neuron_probability", "expected_lucky_neurons", "hypercube",
+    "population_gradient", "coverage_distribution", "support_coverage", "support_weight",
+    "fisher_two_sided", "stream_generator", "plot_waiting_times", "plot_success_rates",
 ]
+
+INITS = ("dense", "sparse")
+_SEED_MAX = 2**63 - 1
 
 
 def _check_support(n: int, support) -> torch.Tensor:
@@ -43,6 +57,40 @@ def _check_support(n: int, support) -> torch.Tensor:
     if support.unique().numel() != support.numel():
         raise ValueError(f"support coordinates must be distinct, got {support.tolist()}")
     return support
+
+
+def _check_generator(generator) -> torch.Generator:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError("generator must be a torch.Generator (e.g. "
+                        f"seqtheory.make_generator(seed, device)), got {type(generator).__name__}")
+    return generator
+
+
+def _check_seed(seed) -> int:
+    """The base seed of an experiment: ``None`` -> :func:`seqtheory.utils.base_seed`."""
+    if seed is None:
+        return base_seed()
+    seed = check_int("seed", seed, minimum=0)
+    if seed > _SEED_MAX:
+        raise ValueError(f"seed must be in 0..2**63-1, got {seed}")
+    return seed
+
+
+def stream_generator(seed: int, stream: int, device=None) -> torch.Generator:
+    """Generator for logical seed ``stream`` under base seed ``seed``, on ``device``.
+
+    The same as :func:`seqtheory.make_generator` ``(stream, device)`` with
+    ``SEQTHEORY_SEED=seed`` (base 0 keeps ``stream`` as written; another base maps the pair
+    through NumPy's ``SeedSequence``), whatever the environment says.
+    """
+    seed, stream = _check_seed(seed), check_int("stream", stream, minimum=0)
+    device = check_device("device", device)
+    if seed == 0:
+        derived = stream
+    else:
+        words = np.random.SeedSequence([stream, seed]).generate_state(2, dtype=np.uint32)
+        derived = int((int(words[0]) << 31) ^ int(words[1])) & _SEED_MAX
+    return torch.Generator(device=device).manual_seed(derived)
 
 
 def parity_labels(x: torch.Tensor, support) -> torch.Tensor:
@@ -59,19 +107,25 @@ def sparse_parity(
     support,
     *,
     models: int | None = None,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``num`` uniform inputs in ``{-1,+1}^n`` and their parity labels on ``support``.
 
-    Returns ``x`` (num, n) and ``y`` (num,), floats; with ``models=M`` every network gets
-    its own sample: ``x`` (M, num, n), ``y`` (M, num).
+    Returns ``x`` (num, n) and ``y`` (num,), floats on ``generator``'s device; with
+    ``models=M`` every network gets its own sample: ``x`` (M, num, n), ``y`` (M, num).
     """
     num = check_int("num", num, minimum=1)
     n = check_int("n", n, minimum=1)
     support = _check_support(n, support)
+    g = _check_generator(generator)
     shape = (num, n) if models is None else (check_int("models", models, minimum=1), num, n)
-    x = torch.randint(0, 2, shape, generator=generator).float() * 2 - 1
-    return x, parity_labels(x, support)
+    return _draw(shape, support.to(g.device), g)
+
+
+def _draw(shape: tuple, support: torch.Tensor, g: torch.Generator):
+    """:func:`sparse_parity` without the checks (the training loops' hot path)."""
+    x = torch.randint(0, 2, shape, generator=g, device=g.device).float() * 2 - 1
+    return x, x[..., support].prod(dim=-1)
 
 
 def hinge_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -100,7 +154,7 @@ def population_gradient(model: ParityMLPs, support) -> torch.Tensor:
     """
     if not isinstance(model, ParityMLPs):
         raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
-    x = hypercube(model.n)                                               # (2^n, n)
+    x = hypercube(model.n).to(model.w1.device)                           # (2^n, n)
     y = parity_labels(x, support)                                        # (2^n,)
     loss = hinge_loss(model(x), y[None, :]).sum()
     (grad,) = torch.autograd.grad(loss, model.w1)
@@ -115,11 +169,13 @@ class ParityMLPs(nn.Module):
     each network's number of inputs per neuron at initialisation (``None``: dense). The
     initialisation is PyTorch's default for ``nn.Linear`` (uniform with bound
     ``1/sqrt(fan_in)``, where a sparse neuron's fan-in is ``s``); after it, every weight
-    trains, including those that started at zero.
+    trains, including those that started at zero. The weights are drawn from ``generator``
+    on its device (never from torch's global generator) and the networks live on
+    ``device`` (default: the generator's device).
     """
 
-    def __init__(self, n: int, widths, *, sparsity=None,
-                 generator: torch.Generator | None = None):
+    def __init__(self, n: int, widths, *, sparsity=None, generator: torch.Generator,
+                 device=None):
         super().__init__()
         self.n = check_int("n", n, minimum=1)
         widths = [check_int("width", w, minimum=1) for w in np.atleast_1d(widths).tolist()]
@@ -132,30 +188,34 @@ class ParityMLPs(nn.Module):
         for s in sparsity:
             if s is not None and not 1 <= check_int("sparsity", s) <= n:
                 raise ValueError(f"sparsity must be in 1..n={n} (or None for dense), got {s}")
+        g = _check_generator(generator)
+        device = g.device if device is None else check_device("device", device)
         self.widths, self.sparsity = widths, sparsity
-        g = generator
+        dev = g.device
 
         def unit(*shape):                                                # U(-1, 1)
-            return torch.rand(*shape, generator=g) * 2 - 1
+            return torch.rand(*shape, generator=g, device=dev) * 2 - 1
 
-        fan_in = torch.tensor([float(n if s is None else s) for s in sparsity])   # (M,)
+        fan_in = torch.tensor([float(n if s is None else s) for s in sparsity], device=dev)
         w1 = unit(M, W, n) / fan_in.sqrt()[:, None, None]                # (M, W, n)
         for m, s in enumerate(sparsity):
             if s is not None:                       # keep s random inputs per neuron
-                keep = torch.rand(W, n, generator=g).argsort(dim=1)[:, :s]
-                mask = torch.zeros(W, n).scatter_(1, keep, 1.0)
+                keep = torch.rand(W, n, generator=g, device=dev).argsort(dim=1)[:, :s]
+                mask = torch.zeros(W, n, device=dev).scatter_(1, keep, 1.0)
                 w1[m] *= mask
         b1 = unit(M, W) / fan_in.sqrt()[:, None]                         # (M, W)
-        width_t = torch.tensor(widths, dtype=torch.float)
+        width_t = torch.tensor(widths, dtype=torch.float, device=dev)
         a = unit(M, W) / width_t.sqrt()[:, None]                         # (M, W)
         c = unit(M) / width_t.sqrt()                                      # (M,)
-        live = (torch.arange(W)[None, :] < width_t[:, None]).float()      # (M, W)
+        live = (torch.arange(W, device=dev)[None, :] < width_t[:, None]).float()  # (M, W)
         self.register_buffer("live", live)
         self.w1 = nn.Parameter(w1 * live[:, :, None])
         self.b1 = nn.Parameter(b1 * live)
         self.a = nn.Parameter(a * live)
         self.c = nn.Parameter(c)
-        self.w1_init = self.w1.detach().clone()
+        # the initial first layer, moved along with the model (not part of its state_dict)
+        self.register_buffer("w1_init", self.w1.detach().clone(), persistent=False)
+        self.to(device)
 
     @property
     def num_models(self) -> int:
@@ -192,12 +252,14 @@ class ParityMLPs(nn.Module):
     @torch.no_grad()
     def distance_from_init(self) -> torch.Tensor:
         """``max |W_t - W_0|`` over first-layer weights, per network (M,)."""
-        return (self.w1 - self.w1_init.to(self.w1.device)).abs().flatten(1).max(dim=1).values
+        return (self.w1 - self.w1_init).abs().flatten(1).max(dim=1).values
 
 
 @dataclass
 class ParityRun:
-    """What :func:`train_online` / :func:`train_offline` record every ``eval_every`` steps."""
+    """What :func:`train_online` / :func:`train_offline` record every ``eval_every`` steps
+    (arrays in the networks' float32, read from the loop's
+    :class:`~seqtheory.training.History`)."""
 
     steps: np.ndarray            # (E,) evaluation steps
     accuracy: np.ndarray         # (E, M) test accuracy per network
@@ -206,6 +268,21 @@ class ParityRun:
     distance: np.ndarray         # (E, M) max |W_t - W_0| of the first layer
     support: tuple = ()          # the parity's support
     seconds: float = 0.0         # wall-clock time of the loop
+    history: History | None = field(default=None, repr=False)  # every step's losses
+
+    @classmethod
+    def from_history(cls, hist: History, support) -> ParityRun:
+        """The record of one :func:`seqtheory.training.train` run of :class:`ParityMLPs`
+        whose ``eval_fn`` returned ``accuracy``, ``weight`` and ``distance``."""
+        steps, acc = hist.metric("accuracy")
+        f32 = np.float32                                 # the networks' dtype, as recorded
+        losses = hist.losses()                           # (steps, M), one row per step 1..N
+        loss = np.full(acc.shape, np.nan)                # no training loss before step 1
+        loss[1:] = losses[steps[1:] - 1]
+        return cls(steps.astype(np.int64), acc.astype(f32), loss,
+                   hist.metric("weight")[1].astype(f32),
+                   hist.metric("distance")[1].astype(f32),
+                   support=tuple(int(i) for i in support), seconds=hist.seconds, history=hist)
 
     @property
     def support_ratio(self) -> np.ndarray:
@@ -231,8 +308,10 @@ def placebo_ratios(run: ParityRun, *, max_subsets: int = 5000,
     These subsets carry no signal, so their spread is what noise alone gives the support
     ratio. All of them are used when there are at most ``max_subsets`` (3-subsets of 27
     off-support bits: 2,925); otherwise ``max_subsets`` distinct random ones, drawn with
-    ``generator``.
+    ``generator`` (default: NumPy's ``default_rng(0)``).
     """
+    if not isinstance(run, ParityRun):
+        raise TypeError(f"run must be a ParityRun, got {type(run).__name__}")
     max_subsets = check_int("max_subsets", max_subsets, minimum=1)
     n, k = run.weight.shape[-1], len(run.support)
     off = [i for i in range(n) if i not in set(run.support)]
@@ -249,37 +328,24 @@ def placebo_ratios(run: ParityRun, *, max_subsets: int = 5000,
     return np.stack([run.subset_ratio(t) for t in subsets])
 
 
-def _train(model, support, batches, steps, lr, weight_decay, eval_every, test, progress, desc,
-           stop_at):
-    """The one SGD loop of both chapters: hinge loss, per-network evaluation, early stop."""
-    support = _check_support(model.n, support)
-    steps = check_int("steps", steps, minimum=1)
-    lr = check_float("lr", lr, low=0.0, low_open=True)
-    weight_decay = check_float("weight_decay", weight_decay, low=0.0)
-    eval_every = check_int("eval_every", eval_every, minimum=1)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=weight_decay)
-    rows: list = []
+def _fit(model: ParityMLPs, support, batch_fn, test, *, steps, lr, weight_decay, eval_every,
+         stop_at, progress, desc) -> ParityRun:
+    """Both chapters' SGD: :func:`seqtheory.training.train` with the per-network hinge
+    losses, evaluating test accuracy, coordinate weight and distance from init."""
+    x_test, y_test = test
 
-    def record(step, loss):
-        rows.append((step, model.accuracy(*test).cpu().numpy(), loss,
-                     model.coordinate_weight().cpu().numpy(),
-                     model.distance_from_init().cpu().numpy()))
+    def eval_fn(net, step):
+        return {"accuracy": net.accuracy(x_test, y_test), "weight": net.coordinate_weight(),
+                "distance": net.distance_from_init()}
 
-    start = time.perf_counter()
-    record(0, np.full(model.num_models, np.nan))
-    for step in progress_bar(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5):
-        x, y = batches(step)
-        per_model = hinge_loss(model(x), y)                              # (M,)
-        opt.zero_grad(set_to_none=True)
-        per_model.sum().backward()        # a sum: each network gets its own gradient
-        opt.step()                        # (padded units get zero gradient: they stay 0)
-        if step % eval_every == 0 or step == steps:
-            record(step, per_model.detach().cpu().numpy())
-            if stop_at is not None and rows[-1][1].min() >= stop_at:
-                break
-    cols = list(zip(*rows, strict=True))
-    return ParityRun(np.array(cols[0]), *(np.stack(c) for c in cols[1:]),
-                     support=tuple(support.tolist()), seconds=time.perf_counter() - start)
+    def solved(row) -> bool:                 # every network at stop_at (as float32 compares)
+        return bool(row["accuracy"].astype(np.float32).min() >= stop_at)
+
+    hist = train(model, batch_fn, optimizer="sgd", steps=steps, lr=lr,
+                 weight_decay=weight_decay, grad_clip=None, eval_every=eval_every,
+                 loss_fn=hinge_loss, eval_fn=eval_fn,
+                 stop_when=None if stop_at is None else solved, progress=progress, desc=desc)
+    return ParityRun.from_history(hist, support)
 
 
 def train_online(
@@ -292,22 +358,30 @@ def train_online(
     eval_every: int = 50,
     test_size: int = 2000,
     stop_at: float | None = None,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator,
     progress: bool = True,
     desc: str = "online SGD",
 ) -> ParityRun:
     """Online SGD: a fresh batch of ``batch_size`` samples per network at every step.
 
-    Stops early once every network's test accuracy reaches ``stop_at`` (if given).
+    Stops early once every network's test accuracy reaches ``stop_at`` (if given). The data
+    are drawn with ``generator`` on its device (best: the model's; a CPU generator for a
+    model elsewhere draws on the CPU and the loop moves every batch over).
     """
+    if not isinstance(model, ParityMLPs):
+        raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
+    support = _check_support(model.n, support)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    test = sparse_parity(check_int("test_size", test_size, minimum=1), model.n, support,
-                         generator=generator)
-    M = model.num_models
-    return _train(model, support,
-                  lambda step: sparse_parity(batch_size, model.n, support, models=M,
-                                             generator=generator),
-                  steps, lr, 0.0, eval_every, test, progress, desc, stop_at)
+    if stop_at is not None:
+        stop_at = check_float("stop_at", stop_at, low=0.0, high=1.0)
+    g = _check_generator(generator)
+    dev = model.w1.device
+    x_test, y_test = sparse_parity(check_int("test_size", test_size, minimum=1), model.n,
+                                   support, generator=g)
+    shape, on_g = (model.num_models, batch_size, model.n), support.to(g.device)
+    return _fit(model, support, lambda step: _draw(shape, on_g, g),
+                (x_test.to(dev), y_test.to(dev)), steps=steps, lr=lr, weight_decay=0.0,
+                eval_every=eval_every, stop_at=stop_at, progress=progress, desc=desc)
 
 
 def train_offline(
@@ -321,7 +395,7 @@ def train_offline(
     weight_decay: float = 0.01,
     eval_every: int = 250,
     test_size: int = 2000,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator,
     progress: bool = True,
     desc: str = "offline SGD",
 ) -> ParityRun:
@@ -329,32 +403,40 @@ def train_offline(
 
     Each network draws its own training set once; every step it sees ``batch_size``
     examples sampled from it with replacement. Test accuracy is on fresh samples. The
-    random numbers are drawn on the CPU with ``generator`` and then moved to the model's
-    device, so a model moved to a GPU (``model.to("cuda")``) sees the same data and batches.
+    random numbers are drawn with ``generator`` on its device and the data moved to the
+    model's device once; with a CPU generator a model on a GPU sees the same data and
+    batches as on the CPU (the batch indices then cross over at every step).
     """
+    if not isinstance(model, ParityMLPs):
+        raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
+    support = _check_support(model.n, support)
     M = model.num_models
     samples = torch.as_tensor(np.broadcast_to(np.asarray(samples), (M,)).copy())
     if samples.dtype not in (torch.int32, torch.int64) or int(samples.min()) < 1:
         raise ValueError(f"samples must be positive ints (one, or one per network), got {samples}")
     batch_size = check_int("batch_size", batch_size, minimum=1)
+    g = _check_generator(generator)
     dev = model.w1.device
-    X, Y = sparse_parity(int(samples.max()), model.n, support, models=M, generator=generator)
+    X, Y = sparse_parity(int(samples.max()), model.n, support, models=M, generator=g)
     test = sparse_parity(check_int("test_size", test_size, minimum=1), model.n, support,
-                         generator=generator)
+                         generator=g)
     X, Y, test = X.to(dev), Y.to(dev), tuple(t.to(dev) for t in test)
+    samples = samples.to(g.device)
 
     def batches(step):
-        idx = (torch.rand(M, batch_size, generator=generator) * samples[:, None]).long()
-        idx = idx.to(dev)
+        idx = (torch.rand(M, batch_size, generator=g, device=g.device) * samples[:, None]).long()
+        idx = idx.to(dev)                                                # (M, B)
         return X.gather(1, idx[:, :, None].expand(-1, -1, model.n)), Y.gather(1, idx)
 
-    return _train(model, support, batches, steps, lr, weight_decay, eval_every, test,
-                  progress, desc, None)
+    return _fit(model, support, batches, test, steps=steps, lr=lr, weight_decay=weight_decay,
+                eval_every=eval_every, stop_at=None, progress=progress, desc=desc)
 
 
 def steps_to_success(run: ParityRun, threshold: float = 0.99) -> np.ndarray:
     """First evaluation step at which each network's test accuracy reaches ``threshold``
     (``nan`` if it never does): (M,)."""
+    if not isinstance(run, ParityRun):
+        raise TypeError(f"run must be a ParityRun, got {type(run).__name__}")
     threshold = check_float("threshold", threshold, low=0.0, high=1.0)
     hit = run.accuracy >= threshold                                       # (E, M)
     first = hit.argmax(axis=0)
@@ -432,29 +514,64 @@ def fisher_two_sided(a: int, n1: int, b: int, n2: int) -> float:
     return float(min(1.0, pmf[pmf <= pmf[a - lo] * (1 + 1e-7)].sum()))
 
 
+def _check_sizes(name: str, values, low: int, high: int | None = None) -> tuple:
+    if isinstance(values, (str, bytes)) or not isinstance(values, (tuple, list)) or not values:
+        raise TypeError(f"{name} must be a non-empty tuple of ints, got {values!r}")
+    for v in values:
+        check_int(name, v, minimum=low)
+        if high is not None and v > high:
+            raise ValueError(f"{name} entries must be <= {high}, got {v}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name} must not repeat a value, got {values!r}")
+    return tuple(values)
+
+
+def _check_setup(setup, cls):
+    if not isinstance(setup, cls):
+        raise TypeError(f"setup must be a {cls.__name__}, got {type(setup).__name__}")
+    return setup
+
+
+# --------------------------------------------------------------------------- hidden progress
 @dataclass(frozen=True)
 class HiddenProgressSetup:
-    """Sizes of the hidden-progress chapter (see :data:`HIDDEN_PROGRESS`)."""
+    """Sizes of the hidden-progress chapter (see :data:`SETUP`)."""
 
     n: int = 30                   # input bits
-    k: int = 3                    # support size of the main experiment
+    k: int = 3                    # support size (coordinates 0..k-1) of experiments 1 and 3
     width: int = 1000             # hidden ReLU units
     batch_size: int = 32          # fresh samples per SGD step
     lr: float = 0.1               # SGD learning rate
-    seeds: int = 4                # networks trained at once in the main experiment
-    steps: int = 2000             # steps of the main experiment
-    ks: tuple = (2, 3, 4, 5)      # support sizes of the steps-vs-k experiment
+    test_size: int = 2000         # fresh test examples for the accuracy
+    success: float = 0.99         # test accuracy that counts as solved (stops the sweeps)
+    seeds: int = 4                # networks trained at once in experiment 1 (run)
+    steps: int = 2000             # steps of experiment 1
+    eval_every: int = 50          # evaluate every this many steps (experiments 1 and 2)
+    ks: tuple = (2, 3, 4, 5)      # support sizes of the steps-vs-k sweep (run_k_sweep)
     k_seeds: int = 3              # networks per k
-    max_steps: int = 15000        # give up on a k after this many steps
-    eval_every: int = 50          # evaluate every this many steps
-    ns: tuple = (15, 20, 30, 40, 50)  # input sizes of the steps-vs-n experiment (k fixed)
+    max_steps: int = 15000        # give up on a k (or an n) after this many steps
+    ns: tuple = (15, 20, 30, 40, 50)  # input sizes of the steps-vs-n sweep (run_n_sweep)
     n_seeds: int = 4              # networks per n
-    n_eval_every: int = 25        # evaluation interval of the steps-vs-n experiment
+    n_eval_every: int = 25        # evaluation interval of the steps-vs-n sweep
     gradient_ns: tuple = (10, 12, 14)  # input sizes of the exact population gradient
+
+    def __post_init__(self) -> None:
+        check_int("n", self.n, minimum=1)
+        check_int("k", self.k, minimum=1)
+        if self.k > self.n:
+            raise ValueError(f"k must be <= n={self.n}, got {self.k}")
+        for name in ("width", "batch_size", "test_size", "seeds", "steps", "eval_every",
+                     "k_seeds", "max_steps", "n_seeds", "n_eval_every"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_float("lr", self.lr, low=0.0, low_open=True)
+        check_float("success", self.success, low=0.0, high=1.0)
+        _check_sizes("ks", self.ks, 1, self.n)
+        _check_sizes("ns", self.ns, self.k)
+        _check_sizes("gradient_ns", self.gradient_ns, self.k, 20)
 
 
 #: CPU-sized default and the ``FULL=1`` size of the hidden-progress chapter.
-HIDDEN_PROGRESS = Sizes(
+SETUP = Sizes(
     cpu=HiddenProgressSetup(),
     full=HiddenProgressSetup(seeds=8, ks=(2, 3, 4, 5, 6), k_seeds=5, max_steps=200000,
                              ns=(15, 20, 30, 40, 50, 70, 100), n_seeds=8,
@@ -462,25 +579,268 @@ HIDDEN_PROGRESS = Sizes(
 )
 
 
+@dataclass
+class HiddenProgressResult:
+    """Experiment 1 of the hidden-progress chapter (:func:`run`)."""
+
+    setup: HiddenProgressSetup
+    seed: int                    # base seed
+    device: str                  # where the networks trained
+    seconds: float               # wall-clock time
+    record: ParityRun            # every evaluation: accuracy, weights, distance, losses
+    success: np.ndarray          # (seeds,) first evaluation step at setup.success accuracy
+    model: ParityMLPs            # the trained networks (on the CPU)
+
+    @property
+    def support(self) -> list[int]:
+        return list(self.record.support)
+
+
+@dataclass
+class WaitingTimeResult:
+    """Steps to solve the parity as ``variable`` (``"k"`` or ``"n"``) varies
+    (:func:`run_k_sweep`, :func:`run_n_sweep`)."""
+
+    setup: HiddenProgressSetup
+    seed: int
+    device: str
+    seconds: float
+    variable: str                # "k" (support size) or "n" (input bits)
+    steps_to_success: dict       # value -> (networks,) steps to setup.success (nan: never)
+    records: dict = field(default_factory=dict, repr=False)   # value -> ParityRun
+
+    @property
+    def values(self) -> np.ndarray:
+        """The values of the variable, in the order run."""
+        return np.array(list(self.steps_to_success), dtype=float)
+
+    @property
+    def medians(self) -> np.ndarray:
+        """Median steps over networks, per value (nan where one never succeeded)."""
+        return np.array([np.median(v) for v in self.steps_to_success.values()])
+
+    def power_law(self) -> tuple[float, float]:
+        """Least-squares line through (log value, log median steps): ``(slope, intercept)``,
+        i.e. ``steps ~ exp(intercept) * value**slope``."""
+        slope, icpt = np.polyfit(np.log(self.values), np.log(self.medians), 1)
+        return float(slope), float(icpt)
+
+
+def run(setup: HiddenProgressSetup, *, seed: int | None = None, device=None,
+        progress: bool = True) -> HiddenProgressResult:
+    """Experiment 1: ``setup.seeds`` width-``setup.width`` networks learn the ``(n, k)``
+    parity with online SGD for ``setup.steps`` steps (generator stream 0 of ``seed``)."""
+    setup = _check_setup(setup, HiddenProgressSetup)
+    seed, dev = _check_seed(seed), check_device("device", device)
+    start = time.perf_counter()
+    g = stream_generator(seed, 0, dev)
+    nets = ParityMLPs(setup.n, [setup.width] * setup.seeds, generator=g)
+    record = train_online(nets, list(range(setup.k)), steps=setup.steps,
+                          batch_size=setup.batch_size, lr=setup.lr, eval_every=setup.eval_every,
+                          test_size=setup.test_size, generator=g, progress=progress,
+                          desc=f"n={setup.n}, k={setup.k}")
+    return HiddenProgressResult(setup, seed, str(dev), time.perf_counter() - start, record,
+                                steps_to_success(record, setup.success), nets.cpu())
+
+
+def _sweep(setup, seed, device, progress, variable) -> WaitingTimeResult:
+    """Steps to success for every k (``variable="k"``) or every n (``"n"``) of ``setup``."""
+    setup = _check_setup(setup, HiddenProgressSetup)
+    seed, dev = _check_seed(seed), check_device("device", device)
+    by_k = variable == "k"
+    values = setup.ks if by_k else setup.ns
+    networks = setup.k_seeds if by_k else setup.n_seeds
+    every = setup.eval_every if by_k else setup.n_eval_every
+    start = time.perf_counter()
+    steps, records = {}, {}
+    for v in values:
+        n, k = (setup.n, v) if by_k else (v, setup.k)
+        # generator streams 100 + k and 200 + n: apart from experiment 1's and each other's
+        g = stream_generator(seed, (100 if by_k else 200) + v, dev)
+        nets = ParityMLPs(n, [setup.width] * networks, generator=g)
+        rec = train_online(nets, list(range(k)), steps=setup.max_steps,
+                           batch_size=setup.batch_size, lr=setup.lr, eval_every=every,
+                           test_size=setup.test_size, stop_at=setup.success, generator=g,
+                           progress=progress, desc=f"{variable}={v}")
+        steps[v], records[v] = steps_to_success(rec, setup.success), rec
+    return WaitingTimeResult(setup, seed, str(dev), time.perf_counter() - start, variable,
+                             steps, records)
+
+
+def run_k_sweep(setup: HiddenProgressSetup, *, seed: int | None = None, device=None,
+                progress: bool = True) -> WaitingTimeResult:
+    """Experiment 2: steps to ``setup.success`` for each support size in ``setup.ks``
+    (``n = setup.n``, ``setup.k_seeds`` networks per k, at most ``setup.max_steps``)."""
+    return _sweep(setup, seed, device, progress, "k")
+
+
+def run_n_sweep(setup: HiddenProgressSetup, *, seed: int | None = None, device=None,
+                progress: bool = True) -> WaitingTimeResult:
+    """Experiment 3: steps to ``setup.success`` for each input size in ``setup.ns``
+    (``k = setup.k``, ``setup.n_seeds`` networks per n, at most ``setup.max_steps``)."""
+    return _sweep(setup, seed, device, progress, "n")
+
+
+def plot_waiting_times(result: WaitingTimeResult, ax=None, *, color=None, fit: bool = False):
+    """Steps to success against k or n: one dot per network, a line through the medians
+    (``fit=True``: a least-squares power law ``steps ∝ n^slope`` on log-log axes instead).
+    Returns the slope when ``fit``, else ``None``."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import palette
+
+    if not isinstance(result, WaitingTimeResult):
+        raise TypeError(f"result must be a WaitingTimeResult, got {type(result).__name__}")
+    ax = plt.gca() if ax is None else ax
+    color = palette(1)[0] if color is None else color
+    for v, s in result.steps_to_success.items():
+        ax.scatter([v] * len(s), s, color=color, s=18, zorder=3)
+    x, med = result.values, result.medians
+    slope = None
+    if fit:
+        slope, icpt = result.power_law()
+        ax.plot(x, med, "o", color="black", ms=4, label="median over seeds")
+        ax.plot(x, np.exp(icpt) * x**slope, color="gray", lw=1,
+                label=f"fit: steps ∝ ${result.variable}^{{{slope:.2f}}}$")
+        ax.set(xscale="log")
+        ax.legend(fontsize=8)
+    else:
+        ax.plot(x, med, color="gray", lw=1)
+        ax.set(xticks=list(result.steps_to_success))
+    label = "support size k" if result.variable == "k" else "number of input bits n"
+    ax.set(yscale="log", xlabel=label, ylabel=f"SGD steps to {result.setup.success:.0%} accuracy")
+    return slope
+
+
+# --------------------------------------------------------------------------- width and luck
 @dataclass(frozen=True)
 class WidthLuckSetup:
-    """Sizes of the width-and-luck chapter (see :data:`WIDTH_LUCK`)."""
+    """Sizes of the width-and-luck chapter (see :data:`WIDTH_LUCK_SETUP`)."""
 
     n: int = 30                       # input bits
-    k: int = 3                        # support size
+    k: int = 3                        # support size (coordinates 0..k-1)
     samples: tuple = (200, 400, 600, 800)  # training-set sizes m
     widths: tuple = (32, 128, 512)    # hidden widths
     sparsity: int = 6                 # inputs per neuron under sparse initialisation
     seeds: int = 4                    # runs per (m, width, initialisation)
-    steps: int = 6000                 # SGD steps (batch 32)
+    steps: int = 6000                 # SGD steps
+    batch_size: int = 32              # examples per step, drawn from the training set
     lr: float = 0.1                   # SGD learning rate
     weight_decay: float = 0.01        # keeps the networks from settling on memorisation
+    eval_every: int = 1500            # evaluate every this many steps
+    test_size: int = 2000             # fresh test examples for the accuracy
     success: float = 0.9              # test accuracy that counts as learning the parity
+
+    def __post_init__(self) -> None:
+        check_int("n", self.n, minimum=1)
+        check_int("k", self.k, minimum=1)
+        if self.k > self.n:
+            raise ValueError(f"k must be <= n={self.n}, got {self.k}")
+        check_int("sparsity", self.sparsity, minimum=1)
+        if self.sparsity > self.n:
+            raise ValueError(f"sparsity must be <= n={self.n}, got {self.sparsity}")
+        for name in ("seeds", "steps", "batch_size", "eval_every", "test_size"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_float("lr", self.lr, low=0.0, low_open=True)
+        check_float("weight_decay", self.weight_decay, low=0.0)
+        check_float("success", self.success, low=0.0, high=1.0)
+        _check_sizes("samples", self.samples, 1)
+        _check_sizes("widths", self.widths, 1)
 
 
 #: CPU-sized default and the ``FULL=1`` size of the width-and-luck chapter.
-WIDTH_LUCK = Sizes(
+WIDTH_LUCK_SETUP = Sizes(
     cpu=WidthLuckSetup(),
     full=WidthLuckSetup(samples=(100, 200, 300, 400, 600, 800, 1200),
-                        widths=(32, 128, 512, 2048, 8192), seeds=16, steps=20000),
+                        widths=(32, 128, 512, 2048, 8192), seeds=16, steps=20000,
+                        eval_every=5000),
 )
+
+
+@dataclass
+class WidthLuckResult:
+    """The width-and-luck grid (:func:`run_width_luck`): per width, one batched run of the
+    networks ``combos`` = every (m, initialisation, seed)."""
+
+    setup: WidthLuckSetup
+    seed: int
+    device: str
+    seconds: float
+    combos: list                 # (m, init, r) of network j of every width
+    records: dict = field(repr=False)   # width -> ParityRun
+    models: dict = field(repr=False)    # width -> trained ParityMLPs (on the CPU)
+
+    def columns(self, m: int, init: str) -> list[int]:
+        """Indices of the networks (seeds 0, 1, ...) with ``m`` examples and ``init``."""
+        cols = [j for j, c in enumerate(self.combos) if c[0] == m and c[1] == init]
+        if not cols:
+            raise ValueError(f"no networks with m={m} and init={init!r}; samples "
+                             f"{self.setup.samples}, inits {INITS}")
+        return cols
+
+    def final_accuracy(self, width: int, m: int, init: str) -> np.ndarray:
+        """Final test accuracy of each seed of one cell: (seeds,)."""
+        if width not in self.records:
+            raise ValueError(f"width must be one of {list(self.records)}, got {width}")
+        return self.records[width].accuracy[-1, self.columns(m, init)]
+
+    def successes(self, width: int, m: int, init: str) -> np.ndarray:
+        """Which seeds of one cell reached ``setup.success``: (seeds,) bools."""
+        return self.final_accuracy(width, m, init) >= self.setup.success
+
+    def success_rate(self, width: int, m: int, init: str) -> float:
+        """Fraction of the cell's seeds that reached ``setup.success``."""
+        return float(np.mean(self.successes(width, m, init)))
+
+    def count(self, samples, inits, widths=None) -> int:
+        """Successful runs, summed over seeds and the given samples, inits and widths
+        (default: all widths)."""
+        widths = self.setup.widths if widths is None else widths
+        return sum(int(self.successes(w, m, i).sum())
+                   for w in widths for m in samples for i in inits)
+
+
+def run_width_luck(setup: WidthLuckSetup, *, seed: int | None = None, device=None,
+                   progress: bool = True) -> WidthLuckResult:
+    """Train every (m, initialisation, seed) network of each width in ``setup.widths`` as
+    one batched program (generator stream ``width`` of ``seed``) with :func:`train_offline`."""
+    setup = _check_setup(setup, WidthLuckSetup)
+    seed, dev = _check_seed(seed), check_device("device", device)
+    start = time.perf_counter()
+    combos = [(m, init, r) for m in setup.samples for init in INITS for r in range(setup.seeds)]
+    records, models = {}, {}
+    for w in setup.widths:
+        g = stream_generator(seed, w, dev)
+        nets = ParityMLPs(setup.n, [w] * len(combos), generator=g,
+                          sparsity=[setup.sparsity if i == "sparse" else None
+                                    for _, i, _ in combos])
+        records[w] = train_offline(nets, list(range(setup.k)), [m for m, _, _ in combos],
+                                   steps=setup.steps, batch_size=setup.batch_size, lr=setup.lr,
+                                   weight_decay=setup.weight_decay, eval_every=setup.eval_every,
+                                   test_size=setup.test_size, generator=g, progress=progress,
+                                   desc=f"width {w}")
+        models[w] = nets.cpu()
+    return WidthLuckResult(setup, seed, str(dev), time.perf_counter() - start, combos,
+                           records, models)
+
+
+def plot_success_rates(result: WidthLuckResult, axes=None):
+    """Success rate against m, one line per width: dense (left) and sparse (right) panels."""
+    import matplotlib.pyplot as plt
+
+    from .plotting import palette
+
+    if not isinstance(result, WidthLuckResult):
+        raise TypeError(f"result must be a WidthLuckResult, got {type(result).__name__}")
+    s = result.setup
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True, constrained_layout=True)
+    for ax, init in zip(axes, INITS, strict=True):
+        for c, w in zip(palette(len(s.widths)), s.widths, strict=True):
+            ax.plot(s.samples, [result.success_rate(w, m, init) for m in s.samples], "o-",
+                    color=c, label=f"width {w}")
+        ax.set(xlabel="training examples m", xticks=list(s.samples),
+               title="dense init" if init == "dense" else f"sparse init (s = {s.sparsity})")
+    axes[0].set_ylabel(f"success rate (test acc ≥ {s.success})")
+    axes[1].legend()
+    return axes
