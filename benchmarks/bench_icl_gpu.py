@@ -10,7 +10,7 @@ transformer with relative positions, dropout 0.1, AdamW 5e-4, batch 64, sequence
 its DataLoader with 6 worker processes and its model snapshots every max_iters/200 steps; we
 only set k = 3 states and the number of steps).  Ours: ``seqtheory.incontext.PAPER`` trained
 by ``seqtheory.train`` (a) without evaluation and (b) as the archive runs it
-(``train_icl``: held-out evaluation of 256 sequences every 50 steps).  Each timing includes
+(``incontext.run``: held-out evaluation of 256 sequences every 50 steps).  Each timing includes
 set-up (for theirs the start of the data workers); steps/s = steps / wall seconds, after 50
 untimed warm-up steps of ours in the same process.
 """
@@ -29,7 +29,8 @@ import torch
 
 def ours(device: str, steps: int) -> dict:
     from seqtheory import seed_everything, train
-    from seqtheory.incontext import PAPER, train_icl
+    from seqtheory.incontext import PAPER
+    from seqtheory.incontext import run as run_icl
 
     setup = PAPER.replace(steps=steps)
     out = {}
@@ -43,9 +44,9 @@ def ours(device: str, steps: int) -> dict:
     _sync(device)
     out["seqtheory train (no evaluation)"] = steps / (time.perf_counter() - start)
     start = time.perf_counter()
-    train_icl(setup, seed=0, progress=False, device=device)
+    run_icl(setup, seed=0, progress=False, device=device)
     _sync(device)
-    out["seqtheory train_icl (evaluation every 50 steps)"] = \
+    out["seqtheory incontext.run (evaluation every 50 steps)"] = \
         steps / (time.perf_counter() - start)
     return out
 

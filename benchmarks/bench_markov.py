@@ -17,7 +17,7 @@ import time
 import torch
 
 from seqtheory import seed_everything, train
-from seqtheory.incontext import MAIN, ICLEvaluator
+from seqtheory.incontext import SETUP, ICLEvaluator
 from seqtheory.markov import (
     bigram_predictor,
     icl_mc_batch,
@@ -52,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
-    cfg = MAIN.pick("cpu")
+    cfg = SETUP.pick("cpu")
     B, k, T = cfg.batch_size, cfg.k, cfg.T
     tokens = B * T
     seed_everything(0)

@@ -14,8 +14,10 @@ import time
 
 import torch
 
-from seqtheory.chain_of_thought import CHAIN_OF_THOUGHT, all_bit_strings, train_chain_models
-from seqtheory.copying import COPYING, copy_models, train_copier
+from seqtheory.chain_of_thought import SETUP as COT_SETUP
+from seqtheory.chain_of_thought import all_bit_strings, train_chain_models
+from seqtheory.copying import SETUP as COPY_SETUP
+from seqtheory.copying import copy_models, train_copier
 from seqtheory.parity import ParityMLPs, train_online
 from seqtheory.utils import dataclass_replace
 
@@ -39,8 +41,8 @@ def main() -> None:
         print(f"   M={M}: {per_step(batched, steps * M):.2f}{note}")
 
     print("2. copying models, one step (ms), batch 32")
-    cfg = COPYING.cpu
-    for name, model in copy_models(cfg).items():
+    cfg = COPY_SETUP.cpu
+    for name, model in copy_models(cfg, seed=0).items():
         t = per_step(lambda model=model: train_copier(
             model, dataclass_replace(cfg, eval_every=10_000), steps=50, progress=False), 50)
         print(f"   {name:>18}: {t:.1f}")
@@ -48,9 +50,10 @@ def main() -> None:
     print("3. chain-of-thought models (threshold chain, n=12, 3 seeds), one step (ms)")
     x = all_bit_strings(12)[:512]
     for name, hidden in (("linear", None), ("MLP", 32)):
-        setup = dataclass_replace(CHAIN_OF_THOUGHT.cpu, steps=100)
+        setup = dataclass_replace(COT_SETUP.cpu, steps=100)
         t = per_step(lambda hidden=hidden, setup=setup: train_chain_models(
-            "threshold", hidden, x, setup, progress=False), 100)
+            "threshold", hidden, x, setup, generator=torch.Generator().manual_seed(0),
+            progress=False), 100)
         print(f"   {name:>6}: {t:.1f}")
 
 

@@ -41,7 +41,8 @@ import torch
 
 import seqtheory
 from seqtheory import Sizes, setup_threads
-from seqtheory.incontext import MAIN, train_icl
+from seqtheory.incontext import SETUP
+from seqtheory.incontext import run as run_icl
 from seqtheory.markov import ngram_name
 from seqtheory.utils import check_device, cpu_name
 
@@ -114,7 +115,7 @@ def main() -> None:
     threads = setup_threads()
     device = check_device("--device", args.device)
     t0 = time.perf_counter()
-    base = MAIN.pick("cpu").replace(k=2, d_model=32, steps=size["steps"], eval_every=100)
+    base = SETUP.pick("cpu").replace(k=2, d_model=32, steps=size["steps"], eval_every=100)
     runs = []
     for order in (int(m) for m in args.orders.split(",")):
         for arch in archs:
@@ -122,7 +123,7 @@ def main() -> None:
             for seed in size["seeds"]:
                 setup = base.replace(order=order, **changes)
                 start = time.perf_counter()
-                run = train_icl(setup, seed=seed, desc=f"order {order}, {arch}",
+                run = run_icl(setup, seed=seed, desc=f"order {order}, {arch}",
                                 progress=False, device=device)
                 bayes, lower = ngram_name(order + 1), ngram_name(order)
                 steps, kl_bayes = run.history.metric(f"KL({bayes}||model)")

@@ -25,7 +25,8 @@ from _archive import add_run_arguments, device_label, merge_parts
 
 import seqtheory
 from seqtheory import derive_seed, setup_threads
-from seqtheory.incontext import MAIN, switch_step, train_icl
+from seqtheory.incontext import SETUP, switch_step
+from seqtheory.incontext import run as run_icl
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_graded.json"
 FRACTIONS = (1.0, 0.75, 0.5, 0.25)
@@ -48,7 +49,7 @@ def main() -> None:
         args.out.write_text(json.dumps(merged, default=str))
         return
     threads = setup_threads()
-    base = MAIN.pick("cpu").replace(k=2, steps=STEPS)
+    base = SETUP.pick("cpu").replace(k=2, steps=STEPS)
     meta = {"script": "scripts/icl_graded.py", "seqtheory": seqtheory.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
@@ -60,7 +61,7 @@ def main() -> None:
         for p in (float(f) for f in args.fractions.split(",")):
             setup = base.replace(prior="graded", ds_fraction=p)
             start, cpu = time.perf_counter(), time.process_time()
-            run = train_icl(setup, seed=seed, eval_n=256, progress=False, eval_setup=base,
+            run = run_icl(setup, seed=seed, eval_n=256, progress=False, eval_setup=base,
                             stop_after_switch=args.patience or None)
             h = run.history
             rec = {"ds_fraction": p, "seed": seed, "derived_seed": derive_seed(seed),

@@ -31,7 +31,8 @@ from _archive import add_run_arguments, device_label, merge_parts
 
 import seqtheory
 from seqtheory import derive_seed, setup_threads
-from seqtheory.incontext import PAPER, switch_step, train_icl
+from seqtheory.incontext import PAPER, switch_step
+from seqtheory.incontext import run as run_icl
 from seqtheory.utils import check_device
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_paper.json"
@@ -61,7 +62,7 @@ def main() -> None:
     runs = []
     for seed in (int(s) for s in args.seeds.split(",")):
         start, cpu = time.perf_counter(), time.process_time()
-        run = train_icl(PAPER, seed=seed, eval_n=256, progress=False, desc=f"seed {seed}",
+        run = run_icl(PAPER, seed=seed, eval_n=256, progress=False, desc=f"seed {seed}",
                         stop_after_switch=args.patience or None, device=device)
         h = run.history
         rec = {"seed": seed, "derived_seed": derive_seed(seed),

@@ -1,6 +1,6 @@
 """Binary second-order chains over seeds: the data behind "Trigrams" in book/induction_heads.md.
 
-Trains the chapter's trigram set-up (seqtheory.incontext.TRIGRAM: k = 2, order 2, a
+Trains the chapter's trigram set-up (seqtheory.incontext.TRIGRAM_SETUP: k = 2, order 2, a
 2-layer attention-only transformer with two heads in layer 1 and one in layer 2,
 d_model = 32, T = 100, batch 64, AdamW 3e-3, constant rate) for several seeds and records,
 every `eval_every` steps, the held-out loss (256 sequences) and the KL divergence from the
@@ -30,7 +30,8 @@ import torch
 
 import seqtheory
 from seqtheory import derive_seed, setup_threads
-from seqtheory.incontext import TRIGRAM, phases, switch_step, train_icl
+from seqtheory.incontext import TRIGRAM_SETUP, phases, switch_step
+from seqtheory.incontext import run as run_icl
 from seqtheory.utils import cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_trigram.json"
@@ -52,10 +53,10 @@ def truncated_switch(steps, lower, upper, budget: int):
 
 def one_seed(seed: int, mode: str) -> dict:
     torch.set_num_threads(1)
-    setup = TRIGRAM.pick(mode)
+    setup = TRIGRAM_SETUP.pick(mode)
     start = time.perf_counter()
     cpu = time.process_time()
-    run = train_icl(setup, seed=seed, eval_n=256, desc=f"trigram, seed {seed}", progress=False)
+    run = run_icl(setup, seed=seed, eval_n=256, desc=f"trigram, seed {seed}", progress=False)
     h = run.history
     steps = h.metric("loss")[0]
     kl = {n: h.metric(f"KL({n}||model)")[1] for n in NAMES}
@@ -79,7 +80,7 @@ def main() -> None:
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     setup_threads()
-    setup = TRIGRAM.pick(args.mode)
+    setup = TRIGRAM_SETUP.pick(args.mode)
     meta = {"script": "scripts/icl_trigram.py", "seqtheory": seqtheory.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),

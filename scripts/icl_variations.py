@@ -26,7 +26,8 @@ import torch
 
 import seqtheory
 from seqtheory import derive_seed, setup_threads
-from seqtheory.incontext import MAIN, switch_step, train_icl
+from seqtheory.incontext import SETUP, switch_step
+from seqtheory.incontext import run as run_icl
 from seqtheory.utils import cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_variations.json"
@@ -69,7 +70,7 @@ def record(run, names):
 
 def main() -> None:
     threads = setup_threads()
-    base = MAIN.pick("cpu")
+    base = SETUP.pick("cpu")
     meta = {"script": "scripts/icl_variations.py", "seqtheory": seqtheory.__version__,
             "torch": torch.__version__, "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
@@ -84,7 +85,7 @@ def main() -> None:
         for label, (changes, steps, chapter_steps, (lower, upper)) in VARIANTS.items():
             setup = base.replace(steps=steps, **changes)
             start = time.perf_counter()
-            run = train_icl(setup, seed=seed, eval_n=256, desc=f"{label}, seed {seed}",
+            run = run_icl(setup, seed=seed, eval_n=256, desc=f"{label}, seed {seed}",
                             progress=False)
             rec = {"variant": label, "seed": seed, "derived_seed": derive_seed(seed),
                    "seconds": round(time.perf_counter() - start, 1),

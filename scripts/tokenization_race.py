@@ -40,7 +40,7 @@ def main() -> None:
     setup_threads()
     seeds = tuple(int(s) for s in args.seeds.split(","))
     start = time.perf_counter()
-    result = race(SETUP.cpu, steps=args.steps, seeds=seeds)
+    result = race(SETUP.cpu, seed=0, steps=args.steps, seeds=seeds)
     runs = {}
     for kind, hists in result.histories.items():
         runs[kind] = []

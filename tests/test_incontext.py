@@ -4,13 +4,13 @@ import torch
 import torch.nn as nn
 
 from seqtheory.incontext import (
-    MAIN,
+    SETUP,
     ICLEvaluator,
     ICLSetup,
     MinimalICL,
     induction_attention,
+    run,
     switch_step,
-    train_icl,
 )
 from seqtheory.markov import bigram_predictor
 from seqtheory.training import History
@@ -30,7 +30,7 @@ def test_setup_batches_and_model():
     assert x.shape == y.shape == (8, 19) and torch.equal(x[:, 1:], y[:, :-1])
     logits = SMALL.model()(x)
     assert logits.shape == (8, 19, 3)
-    assert MAIN.pick("full").steps > MAIN.pick("cpu").steps
+    assert SETUP.pick("full").steps > SETUP.pick("cpu").steps
 
 
 def test_evaluator_is_zero_distance_from_the_strategy_a_model_implements():
@@ -98,10 +98,10 @@ def test_minimal_model_starts_at_unigram_and_can_express_bigram():
         assert torch.allclose(logp[0, t].exp(), expect, atol=1e-3)
 
 
-def test_train_icl_runs_and_keeps_snapshots():
-    run = train_icl(SMALL, snapshot_every=2, progress=False, eval_n=8)
-    assert sorted(run.history.snapshots) == [0, 2, 4]
-    assert run.history.metric("loss")[0].tolist() == [0, 2, 4]
+def test_run_keeps_snapshots():
+    res = run(SMALL, snapshot_every=2, progress=False, eval_n=8)
+    assert sorted(res.history.snapshots) == [0, 2, 4]
+    assert res.history.metric("loss")[0].tolist() == [0, 2, 4]
 
 
 def test_plot_phases_draws_one_curve_per_strategy():
@@ -151,11 +151,11 @@ def test_evaluator_induction_attention_matches_the_public_function():
 
 
 def test_trigram_setup_is_second_order_with_two_layer_one_heads():
-    from seqtheory.incontext import TRIGRAM
+    from seqtheory.incontext import TRIGRAM_SETUP
 
-    cpu = TRIGRAM.pick("cpu")
+    cpu = TRIGRAM_SETUP.pick("cpu")
     assert cpu.order == 2 and cpu.k == 2 and cpu.n_heads == (2, 1)
-    assert TRIGRAM.pick("full").steps > cpu.steps
+    assert TRIGRAM_SETUP.pick("full").steps > cpu.steps
     assert ICLEvaluator(cpu.replace(T=20), n=4).bayes == "trigram"
 
 
@@ -179,14 +179,14 @@ def test_history_from_record_round_trips_and_validates():
 def test_paper_setup_is_the_authors_configuration_and_full_uses_it():
     from seqtheory.incontext import PAPER
 
-    assert MAIN.pick("full") == PAPER
+    assert SETUP.pick("full") == PAPER
     cfg = PAPER.train_config(snapshot_steps=(0,))
     assert (cfg.lr, cfg.betas, cfg.weight_decay, cfg.decay, cfg.grad_clip) == \
         (5e-4, (0.9, 0.95), 0.1, "linear", None)
     mc = PAPER.model_config()
     assert (mc.pos_encoding, mc.dropout, mc.n_layers, mc.d_model) == ("relative", 0.1, 2, 16)
     # the CPU default keeps the library defaults
-    cpu = MAIN.pick("cpu").train_config()
+    cpu = SETUP.pick("cpu").train_config()
     assert (cpu.lr, cpu.betas, cpu.weight_decay, cpu.grad_clip) == (1e-3, (0.9, 0.999), 0.0, 1.0)
 
 
@@ -194,43 +194,93 @@ def test_graded_setup_samples_its_prior_and_evaluates_elsewhere():
     g = SMALL.replace(k=2, prior="graded", ds_fraction=0.0)
     x, P = g.sample(16, torch.Generator().manual_seed(0))
     assert torch.equal(P[:, 0], P[:, 1])                       # i.i.d. tokens
-    run = train_icl(g, seed=0, eval_n=8, progress=False, eval_setup=SMALL.replace(k=2))
-    assert run.evaluator.setup.prior == "dirichlet"
+    res = run(g, seed=0, eval_n=8, progress=False, eval_setup=SMALL.replace(k=2))
+    assert res.evaluator.setup.prior == "dirichlet"
     with pytest.raises(TypeError, match="eval_setup"):
-        train_icl(g, progress=False, eval_setup="dirichlet")
+        run(g, progress=False, eval_setup="dirichlet")
 
 
 def test_predict_next_only_at_trained_positions():
     from seqtheory.incontext import predict_next
 
     s = SMALL.replace(steps=3)
-    run = train_icl(s, seed=0, eval_n=8, progress=False)
+    res = run(s, seed=0, eval_n=8, progress=False)
     assert s.input_len == s.T - 1 == 19   # training inputs: the first T - 1 tokens
     x, _ = s.sample(4, torch.Generator().manual_seed(1))
-    p = predict_next(run.model, s, x[:, : s.input_len])
+    p = predict_next(res.model, s, x[:, : s.input_len])
     assert p.shape == (4, 3) and torch.allclose(p.sum(-1), torch.ones(4, dtype=p.dtype))
     with pytest.raises(ValueError, match="1..19 tokens"):
-        predict_next(run.model, s, x)             # T tokens: position T - 1 is untrained
+        predict_next(res.model, s, x)             # T tokens: position T - 1 is untrained
 
 
 def test_last_position_embedding_gets_no_gradient():
     s = SMALL.replace(steps=3)
-    run = train_icl(s, seed=0, eval_n=8, progress=False, snapshot_every=3)
-    w0 = run.history.snapshots[0]["pos_emb.weight"]
-    w3 = run.history.snapshots[3]["pos_emb.weight"]
+    res = run(s, seed=0, eval_n=8, progress=False, snapshot_every=3)
+    w0 = res.history.snapshots[0]["pos_emb.weight"]
+    w3 = res.history.snapshots[3]["pos_emb.weight"]
     assert torch.equal(w0[s.T - 1], w3[s.T - 1])               # position T - 1: untouched
     assert not torch.equal(w0[s.T - 2], w3[s.T - 2])           # position T - 2: trained
 
 
-def test_train_icl_can_stop_once_the_switch_has_held(monkeypatch):
+def test_run_can_stop_once_the_switch_has_held(monkeypatch):
     def always_bigram(self, model, step=0):
         return {"loss": 1.0, "KL(bigram||model)": 0.01, "KL(unigram||model)": 0.1}
 
     monkeypatch.setattr(ICLEvaluator, "__call__", always_bigram)
     s = SMALL.replace(steps=40, eval_every=2)
-    run = train_icl(s, seed=0, eval_n=8, progress=False, stop_after_switch=4)
-    assert 4 < run.history.steps[-1] < 10                  # stopped long before 40
-    full = train_icl(s, seed=0, eval_n=8, progress=False)
+    res = run(s, seed=0, eval_n=8, progress=False, stop_after_switch=4)
+    assert 4 < res.history.steps[-1] < 10                  # stopped long before 40
+    full = run(s, seed=0, eval_n=8, progress=False)
     assert full.history.steps[-1] == 40
     with pytest.raises(ValueError, match="stop_after_switch"):
-        train_icl(s, progress=False, stop_after_switch=0)
+        run(s, progress=False, stop_after_switch=0)
+
+
+def test_run_is_deterministic_and_leaves_the_global_rng_alone():
+    state = torch.random.get_rng_state()
+    a = run(SMALL, seed=0, device="cpu", progress=False, eval_n=8)
+    assert torch.equal(state, torch.random.get_rng_state())
+    b = run(SMALL, seed=0, device="cpu", progress=False, eval_n=8)
+    c = run(SMALL, seed=1, device="cpu", progress=False, eval_n=8)
+    assert a.history.loss == b.history.loss and a.history.evals == b.history.evals
+    assert a.history.loss != c.history.loss
+    sa, sb = a.model.state_dict(), b.model.state_dict()
+    assert all(torch.equal(sa[name], sb[name]) for name in sa)
+    assert (a.seed, a.device, a.setup) == (0, "cpu", SMALL) and a.seconds > 0
+
+
+def test_run_is_the_old_seed_everything_stream():
+    """run() draws weights, then batches, from one seeded stream: the bits of the book's
+    runs before the global seeding moved inside seeded()."""
+    from seqtheory import seed_everything, train
+
+    seed_everything(3)
+    model = SMALL.model()
+    hist = train(model, SMALL.batch, SMALL.train_config(), progress=False)
+    assert run(SMALL, seed=3, progress=False, eval_n=8).history.loss == hist.loss
+
+
+def test_run_refuses_bad_devices_and_setups():
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device"):
+            run(SMALL, device="cuda", progress=False)
+    with pytest.raises(ValueError, match="device"):
+        run(SMALL, device="tpu-ish", progress=False)
+    with pytest.raises(TypeError, match="setup must be an ICLSetup"):
+        run({"k": 3}, progress=False)
+    with pytest.raises(ValueError, match="seed"):
+        run(SMALL, seed=-1, progress=False)
+
+
+def test_building_a_model_leaves_the_global_rng_alone():
+    state = torch.random.get_rng_state()
+    a, b = SMALL.model(seed=5), SMALL.model(seed=5)
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+
+def test_train_icl_is_run_with_seed_zero():
+    from seqtheory.incontext import train_icl
+
+    assert train_icl(SMALL, progress=False, eval_n=8).history.loss == \
+        run(SMALL, seed=0, progress=False, eval_n=8).history.loss

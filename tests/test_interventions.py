@@ -175,9 +175,9 @@ def test_attention_without_offset():
 
 
 def test_circuit_ablations_on_an_untrained_icl_model():
-    from seqtheory.incontext import ABLATIONS, MAIN, ICLEvaluator, circuit_ablations
+    from seqtheory.incontext import ABLATIONS, SETUP, ICLEvaluator, circuit_ablations
 
-    setup = MAIN.pick("cpu").replace(T=20)
+    setup = SETUP.pick("cpu").replace(T=20)
     ev = ICLEvaluator(setup, n=8)
     seed_everything(0)
     model = setup.model().train()
@@ -190,3 +190,37 @@ def test_circuit_ablations_on_an_untrained_icl_model():
         circuit_ablations(torch.nn.Linear(2, 2), ev)
     with pytest.raises(TypeError, match="evaluator must be an ICLEvaluator"):
         circuit_ablations(model, None)
+
+
+def _by_hand(model, x, patterns, keep):
+    """The forward pass of a 1-layer attention-only model without LayerNorm, written out:
+    logits = W_U (e + sum_h keep_h * W_O^h (A^h (e W_V^h))), with e = token + position
+    embeddings, A^h the given (B, T, T) pattern of head h and keep_h 0 or 1."""
+    W = model.blocks[0].attn
+    H, C = W.n_heads, model.cfg.d_model
+    d = C // H
+    e = model.tok_emb.weight[x] + model.pos_emb.weight[: x.shape[1]]     # (B, T, C)
+    v = e @ W.qkv.weight[2 * C:].T                                         # (B, T, C)
+    out = torch.zeros_like(e)
+    for h in range(H):
+        z = patterns[h] @ v[..., h * d:(h + 1) * d]                        # (B, T, d)
+        out = out + keep[h] * z @ W.out.weight[:, h * d:(h + 1) * d].T    # (B, T, C)
+    return (e + out) @ model.unembed.weight.T                              # (B, T, V)
+
+
+def test_interventions_match_a_hand_computation():
+    """attn_override and head_mask against the forward pass written out by hand: the
+    model's own patterns reproduce its logits; an overridden head uses exactly the given
+    pattern; a masked head contributes nothing."""
+    model = make(n_layers=1, attn_only=True, layer_norm=False)
+    with torch.no_grad():
+        _, cache = model(X, return_cache=True)
+        own = [cache.attn[0][:, h] for h in range(2)]
+        assert torch.allclose(model(X), _by_hand(model, X, own, [1, 1]), atol=1e-5)
+        u = uniform_causal_pattern(10).expand(3, 10, 10)
+        got = model(X, attn_override={(0, 1): uniform_causal_pattern(10)})
+        assert torch.allclose(got, _by_hand(model, X, [own[0], u], [1, 1]), atol=1e-5)
+        got = model(X, head_mask={0: 0})
+        assert torch.allclose(got, _by_hand(model, X, own, [0, 1]), atol=1e-5)
+        got = model(X, head_mask={0: 1}, attn_override={0: uniform_causal_pattern(10)})
+        assert torch.allclose(got, _by_hand(model, X, [u, u], [1, 0]), atol=1e-5)

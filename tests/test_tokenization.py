@@ -260,5 +260,47 @@ def test_race_is_seeded_and_counts_characters():
     assert np.all(np.diff(a.chars_seen["characters"][0]) == 4 * 32)
     assert np.all(a.chars_seen["tokens"][0][1:] >= 4 * 8)
     assert 0.5 < a.unigram_bits < 1.5
+    assert (a.seed, a.device, a.setup, a.seeds) == (0, "cpu", small, (0,)) and a.seconds > 0
+    c = race(small, seed=1, device="cpu", steps=4, seeds=(0,), eval_every=2, progress=False)
+    assert not np.array_equal(a.histories["tokens"][0].metric("bits/char")[1],
+                              c.histories["tokens"][0].metric("bits/char")[1])
     with pytest.raises(ValueError, match="kind"):
         race(small, steps=1, seeds=(0,), kinds=("words",), progress=False)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device"):
+            race(small, steps=1, seeds=(0,), device="cuda", progress=False)
+    with pytest.raises(TypeError, match="setup must be a TokenizationSetup"):
+        race({"n_symbols": 10}, steps=1, progress=False)
+
+
+def test_trap_is_seeded_and_leaves_the_global_rng_alone():
+    from seqtheory.tokenization import SETUP, TRAP_CONDITIONS, run_trap
+
+    small = SETUP.cpu.__class__(trap_steps=4, control_steps=2, trap_length=8, batch_size=4,
+                                trap_seeds=(0, 1))
+    state = torch.random.get_rng_state()
+    a = run_trap(small, seed=0, device="cpu", progress=False)
+    assert torch.equal(state, torch.random.get_rng_state())
+    b = run_trap(small, seed=0, device="cpu", progress=False)
+    assert list(a.histories) == list(TRAP_CONDITIONS)
+    for label in TRAP_CONDITIONS:
+        steps, losses = a.losses(label)
+        assert np.array_equal(losses, b.losses(label)[1]) and losses.shape[1] == 2
+    assert a.losses("p+q>1, tied")[0].tolist() == [0, 4]
+    assert a.losses("p+q<1, tied")[0].tolist() == [0, 2]
+    with pytest.raises(ValueError, match="label"):
+        a.losses("tied")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device"):
+            run_trap(small, device="cuda", progress=False)
+
+
+def test_tokenization_setup_validates():
+    from seqtheory.tokenization import TokenizationSetup
+
+    with pytest.raises(ValueError, match="lm_steps"):
+        TokenizationSetup(lm_steps=0)
+    with pytest.raises(TypeError, match="race_seeds"):
+        TokenizationSetup(race_seeds=[0, 1])
+    with pytest.raises(ValueError, match="trap_seeds entry"):
+        TokenizationSetup(trap_seeds=(-1,))

@@ -131,9 +131,9 @@ def test_previous_token_batch_offset():
 
 
 def test_previous_token_sizes():
-    from seqtheory.tasks import PREVIOUS_TOKEN
+    from seqtheory.tasks import SETUP
 
-    cpu, full = PREVIOUS_TOKEN.pick("cpu"), PREVIOUS_TOKEN.pick("full")
+    cpu, full = SETUP.pick("cpu"), SETUP.pick("full")
     assert cpu.steps < full.steps and cpu.steps // cpu.eval_every <= 60
 
 

@@ -1,8 +1,11 @@
 """In-context learning of Markov chains (ICL-MC): experiment set-ups, evaluation, mechanism.
 
-* :class:`ICLSetup` holds one experiment's task, model and optimiser settings; :data:`MAIN`
+* :class:`ICLSetup` holds one experiment's task, model and optimiser settings; :data:`SETUP`
   is the chapter's main run at CPU and ``FULL=1`` sizes (``FULL=1`` is :data:`PAPER`, the
-  configuration of the authors' code), :data:`TRIGRAM` its second-order task.
+  configuration of the authors' code, a single set-up), :data:`TRIGRAM_SETUP` its
+  second-order task at both sizes.
+* :func:`run` trains the transformer of a set-up (the one entry point) and returns an
+  :class:`ICLRun`: the set-up, seed, device, the trained model, its History and evaluator.
 * :class:`ICLEvaluator` measures a model on a fixed held-out batch: its loss, its KL
   divergence to every reference strategy and to the true transition row (averaged over
   positions and at the last position), and two attention statistics of the induction-head
@@ -31,21 +34,24 @@ from .models import Transformer, TransformerConfig, attention_to_offset
 from .training import History, TrainConfig, train
 from .utils import (
     Sizes,
+    base_seed,
     check_choice,
     check_device,
     check_float,
     check_int,
+    evaluating,
     make_generator,
-    seed_everything,
+    seeded,
 )
 
 __all__ = [
     "ICLSetup",
-    "MAIN",
+    "SETUP",
     "PAPER",
-    "TRIGRAM",
+    "TRIGRAM_SETUP",
     "ICLEvaluator",
     "ICLRun",
+    "run",
     "train_icl",
     "induction_attention",
     "switch_step",
@@ -130,9 +136,10 @@ class ICLSetup:
         return icl_mc_batch(n, self.k, self.T, self.alpha, order=self.order,
                             prior=self.prior, generator=generator)
 
-    def model(self) -> Transformer:
-        """A freshly initialised transformer (uses the global seed)."""
-        return Transformer(self.model_config())
+    def model(self, seed: int | None = None) -> Transformer:
+        """A freshly initialised transformer: weights from ``seeded(seed)`` (torch's global
+        generator is left as it was), or from the global generator when ``seed`` is None."""
+        return Transformer(self.model_config(), seed=seed)
 
     def batch(self, step: int = 0, generator: torch.Generator | None = None):
         """A fresh training batch ``(inputs, targets)``: tokens ``x[:, :-1]`` and ``x[:, 1:]``."""
@@ -144,12 +151,6 @@ class ICLSetup:
         return replace(self, **changes)
 
 
-#: the chapter's main run: k = 3, T = 100, alpha = 1, 2-layer attention-only, d_model = 16
-MAIN = Sizes(
-    cpu=ICLSetup(),
-    full=None,  # set to PAPER below
-)
-
 #: the configuration of the authors' code for the ICL-MC paper (Edelman et al., 2024; their
 #: ``training_pipeline.py``, ``mingpt/trainer.py``, ``mingpt/model_rpe.py``): relative
 #: positions, dropout 0.1, AdamW lr 5e-4, betas (0.9, 0.95), weight decay 0.1 on the weights of
@@ -160,11 +161,14 @@ MAIN = Sizes(
 PAPER = ICLSetup(pos_encoding="relative", dropout=0.1, lr=5e-4, betas=(0.9, 0.95),
                  weight_decay=0.1, decay="linear", grad_clip=None, steps=4000,
                  eval_every=50)
-MAIN = Sizes(cpu=MAIN.cpu, full=PAPER)
+
+#: the chapter's main run: k = 3, T = 100, alpha = 1, 2-layer attention-only, d_model = 16
+#: (CPU); ``FULL=1`` selects :data:`PAPER`
+SETUP = Sizes(cpu=ICLSetup(), full=PAPER)
 
 #: binary second-order chains (Bayes rule: the in-context trigram), two heads in layer 1 (one
 #: per offset), d_model = 32; trained by scripts/icl_trigram.py (the chapter's archived run)
-TRIGRAM = Sizes(
+TRIGRAM_SETUP = Sizes(
     cpu=ICLSetup(k=2, order=2, n_heads=(2, 1), d_model=32, lr=3e-3, steps=4000),
     full=ICLSetup(k=2, order=2, n_heads=(2, 1), d_model=32, lr=3e-3, steps=10000,
                   eval_every=100),
@@ -260,35 +264,46 @@ class ICLEvaluator:
 
 @dataclass
 class ICLRun:
-    """A trained model with its set-up, training history and evaluator."""
+    """The result of :func:`run`: a trained model with its set-up, seed, history, evaluator."""
 
-    setup: ICLSetup
-    model: nn.Module
-    history: History
-    evaluator: ICLEvaluator
+    setup: ICLSetup              # what was trained
+    seed: int                    # the logical seed (weights and batches derive from it)
+    device: str                  # where it trained ("cpu", "cuda", ...)
+    seconds: float               # wall-clock time of the training loop
+    model: nn.Module             # the trained transformer (on ``device``; ``.cpu()`` to analyse)
+    history: History             # per-step losses, evaluations, snapshots
+    evaluator: ICLEvaluator      # the held-out batch and reference strategies it was measured on
 
 
-def train_icl(setup: ICLSetup, *, seed: int = 0, eval_n: int = 256,
-              snapshot_every: int | None = None, desc: str | None = None,
-              progress: bool = True, eval_setup: ICLSetup | None = None,
-              stop_after_switch: int | None = None,
-              device: str | torch.device | None = None) -> ICLRun:
-    """Seed, build the transformer of ``setup``, train it on fresh ICL-MC batches, evaluate
-    every ``setup.eval_every`` steps (on the task of ``eval_setup``, default ``setup``), and
-    keep snapshots every ``snapshot_every`` steps.  With ``stop_after_switch = n``, training
-    ends early once the evaluations of the last ``n`` steps were all closer to the bigram
-    than to the unigram rule.
+def run(setup: ICLSetup, *, seed: int | None = None,
+        device: str | torch.device | None = None, progress: bool = True,
+        eval_n: int = 256, snapshot_every: int | None = None, desc: str | None = None,
+        eval_setup: ICLSetup | None = None,
+        stop_after_switch: int | None = None) -> ICLRun:
+    """Build the transformer of ``setup``, train it on fresh ICL-MC batches, evaluate every
+    ``setup.eval_every`` steps on ``eval_n`` held-out sequences (of the task of
+    ``eval_setup``, default ``setup``) and keep snapshots every ``snapshot_every`` steps.
+    With ``stop_after_switch = n``, training ends early once the evaluations of the last
+    ``n`` steps were all closer to the bigram than to the unigram rule.
 
-    ``device`` (default the CPU) is where the model trains. Batches are drawn on the CPU from
-    the seeded global generator and moved over (a batch of 64 chains costs far less than a
-    step). Without dropout a GPU run therefore sees exactly the batches of the same seed on
-    the CPU; with dropout the CPU run's masks come from the same generator, so the streams
-    differ."""
+    Randomness: ``seed`` (None: :func:`~seqtheory.utils.base_seed`) is a logical seed.  The
+    weights, then the batches and dropout masks, are drawn from torch's global generators
+    inside :func:`~seqtheory.utils.seeded` ``(seed)`` (one stream, the bits of the book's
+    runs since the start), which restores their state afterwards: no global side effect.
+    ``device`` (default the CPU) is where the model trains: batches are drawn
+    on the CPU and moved over once per step (a batch of 64 chains costs far less than a
+    step), so without dropout a GPU run sees exactly the batches of the same seed on the
+    CPU."""
+    if not isinstance(setup, ICLSetup):
+        raise TypeError(f"setup must be an ICLSetup, got {type(setup).__name__}")
     if eval_setup is not None and not isinstance(eval_setup, ICLSetup):
         raise TypeError(f"eval_setup must be an ICLSetup, got {type(eval_setup).__name__}")
     if stop_after_switch is not None:
         check_int("stop_after_switch", stop_after_switch, minimum=1)
-    seed_everything(seed)
+    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
+    device = check_device("device", device)
+    snaps = () if snapshot_every is None else \
+        tuple(range(0, setup.steps + 1, check_int("snapshot_every", snapshot_every, minimum=1)))
     evaluator = ICLEvaluator(eval_setup or setup, n=eval_n)
     closer = []                                   # per evaluation: nearer bigram than unigram?
 
@@ -302,13 +317,20 @@ def train_icl(setup: ICLSetup, *, seed: int = 0, eval_n: int = 256,
             return False
         first = next(s for s, c in reversed([(0, False), *closer]) if not c)
         return closer[-1][0] - first >= stop_after_switch + setup.eval_every
-    device = check_device("device", device)
-    model = setup.model().to(device)
-    snaps = () if snapshot_every is None else \
-        tuple(range(0, setup.steps + 1, check_int("snapshot_every", snapshot_every, minimum=1)))
-    history = train(model, setup.batch, setup.train_config(snapshot_steps=snaps),
-                    eval_fn=eval_fn, callbacks=(stop,), desc=desc or "ICL-MC", progress=progress)
-    return ICLRun(setup, model, history, evaluator)
+
+    if device.type == "cuda":
+        torch.cuda.init()                         # so that seeded() restores its generator too
+    with seeded(seed):                            # weights, then batches and dropout masks
+        model = setup.model().to(device)
+        history = train(model, setup.batch, setup.train_config(snapshot_steps=snaps),
+                        eval_fn=eval_fn, callbacks=(stop,), desc=desc or "ICL-MC",
+                        progress=progress)
+    return ICLRun(setup, seed, str(device), history.seconds, model, history, evaluator)
+
+
+def train_icl(setup: ICLSetup, *, seed: int = 0, **kwargs) -> ICLRun:
+    """The former name of :func:`run` (same arguments, logical seed 0 by default)."""
+    return run(setup, seed=seed, **kwargs)
 
 
 def predict_next(model: nn.Module, setup: ICLSetup, x: torch.Tensor) -> torch.Tensor:
@@ -322,11 +344,8 @@ def predict_next(model: nn.Module, setup: ICLSetup, x: torch.Tensor) -> torch.Te
     if not 1 <= x.shape[1] <= setup.input_len:
         raise ValueError(f"x must have 1..{setup.input_len} tokens (the training input "
                          f"length T - 1), got {x.shape[1]}")
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
+    with evaluating(model):
         logits = model(x)
-    model.train(was_training)
     return logits[:, -1].double().softmax(-1)
 
 
@@ -496,15 +515,16 @@ ABLATIONS = {
 }
 
 
-@torch.no_grad()
 def circuit_ablations(model: Transformer, evaluator: ICLEvaluator) -> dict[str, float]:
     """Held-out loss (nats) of ``model`` with one piece of the induction circuit knocked out.
 
     Each entry of :data:`ABLATIONS` replaces the attention pattern of every head of one
-    layer (layer 1 or the last layer) during the forward pass: ``without offset o`` removes
-    the weight on key ``t - o`` and renormalises the rest, ``mean`` uses the head's mean
-    pattern over the held-out batch (positions kept, content dependence removed),
-    ``uniform`` spreads the weight evenly over the prefix. ``"none"`` is the intact model.
+    layer (layer 1 or the last layer) during the forward pass through the transformer's
+    intervention hook (``attn_override``): ``without offset o`` removes the weight on key
+    ``t - o`` and renormalises the rest, ``mean`` uses the head's mean pattern over the
+    held-out batch (positions kept, content dependence removed), ``uniform`` spreads the
+    weight evenly over the prefix. ``"none"`` is the intact model.  The model runs on the
+    device of its parameters.
     """
     from .models import attention_without_offset, uniform_causal_pattern
 
@@ -512,16 +532,15 @@ def circuit_ablations(model: Transformer, evaluator: ICLEvaluator) -> dict[str, 
         raise TypeError(f"model must be a seqtheory Transformer, got {type(model).__name__}")
     if not isinstance(evaluator, ICLEvaluator):
         raise TypeError(f"evaluator must be an ICLEvaluator, got {type(evaluator).__name__}")
-    was_training = model.training
-    model.eval()
-    try:
-        x = evaluator.x                                                 # (B, T)
+    with evaluating(model):
+        param = next(model.parameters())
+        x = evaluator.x.to(param.device)                                # (B, T)
         _, cache = model(x, return_cache=True)
         n_layers = len(cache.attn)
 
         def loss(**intervention) -> float:
-            probs = model(x, **intervention).double().softmax(-1)       # (B, T, k)
-            return sequence_loss(probs, x).mean().item()
+            probs = model(x, **intervention).cpu().double().softmax(-1)  # (B, T, k)
+            return sequence_loss(probs, evaluator.x).mean().item()
 
         out = {"none": loss()}
         for label, (layer, how) in ABLATIONS.items():
@@ -534,8 +553,6 @@ def circuit_ablations(model: Transformer, evaluator: ICLEvaluator) -> dict[str, 
                 means = cache.attn[layer].mean(0)                       # (H, T, T)
                 override = {(layer, h): means[h] for h in range(means.shape[0])}
             else:
-                override = {layer: uniform_causal_pattern(x.shape[1])}
+                override = {layer: uniform_causal_pattern(x.shape[1]).to(param.device)}
             out[label] = loss(attn_override=override)
         return out
-    finally:
-        model.train(was_training)

@@ -8,6 +8,8 @@ import numpy as np
 import seaborn as sns
 import torch
 
+from .utils import to_numpy
+
 __all__ = [
     "log_ticks",
     "markdown_table",
@@ -16,7 +18,6 @@ __all__ = [
     "smooth",
     "plot_history",
     "plot_attention",
-    "plot_attention_layers",
     "reference_lines",
 ]
 
@@ -58,9 +59,8 @@ def smooth(values: Sequence[float], window: int = 25) -> np.ndarray:
 
 
 def _to_numpy(x) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        return x.detach().cpu().float().numpy()
-    return np.asarray(x, dtype=float)
+    """A tensor (any device or dtype) or array-like as a float NumPy array."""
+    return np.asarray(to_numpy(x.float() if isinstance(x, torch.Tensor) else x), dtype=float)
 
 
 def reference_lines(ax, refs: Mapping[str, float], colors: Sequence | None = None) -> None:
@@ -147,33 +147,6 @@ def plot_attention(
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention weight")
     return ax
-
-
-def plot_attention_layers(patterns: Sequence, *, tokens: Sequence | None = None,
-                          size: float = 3.2, suptitle: str | None = None):
-    """Grid of attention heatmaps, one row per layer and one column per head, for one sequence.
-
-    ``patterns`` is a list (one per layer) of (heads, T, T) arrays, e.g.
-    ``[a[0] for a in model.attention_patterns(x)]``.  Returns the figure.
-    """
-    mats = [_to_numpy(p) for p in patterns]
-    for i, m in enumerate(mats):
-        if m.ndim != 3:
-            raise ValueError(f"layer {i}: expected (heads, T, T), got shape {m.shape}")
-    n_rows, n_cols = len(mats), max(m.shape[0] for m in mats)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(size * n_cols + 0.8, size * n_rows),
-                             squeeze=False, constrained_layout=True)
-    for r, m in enumerate(mats):
-        for c in range(n_cols):
-            ax = axes[r, c]
-            if c >= m.shape[0]:
-                ax.axis("off")
-                continue
-            plot_attention(m[c], ax=ax, tokens=tokens, colorbar=(c == m.shape[0] - 1),
-                           title=f"layer {r + 1}, head {c + 1}")
-    if suptitle:
-        fig.suptitle(suptitle)
-    return fig
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence], digits: int = 3):

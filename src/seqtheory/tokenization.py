@@ -27,7 +27,8 @@ from .utils import Sizes, check_choice, check_float, check_int
 __all__ = [
     "BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths", "encode_rows",
     "token_batch", "unigram_sweep", "switching_sampler", "block_unigram_entropy",
-    "RaceResult", "race", "TokenizationSetup", "SETUP",
+    "RaceResult", "race", "TRAP_CONDITIONS", "TrapResult", "run_trap", "TokenizationSetup",
+    "SETUP",
 ]
 
 
@@ -454,25 +455,34 @@ def switching_sampler(batch: int, T: int, p: float, q: float, *, k: int = 1):
 class RaceResult:
     """Characters versus tokens: one History per seed and kind, plus what the chapter plots."""
 
+    setup: TokenizationSetup      # the sizes used
+    seed: int                     # the logical seed every other seed derives from
+    device: str                   # where the transformers trained
+    seconds: float                # wall-clock time of all the training loops
     bpe: BPE                      # the race's BPE tokenizer (trained on one 10^6-bit stream)
     histories: dict               # kind -> [History per seed]; metrics "bits/char", "seconds"
     chars_seen: dict              # kind -> [(steps + 1,) cumulative target characters per seed]
     unigram_bits: float           # unigram model over the BPE tokens on the held-out targets
-    seeds: tuple
+    seeds: tuple                  # the race's seeds (``setup.race_seeds`` unless overridden)
 
 
 RACE_KINDS = ("characters", "tokens")
 
 
-def race(setup: TokenizationSetup | None = None, *, steps: int | None = None, seeds=None,
+def race(setup: TokenizationSetup | None = None, *, seed: int | None = None,
+         device=None, progress: bool = True, steps: int | None = None, seeds=None,
          kinds: Sequence[str] = RACE_KINDS, k: int = 4, p: float = 0.8, q: float = 0.8,
-         d: int = 64, eval_every: int = 25, progress: bool = True) -> RaceResult:
+         d: int = 64, eval_every: int = 25) -> RaceResult:
     """Train the same 2-layer transformer on characters and on BPE-``d`` tokens.
 
-    One run per seed (weights ``seeded(s)``, data stream ``make_generator(100 + s)``);
-    held-out loss per character every ``eval_every`` steps.  The tokenizer and the held-out
-    sets come from ``make_generator(0)``.  With the constant learning rate the first N
-    steps of a longer run are the N-step run.
+    One run per race seed ``s`` (``setup.race_seeds``, or ``seeds``): weights
+    ``seeded(seed + s)``, data stream ``make_generator(seed + 100 + s)``; held-out loss per
+    character every ``eval_every`` steps.  The tokenizer and the held-out sets come from
+    ``make_generator(seed)``; ``seed`` None means :func:`~seqtheory.utils.base_seed`.  With
+    the constant learning rate the first N steps of a longer run are the N-step run.
+    ``device`` (default the CPU) is where the models train: the held-out sets are moved
+    there once, and the training batches, drawn on the CPU (BPE encodes with NumPy), are
+    moved over at each step.
     """
     import math
     import time
@@ -482,14 +492,20 @@ def race(setup: TokenizationSetup | None = None, *, steps: int | None = None, se
     from .markov import sample_switching
     from .models import Transformer, TransformerConfig
     from .training import TrainConfig, train
-    from .utils import make_generator, seeded
+    from .utils import base_seed, check_device, make_generator, seeded
 
     setup = SETUP.pick() if setup is None else setup
+    if not isinstance(setup, TokenizationSetup):
+        raise TypeError(f"setup must be a TokenizationSetup, got {type(setup).__name__}")
+    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
+    device = check_device("device", device)
     steps = check_int("steps", setup.lm_steps if steps is None else steps, minimum=1)
     seeds = tuple(setup.race_seeds if seeds is None else seeds)
+    for s in seeds:
+        check_int("race seed", s, minimum=0)
     for kind in kinds:
         check_choice("kind", kind, RACE_KINDS)
-    gen = make_generator(0)
+    gen = make_generator(seed)
     train_x = sample_switching(1, setup.n_symbols, p, q, k=k, generator=gen)[0]
     bpe, seen_train = BPE.train(train_x, d, snapshots=[d])
     held_chars = sample_switching(64, setup.char_length + 1, p, q, k=k, generator=gen)
@@ -502,6 +518,8 @@ def race(setup: TokenizationSetup | None = None, *, steps: int | None = None, se
     unigram_bits = float(-logq[tgt[tgt >= 0]].sum() / held_sym.sum().item())
     char_rows = switching_sampler(setup.batch_size, setup.char_length + 1, p, q, k=k)
     token_rows = switching_sampler(setup.batch_size, 700, p, q, k=k)
+    n_held_symbols = held_sym.sum().item()
+    held_chars, held_in, held_tgt = (t.to(device) for t in (held_chars, held_in, held_tgt))
 
     def char_eval(m):
         ce = torch.nn.functional.cross_entropy(
@@ -511,17 +529,18 @@ def race(setup: TokenizationSetup | None = None, *, steps: int | None = None, se
     def token_eval(m):
         ce = torch.nn.functional.cross_entropy(
             m(held_in).flatten(0, 1), held_tgt.flatten(), ignore_index=-100, reduction="sum")
-        return ce.item() / held_sym.sum().item() / math.log(2)
+        return ce.item() / n_held_symbols / math.log(2)
 
-    histories, chars_seen = {}, {}
+    histories, chars_seen, seconds = {}, {}, 0.0
     for kind in kinds:
         vocab, T = (2, setup.char_length) if kind == "characters" else (d, setup.token_length)
         runs, seen_runs = [], []
         for s in seeds:
-            with seeded(s):
+            with seeded(seed + s):
                 model = Transformer(TransformerConfig(vocab_size=vocab, max_len=T, n_layers=2,
                                                       n_heads=2, d_model=32))
-            data, seen = make_generator(100 + s), [0]
+            model = model.to(device)
+            data, seen = make_generator(seed + 100 + s), [0]
 
             def batch(step, data=data, seen=seen, kind=kind):
                 if kind == "characters":
@@ -540,9 +559,93 @@ def race(setup: TokenizationSetup | None = None, *, steps: int | None = None, se
                 eval_fn=lambda m, step, ev=evaluate, t0=start: {
                     "bits/char": ev(m), "seconds": time.perf_counter() - t0},
                 desc=f"{kind}, seed {s}", progress=progress))
+            seconds += runs[-1].seconds
             seen_runs.append(np.cumsum(seen))
         histories[kind], chars_seen[kind] = runs, seen_runs
-    return RaceResult(bpe, histories, chars_seen, unigram_bits, seeds)
+    return RaceResult(setup, seed, str(device), seconds, bpe, histories, chars_seen,
+                      unigram_bits, seeds)
+
+
+#: the unigram-trap conditions of :func:`run_trap`: label -> (p, q, tied embeddings, which
+#: step budget of the setup: "trap_steps" for the trapped run, "control_steps" otherwise)
+TRAP_CONDITIONS = {
+    "p+q>1, tied": (0.5, 0.8, True, "trap_steps"),
+    "p+q<1, tied": (0.2, 0.3, True, "control_steps"),
+    "p+q>1, untied": (0.5, 0.8, False, "control_steps"),
+}
+
+
+@dataclass
+class TrapResult:
+    """The unigram trap: one History per condition of :data:`TRAP_CONDITIONS`."""
+
+    setup: TokenizationSetup      # the sizes used
+    seed: int                     # the logical seed every other seed derives from
+    device: str                   # where the models trained
+    seconds: float                # wall-clock time of the training loops
+    histories: dict               # label -> History of the Ensemble of ``setup.trap_seeds``
+
+    def losses(self, label: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, losses)`` of one condition: held-out loss (nats), (evals, seeds)."""
+        check_choice("label", label, tuple(self.histories))
+        return self.histories[label].metric("loss")
+
+
+def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
+             device=None, progress: bool = True) -> TrapResult:
+    """Train a 1-layer attention-only transformer (d_model 8, no LayerNorm) on first-order
+    switching chains under each condition of :data:`TRAP_CONDITIONS`.
+
+    The seeds ``setup.trap_seeds`` train side by side as one batched program (an
+    :class:`~seqtheory.ensemble.Ensemble`): member ``s`` has the weights of
+    ``seeded(seed + s)`` and its own data stream ``make_generator(seed + 10 + s)``; the 256
+    held-out sequences come from ``make_generator(seed + 9)``.  Held-out loss every 50
+    steps; ``seed`` None means :func:`~seqtheory.utils.base_seed`; models and batches are
+    moved to ``device`` (default the CPU).
+    """
+    import torch
+
+    from .ensemble import Ensemble
+    from .markov import sample_switching
+    from .models import Transformer, TransformerConfig
+    from .training import TrainConfig, train
+    from .utils import base_seed, check_device, make_generator
+
+    setup = SETUP.pick() if setup is None else setup
+    if not isinstance(setup, TokenizationSetup):
+        raise TypeError(f"setup must be a TokenizationSetup, got {type(setup).__name__}")
+    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
+    device = check_device("device", device)
+    T = setup.trap_length
+    seeds = tuple(seed + s for s in setup.trap_seeds)
+    histories, seconds = {}, 0.0
+    for label, (p, q, tie, budget) in TRAP_CONDITIONS.items():
+        model_cfg = TransformerConfig(vocab_size=2, max_len=T, n_layers=1, n_heads=1,
+                                      d_model=8, attn_only=True, layer_norm=False,
+                                      tie_weights=tie)
+        held_out = sample_switching(256, T + 1, p, q,
+                                    generator=make_generator(seed + 9)).to(device)
+
+        def evaluate(ens, step, held_out=held_out):
+            logits = ens(held_out[:, :-1], shared=True)                # (seeds, B, T, 2)
+            return {"loss": [torch.nn.functional.cross_entropy(
+                member.flatten(0, 1), held_out[:, 1:].flatten()).item() for member in logits]}
+
+        sample = switching_sampler(setup.batch_size, T + 1, p, q)      # = sample_switching
+        data = [make_generator(seed + 10 + s) for s in setup.trap_seeds]
+
+        def batch(step, sample=sample, data=data):
+            x = torch.stack([sample(g) for g in data])                  # (seeds, B, T + 1)
+            return x[..., :-1], x[..., 1:]
+
+        ensemble = Ensemble(lambda cfg=model_cfg: Transformer(cfg), seeds=seeds).to(device)
+        histories[label] = train(
+            ensemble, batch,
+            TrainConfig(steps=getattr(setup, budget), lr=1e-3, eval_every=50),
+            eval_fn=evaluate, progress=progress,
+            desc=f"p={p}, q={q}, tied={tie}, seeds {list(setup.trap_seeds)}")
+        seconds += histories[label].seconds
+    return TrapResult(setup, seed, str(device), seconds, histories)
 
 
 @dataclass(frozen=True)
@@ -560,7 +663,22 @@ class TokenizationSetup:
     race_seeds: tuple = (0, 1, 2)
     char_length: int = 256             # characters per training sequence
     token_length: int = 96             # BPE tokens per training sequence
-    batch_size: int = 32
+    batch_size: int = 32               # sequences per training step (trap and race)
+
+    def __post_init__(self) -> None:
+        for name in ("n_symbols", "n_short", "trap_steps", "control_steps", "lm_steps",
+                     "char_length", "token_length", "batch_size"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("trap_length", self.trap_length, minimum=2)
+        for name in ("dictionary_sizes", "trap_seeds", "race_seeds"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or not value:
+                raise TypeError(f"{name} must be a non-empty tuple, got {value!r}")
+        for d in self.dictionary_sizes:
+            check_int("dictionary size", d, minimum=2)
+        for name in ("trap_seeds", "race_seeds"):
+            for s in getattr(self, name):
+                check_int(f"{name} entry", s, minimum=0)
 
 
 #: CPU default and the FULL=1 (GPU) sizes of the tokenization chapter
