@@ -57,13 +57,15 @@ def device_name() -> str:
 
 
 def checks(nb_path: Path) -> list[dict]:
-    """Every code cell with an ``assert`` in an executed notebook: passed, or the failure."""
+    """Every claim-check cell (``check(`` or ``assert``) in an executed notebook: passed, or
+    the failure."""
     import nbformat
 
     nb = nbformat.read(nb_path, as_version=4)
     out = []
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or "assert" not in cell.source:
+        if cell.cell_type != "code" or ("assert" not in cell.source
+                                         and "check(" not in cell.source):
             continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         ran = cell.get("execution_count") is not None or bool(errors)

@@ -1,6 +1,6 @@
 """Run every chapter under other base seeds and one torch thread; print what passed.
 
-The book's claim checks (hidden ``assert`` cells) are statements over seeds with margins
+The book's claim checks (hidden ``check(...)`` cells) are statements over seeds with margins
 taken from the spread across base seeds, so every chapter must pass under any base seed,
 not only the default 0 that CI uses. This script executes each chapter's paired notebook
 with ``SEQTHEORY_SEED=s`` and ``SEQTHEORY_NUM_THREADS=1`` for each requested seed, in

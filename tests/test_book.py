@@ -102,8 +102,12 @@ def test_every_chapter_has_the_same_setup_cell():
 @pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
 def test_chapter_checks_its_claims_and_has_exercises(md):
     checks = [c for c in _code_cells(md)
-              if "remove-cell" in c.metadata.get("tags", []) and "assert " in c.source]
-    assert checks, f"{md.name} has no hidden assert cell checking its claims"
+              if "remove-cell" in c.metadata.get("tags", []) and "check(" in c.source]
+    assert checks, f"{md.name} has no hidden cell checking its claims (seqtheory.utils.check)"
+    bare = [c.source.split("\n")[0] for c in _code_cells(md)
+            if "remove-cell" in c.metadata.get("tags", [])
+            and re.search(r"^\s*assert ", c.source, re.M)]
+    assert not bare, f"{md.name}: hidden cells must use check(), not assert: {bare}"
     text = md.read_text(encoding="utf-8")
     for heading in ("## Exercises", "## Takeaways", "## References"):
         assert heading in text, f"{md.name} lacks a '{heading}' section"
@@ -164,3 +168,22 @@ def test_every_figure_has_alt_text(md):
             if len(alt.split()) < 5:
                 missing.append(f"cell {n}: figure without mystnb.image.alt")
     assert not missing, f"{md.name}: " + "; ".join(missing)
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
+def test_every_figure_is_captioned_and_named(md):
+    """One figure convention: every figure cell (plt.show) is a numbered MyST figure with a
+    caption and a name that the text can reference ({numref}`fig-...`)."""
+    missing, names = [], []
+    for n, cell in enumerate(_code_cells(md)):
+        if not re.search(r"plt\.show\(\)", cell.source):
+            continue
+        fig = cell.metadata.get("mystnb", {}).get("figure", {})
+        if len(str(fig.get("caption", "")).split()) < 5:
+            missing.append(f"cell {n}: no mystnb.figure.caption")
+        name = str(fig.get("name", ""))
+        if not name.startswith("fig-"):
+            missing.append(f"cell {n}: no mystnb.figure.name 'fig-...'")
+        names.append(name)
+    assert not missing, f"{md.name}: " + "; ".join(missing)
+    assert len(names) == len(set(names)), f"{md.name}: duplicate figure names {names}"
