@@ -145,6 +145,35 @@ def _as_embeddings(source) -> torch.Tensor:
     return src
 
 
+_LSTSQ_RCOND = 1e-10    # singular values below this fraction of the largest count as 0
+
+
+def _lstsq_start(source: torch.Tensor, goal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Minimum-norm least-squares affine map ``source[m] W + c ~ goal[m]`` per model:
+    weight (M, d_in, d_out) and bias (M, 1, d_out), float32.
+
+    Solved in float64, one model at a time, on the source's non-zero columns only (the
+    zero padding of narrower sources gets weight 0), with the SVD driver ``gelsd`` and an
+    explicit ``rcond``.  Not the default ``gelsy``: PyTorch's CPU ``gelsy`` leaves its
+    column-pivot array uninitialised, so on rank-deficient inputs (every zero-padded
+    source) its answer depends on stale memory and changes from call to call
+    (pytorch/pytorch#71222, #187411)."""
+    M, n, d_in = source.shape
+    d_out = goal.shape[2]
+    weight = torch.zeros(M, d_in, d_out, dtype=torch.float64)
+    bias = torch.zeros(M, 1, d_out, dtype=torch.float64)
+    ones = torch.ones(n, 1, dtype=torch.float64)
+    for m in range(M):
+        X = source[m].double()
+        cols = (X != 0).any(0).nonzero().flatten()                  # the real columns
+        A = torch.cat([X[:, cols], ones], 1)                        # (n, d_m + 1)
+        coef = torch.linalg.lstsq(A, goal[m].double(), rcond=_LSTSQ_RCOND,
+                                  driver="gelsd").solution          # (d_m + 1, d_out)
+        weight[m, cols] = coef[:-1]
+        bias[m] = coef[-1:]
+    return weight.float(), bias.float()
+
+
 class _AffineStitch(nn.Module):
     """``e -> e W + c`` (affine) or ``e -> e W + c + relu(e W_1 + b_1) W_2`` ("mlp": an
     affine map plus a one-hidden-layer residual, whose output layer starts at zero).
@@ -160,9 +189,7 @@ class _AffineStitch(nn.Module):
         d_out = goal.shape[2]
         g = make_generator(seed)
         if init == "lstsq":      # least-squares affine match of the two embeddings
-            X = torch.cat([source, torch.ones(M, n, 1)], 2).double()  # (M, n, d_in + 1)
-            coef = torch.linalg.lstsq(X, goal.double()).solution.float()
-            weight, bias = coef[:, :d_in], coef[:, d_in:]
+            weight, bias = _lstsq_start(source, goal)
         elif init == "random":   # a random map, scaled to the target's spread
             scale = goal.std(1, keepdim=True) / source.std(1).norm(dim=1).clamp_min(1e-8)[
                 :, None, None]                                        # (M, 1, d_target)
