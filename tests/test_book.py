@@ -185,5 +185,9 @@ def test_every_figure_is_captioned_and_named(md):
         if not name.startswith("fig-"):
             missing.append(f"cell {n}: no mystnb.figure.name 'fig-...'")
         names.append(name)
+        after = cell.source.rpartition("plt.show()")[2]
+        if re.search(r"markdown_table\(|display\(", after):
+            # myst-nb would wrap the table in the figure too: a duplicate target
+            missing.append(f"cell {n}: a table after the figure: move it to the next cell")
     assert not missing, f"{md.name}: " + "; ".join(missing)
     assert len(names) == len(set(names)), f"{md.name}: duplicate figure names {names}"
