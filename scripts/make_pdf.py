@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import unicodedata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,9 +57,11 @@ def missing_titles(pdf_bytes: bytes, titles: list[str]) -> list[str]:
     from pypdf import PdfReader
 
     reader = PdfReader(io.BytesIO(pdf_bytes))
-    text = " ".join((page.extract_text() or "") for page in reader.pages)
-    flat = " ".join(text.split()).lower()
-    return [t for t in titles if " ".join(t.split()).lower() not in flat]
+    def norm(text: str) -> str:   # NFKC: ligatures such as "ﬁ" in the PDF's text become "fi"
+        return " ".join(unicodedata.normalize("NFKC", text).split()).lower()
+
+    flat = norm(" ".join((page.extract_text() or "") for page in reader.pages))
+    return [t for t in titles if norm(t) not in flat]
 
 
 def print_pages(html_root: Path, pages: list[str], binary: str) -> tuple[bytes, list[str]]:
