@@ -32,8 +32,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(2)
     gen = torch.Generator().manual_seed(0)
-    train = sample_switching(1, args.n, 0.8, 0.8, k=4, generator=gen)[0].numpy()
-    test = sample_switching(1, args.n, 0.8, 0.8, k=4, generator=gen)[0].numpy()
+    train = sample_switching(1, args.n, 0.8, 0.8, order=4, generator=gen)[0].numpy()
+    test = sample_switching(1, args.n, 0.8, 0.8, order=4, generator=gen)[0].numpy()
     cut = lambda x: [x[i:i + args.chunk] for i in range(0, x.size, args.chunk)]  # noqa: E731
     train_chunks, test_chunks = cut(train), cut(test)
     text = lambda chunks: ["".join(map(str, c.tolist())) for c in chunks]  # noqa: E731

@@ -100,7 +100,7 @@ def test_a_linear_model_learns_the_threshold_chain_of_a_short_parity():
 
 
 def test_generate_is_the_shared_greedy_decoder():
-    from seqtheory.chain_of_thought import greedy_decode
+    from seqtheory.models import greedy_decode
 
     model = NextTokenNet(9, hidden=4, models=2, generator=torch.Generator().manual_seed(1))
     x = all_bit_strings(5)[:7]

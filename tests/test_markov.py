@@ -234,7 +234,7 @@ def test_switching_entropy_rates_match_closed_forms(p, q, H, unigram):
 def test_switching_process_depends_on_the_bit_k_back(k):
     from seqtheory.markov import sample_switching
 
-    x = sample_switching(400, 200, 0.2, 0.3, k=k, generator=gen(20)).double()
+    x = sample_switching(400, 200, 0.2, 0.3, order=k, generator=gen(20)).double()
     prev, nxt = x[:, :-k], x[:, k:]
     assert abs(nxt[prev == 0].mean().item() - 0.2) < 0.01       # leave 0 w.p. p
     assert abs(1 - nxt[prev == 1].mean().item() - 0.3) < 0.01   # leave 1 w.p. q
@@ -251,8 +251,8 @@ def test_switching_errors():
         switching_matrix(0.0, 0.5)
     with pytest.raises(ValueError, match="q must be <"):
         switching_matrix(0.5, 1.0)
-    with pytest.raises(ValueError, match="k must be >= 1"):
-        sample_switching(2, 10, 0.5, 0.5, k=0)
+    with pytest.raises(ValueError, match="order must be >= 1"):
+        sample_switching(2, 10, 0.5, 0.5, order=0)
 
 
 def test_graded_prior_mixes_doubly_stochastic_and_iid_chains():

@@ -136,8 +136,11 @@ def test_training_an_ensemble_equals_training_each_seed_alone():
             alone = Transformer(CFG)
         h = train(alone, lambda step, m=m: (x[step - 1, m], y[step - 1, m]), **kw)
         np.testing.assert_allclose(hist.losses()[:, m], h.loss, rtol=1e-4)
+        # batched kernels add in another order: after 12 steps at lr 3e-2 weights differ by
+        # up to ~1.3e-5 on an AMD EPYC (AVX512); a bug (clipping or decay shared across
+        # members) moves them by ~lr * |update| ~ 1e-2
         for k, v in alone.state_dict().items():
-            torch.testing.assert_close(ens.member(m).state_dict()[k], v, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(ens.member(m).state_dict()[k], v, rtol=1e-3, atol=1e-4)
 
 
 def test_clipping_is_per_member():

@@ -18,8 +18,9 @@ from seqtheory.tokenization import (
 symbols = st.lists(st.integers(0, 2), min_size=0, max_size=300).map(np.array)
 
 
-def source(n=20_000, k=2, seed=1):
-    return sample_switching(1, n, 0.8, 0.8, k=k, generator=torch.Generator().manual_seed(seed))[0]
+def source(n=20_000, order=2, seed=1):
+    return sample_switching(1, n, 0.8, 0.8, order=order,
+                            generator=torch.Generator().manual_seed(seed))[0]
 
 
 @settings(max_examples=40, deadline=None)
@@ -101,7 +102,7 @@ def test_unigram_cross_entropy_per_symbol():
                                  smoothing=0.0)
     assert bits == pytest.approx((-np.log2(0.75) - np.log2(0.25)) / 4)
     blocks = FixedBlocks(2)
-    x = source(4000, k=2).numpy()  # k = 2: pairs of bits carry no information together
+    x = source(4000, order=2).numpy()  # order 2: pairs of bits carry no information together
     ce = unigram_cross_entropy(blocks.encode(x[:2000]), blocks.encode(x[2000:]),
                                blocks.vocab_size, 2000)
     assert abs(ce - 1.0) < 0.02
@@ -128,9 +129,9 @@ def test_bad_arguments(call, err, match):
 def test_encode_rows_and_token_batch():
     from seqtheory.tokenization import encode_rows, token_batch
 
-    x = source(20_000, k=4).numpy()
+    x = source(20_000, order=4).numpy()
     bpe = BPE.train(x, 32)
-    rows = source(4 * 300, k=4, seed=3).view(4, 300)
+    rows = source(4 * 300, order=4, seed=3).view(4, 300)
     encoded = encode_rows(bpe, rows)
     assert all(np.array_equal(e, bpe.encode(r.numpy())) for e, r in zip(encoded, rows, strict=True))
     inputs, targets, symbols = token_batch(bpe, rows, 20)
@@ -147,7 +148,7 @@ def test_encode_rows_and_token_batch():
 def test_unigram_sweep_rows():
     from seqtheory.tokenization import unigram_sweep
 
-    x, y = source(30_000, k=2).numpy(), source(30_000, k=2, seed=5).numpy()
+    x, y = source(30_000, order=2).numpy(), source(30_000, order=2, seed=5).numpy()
     rows = unigram_sweep(x, y, (4, 16, 12))
     got = {(r["tokenizer"], r["d"]) for r in rows}
     assert ("blocks", 12) not in got and ("blocks", 16) in got   # blocks need d = 2^r
@@ -164,17 +165,17 @@ def test_unigram_sweep_rows():
 def test_switching_sampler_matches_sample_switching(batch, T, k):
     from seqtheory.tokenization import switching_sampler
 
-    sample = switching_sampler(batch, T, 0.5, 0.8, k=k)
+    sample = switching_sampler(batch, T, 0.5, 0.8, order=k)
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
     for _ in range(3):                                        # the same stream, draw by draw
-        assert torch.equal(sample(g1), sample_switching(batch, T, 0.5, 0.8, k=k, generator=g2))
+        assert torch.equal(sample(g1), sample_switching(batch, T, 0.5, 0.8, order=k, generator=g2))
     with pytest.raises(ValueError, match="batch must be"):
         switching_sampler(0, T, 0.5, 0.8)
 
 
 def test_bpe_train_matches_reference_counting():
     """Pair codes a * V + b with V the ids in use give the merges of a * d + b (ties too)."""
-    x = source(20_000, k=4).numpy()
+    x = source(20_000, order=4).numpy()
 
     def reference(seq, d):                                    # the textbook loop, codes a * d + b
         seq, merges = seq.copy(), []
@@ -210,7 +211,7 @@ def empirical_block_entropy(x, r):
 
 @pytest.mark.parametrize("k,p,q", [(1, 0.8, 0.8), (2, 0.2, 0.3), (3, 0.5, 0.8)])
 def test_block_unigram_entropy_matches_monte_carlo(k, p, q):
-    x = sample_switching(1, 600_000, p, q, k=k,
+    x = sample_switching(1, 600_000, p, q, order=k,
                          generator=torch.Generator().manual_seed(7))[0].numpy()
     r = np.arange(1, 9)
     exact = block_unigram_entropy(p, q, k, r)
@@ -242,7 +243,7 @@ def test_block_unigram_entropy_validates():
         block_unigram_entropy(0.8, 0.8, 2, 0)
     with pytest.raises(TypeError, match="r must be"):
         block_unigram_entropy(0.8, 0.8, 2, 2.5)
-    with pytest.raises(ValueError, match="k"):
+    with pytest.raises(ValueError, match="order"):
         block_unigram_entropy(0.8, 0.8, 0, 3)
 
 

@@ -29,21 +29,22 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from .models import greedy_decode
 from .training import IGNORE_INDEX, History, train
 from .utils import (
     Sizes,
-    base_seed,
     check_choice,
     check_device,
     check_float,
     check_int,
     evaluating,
+    experiment_seed,
     make_generator,
     to_numpy,
 )
 
 __all__ = [
-    "FORMATS", "parity_chain", "chain_length", "NextTokenNet", "greedy_decode", "generate",
+    "FORMATS", "parity_chain", "chain_length", "NextTokenNet", "generate",
     "answer_accuracy", "multiplication_chain", "CoTSetup", "SETUP", "CoTResult", "run",
     "all_bit_strings", "train_chain_models", "MULT_FORMATS", "multiplication_tokens",
     "multiplication_length", "MultSetup", "MULTIPLICATION_SETUP", "MultResult",
@@ -169,34 +170,6 @@ class NextTokenNet(nn.Module):
         out = self.out.expand(-1, T, -1, -1) if self.shared else self.out[:, :T]
         out_b = self.out_b.expand(-1, T, -1) if self.shared else self.out_b[:, :T]
         return torch.einsum("mbth,mthv->mbtv", torch.relu(z), out) + out_b[:, None]
-
-
-def greedy_decode(model: nn.Module, prompt: torch.Tensor, steps: int, *,
-                  stop: int | None = None) -> torch.Tensor:
-    """Greedy continuation of ``prompt`` (..., T) by up to ``steps`` tokens: (..., steps').
-
-    ``model`` maps token ids (..., T) to logits (..., T, vocab) -- a
-    :class:`~seqtheory.models.Transformer` on (B, T), a :class:`NextTokenNet` on (M, B, T).
-    Each step appends the argmax at the last position. With ``stop``, decoding ends once
-    every row has written that token (so ``steps' <= steps``). Runs in eval mode without
-    gradients (the model's mode is restored).
-    """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not isinstance(prompt, torch.Tensor) or prompt.dim() < 1 or prompt.shape[-1] < 1:
-        raise TypeError("prompt must be a tensor of token ids (..., T) with T >= 1")
-    steps = check_int("steps", steps, minimum=1)
-    seqs = prompt.long()
-    done = torch.zeros(prompt.shape[:-1], dtype=torch.bool, device=prompt.device)
-    with evaluating(model):
-        for _ in range(steps):                       # generation is sequential by nature
-            nxt = model(seqs)[..., -1, :].argmax(dim=-1, keepdim=True)      # (..., 1)
-            seqs = torch.cat([seqs, nxt], dim=-1)
-            if stop is not None:
-                done |= nxt[..., 0] == stop
-                if bool(done.all()):
-                    break
-    return seqs[..., prompt.shape[-1]:]
 
 
 def generate(model: NextTokenNet, x: torch.Tensor, steps: int) -> torch.Tensor:
@@ -346,17 +319,16 @@ def run(setup: CoTSetup, *, seed: int | None = None, device=None,
     models are trained together (one :class:`NextTokenNet`) and their answer accuracy is
     measured by greedy generation. Then two follow-ups: the linear model on the binary
     chain trained ``setup.long_factor`` times longer, and the threshold chain with weights
-    tied across positions (``shared=True``). One generator, seeded from the base ``seed``
-    (default :func:`~seqtheory.utils.base_seed`), draws the split, then each model's initial
-    weights and batches in turn; models train on ``device`` (default: the CPU) and come
-    back on the CPU.
+    tied across positions (``shared=True``). One generator (logical seed 0 under the base
+    ``seed``, :func:`~seqtheory.utils.experiment_seed`) draws the split, then each model's
+    initial weights and batches in turn; models train on ``device`` (default: the CPU) and
+    come back on the CPU.
     """
     if not isinstance(setup, CoTSetup):
         raise TypeError(f"setup must be a CoTSetup, got {type(setup).__name__}")
-    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
-    dev = check_device("device", device)
+    seed, dev = experiment_seed(seed), check_device("device", device)
     start = time.perf_counter()
-    g = make_generator(seed, dev)
+    g = make_generator(0, dev, base=seed)
     strings = all_bit_strings(setup.n).to(dev)
     strings = strings[torch.randperm(2 ** setup.n, generator=g, device=dev)]
     train_x, test_x = strings[: setup.train_size], strings[setup.train_size:]
@@ -609,18 +581,17 @@ def run_multiplication(setup: MultSetup, *, seed: int | None = None, device=None
     """Train ``setup.seeds`` MLPs on ``setup.digits``-digit products for every chain format
     of :data:`MULT_FORMATS` and measure them on the held-out pairs.
 
-    One generator, seeded from the base ``seed`` (default
-    :func:`~seqtheory.utils.base_seed`; logical seed 1), draws the split of all pairs, then
+    One generator (logical seed 1 under the base ``seed``,
+    :func:`~seqtheory.utils.experiment_seed`) draws the split of all pairs, then
     the initial weights and the batches of each chain's models in turn (so each chain's run
     depends on the ones before). Models train on ``device`` (default: the CPU) and come
     back on the CPU with the accuracies as NumPy arrays.
     """
     if not isinstance(setup, MultSetup):
         raise TypeError(f"setup must be a MultSetup, got {type(setup).__name__}")
-    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
-    dev = check_device("device", device)
+    seed, dev = experiment_seed(seed), check_device("device", device)
     start = time.perf_counter()
-    g = make_generator(seed + 1, dev)
+    g = make_generator(1, dev, base=seed)
     a_tr, b_tr, a_te, b_te = multiplication_split(setup, generator=g)
     models, histories, train_acc, test_acc, step_acc = {}, {}, {}, {}, {}
     for fmt in MULT_FORMATS:

@@ -24,16 +24,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .chain_of_thought import greedy_decode
 from .ensemble import Ensemble, member_eval
-from .models import Transformer, TransformerConfig
+from .models import Transformer, TransformerConfig, greedy_decode
 from .training import IGNORE_INDEX, History, train
 from .utils import (
     Sizes,
-    base_seed,
     check_device,
     check_int,
     evaluating,
+    experiment_seed,
     make_generator,
     seeded,
 )
@@ -114,14 +113,16 @@ def greedy_copy(model: nn.Module, text: str) -> str:
     return decode(greedy_decode(model, prompt, len(text) + 1, stop=EOS)[0])
 
 
-def accuracy_by_length(model: nn.Module, lengths, size: int = 300, seed: int = 0) -> list:
+def accuracy_by_length(model: nn.Module, lengths, size: int = 300,
+                       seed: int | None = None) -> list:
     """String accuracy on ``size`` random strings of each length ``L`` (fixed test sets,
-    drawn with :func:`~seqtheory.utils.make_generator` ``(seed + L)`` on the model's device).
+    drawn with :func:`~seqtheory.utils.make_generator` ``(L, base=seed)`` on the model's
+    device; ``seed`` None: the book's base seed).
     """
-    dev = _device_of(model)
+    dev, seed = _device_of(model), experiment_seed(seed)
     return [string_accuracy(model, *copy_batch(
         size, check_int("length", L, minimum=1),
-        generator=make_generator(seed + L, dev))) for L in lengths]
+        generator=make_generator(L, dev, base=seed))) for L in lengths]
 
 
 def decode(tokens) -> str:
@@ -389,9 +390,10 @@ SETUP = Sizes(cpu=CopySetup(),
                              eval_size=2000, seeds=(0, 1, 2, 3, 4)))
 
 
-def copy_model(name: str, setup: CopySetup, *, seed: int | None = None) -> nn.Module:
+def copy_model(name: str, setup: CopySetup, *, seed: int | None = None,
+               base: int | None = None) -> nn.Module:
     """One freshly initialised model of the chapter, on the CPU. With ``seed`` its weights
-    are drawn inside :func:`~seqtheory.utils.seeded` ``(seed)`` (the same weights every
+    are drawn inside :func:`~seqtheory.utils.seeded` ``(seed, base=base)`` (the same weights every
     time, torch's global RNG left as it was); without it, from the global RNG.
 
     ``transformer``: two layers, four heads, learned absolute positions. ``hard-ALiBi``:
@@ -407,15 +409,16 @@ def copy_model(name: str, setup: CopySetup, *, seed: int | None = None) -> nn.Mo
     if name not in MODEL_NAMES:
         raise ValueError(f"name must be one of {MODEL_NAMES}, got {name!r}")
     if seed is not None:
-        with seeded(check_int("seed", seed, minimum=0)):
+        with seeded(check_int("seed", seed, minimum=0), base=base):
             return copy_model(name, setup)
     d = setup.d_model
-    base = dict(vocab_size=VOCAB_SIZE, max_len=setup.context, n_layers=2, n_heads=4, d_model=d)
+    common = dict(vocab_size=VOCAB_SIZE, max_len=setup.context, n_layers=2, n_heads=4,
+                  d_model=d)
     if name == "transformer":
-        return Transformer(TransformerConfig(**base))
+        return Transformer(TransformerConfig(**common))
     if name == "hard-ALiBi":
         return Transformer(TransformerConfig(
-            **base, pos_encoding="hard_alibi", windows=((1, 2, 3, 4), (0, 0, 0, 0))))
+            **common, pos_encoding="hard_alibi", windows=((1, 2, 3, 4), (0, 0, 0, 0))))
     if name == "LSTM":
         return CopyLSTM(VOCAB_SIZE, d_embed=d, hidden=2 * d)
     if name == "gated recurrence":
@@ -423,16 +426,17 @@ def copy_model(name: str, setup: CopySetup, *, seed: int | None = None) -> nn.Mo
     return DiagonalRecurrence(VOCAB_SIZE, d_model=d, d_state=2 * d)
 
 
-def copy_models(setup: CopySetup, *, seed: int | None = None) -> dict[str, nn.Module]:
+def copy_models(setup: CopySetup, *, seed: int | None = None,
+                base: int | None = None) -> dict[str, nn.Module]:
     """The models of the chapter, each of about 100k parameters (see :func:`copy_model`;
-    with ``seed`` every one is built under ``seeded(seed)``)."""
-    return {name: copy_model(name, setup, seed=seed) for name in MODEL_NAMES}
+    with ``seed`` every one is built under ``seeded(seed, base=base)``)."""
+    return {name: copy_model(name, setup, seed=seed, base=base) for name in MODEL_NAMES}
 
 
 def _copy_tests(setup: CopySetup, seed: int, device: torch.device) -> dict:
     """Fixed test sets: ``eval_size`` strings at ``max_len`` and at ``test_len``."""
     return {name: copy_batch(setup.eval_size, length,
-                             generator=make_generator(seed + 1000 + length, device))
+                             generator=make_generator(1000 + length, device, base=seed))
             for name, length in [("acc_train_len", setup.max_len),
                                  ("acc_test_len", setup.test_len)]}
 
@@ -467,7 +471,8 @@ def train_copier(
     Every ``eval_every`` steps it records the string accuracy at the longest training
     length (``acc_train_len``); at the end also at ``test_len`` (``acc_test_len``), both on
     fixed test sets drawn from the base ``seed`` (default
-    :func:`~seqtheory.utils.base_seed`) as in :func:`run`. ``generator`` draws the training
+    :func:`~seqtheory.utils.base_seed`; see :func:`~seqtheory.utils.experiment_seed`) as in
+    :func:`run`. ``generator`` draws the training
     strings (default: the stream of seed 0 of :func:`run`) and must be on the model's
     device; ``lr`` defaults to ``setup.lr`` (see :meth:`CopySetup.lr_for` for a model's own
     rate).
@@ -477,9 +482,8 @@ def train_copier(
     if not isinstance(setup, CopySetup):
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
     steps = setup.steps if steps is None else check_int("steps", steps, minimum=1)
-    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
-    dev = _device_of(model)
-    g = generator if generator is not None else make_generator(seed + 10_000, dev)
+    seed, dev = experiment_seed(seed), _device_of(model)
+    g = generator if generator is not None else make_generator(10_000, dev, base=seed)
     return train(model, lambda step: copy_batch(setup.batch_size, setup.min_len,
                                                 setup.max_len, generator=g),
                  eval_fn=_copy_eval(_copy_tests(setup, seed, dev), steps), desc=desc,
@@ -491,7 +495,7 @@ class CopyRun:
     """One model architecture trained once per seed (one entry of :class:`CopyResult`)."""
 
     name: str
-    seeds: tuple              # the setup's seeds (offsets from the base seed)
+    seeds: tuple              # the setup's seeds (logical seeds under the base seed)
     steps: np.ndarray         # (E,) evaluation steps
     acc_train_len: np.ndarray  # (E, M) string accuracy at max_len, per seed
     acc_test_len: np.ndarray   # (M,) string accuracy at test_len after training, per seed
@@ -527,10 +531,11 @@ def run(setup: CopySetup, *, seed: int | None = None, device=None,
         progress: bool = True) -> CopyResult:
     """Train each model of ``setup.names`` once per seed of ``setup.seeds``.
 
-    Seed ``s`` (an offset from the base ``seed``, default
-    :func:`~seqtheory.utils.base_seed`) fixes a model's initialisation
-    (``seeded(seed + s)``) and its stream of training strings (the same for every
-    architecture); the test sets are fixed by the base seed. Each model trains at its own
+    Seed ``s`` (a logical seed under the base ``seed``, default
+    :func:`~seqtheory.utils.base_seed`; see :func:`~seqtheory.utils.experiment_seed`) fixes
+    a model's initialisation (``seeded(s, base=seed)``) and its stream of training strings
+    (logical seed ``10_000 + s``, the same for every architecture); the test sets are fixed
+    by the base seed. Each model trains at its own
     learning rate (:meth:`CopySetup.lr_for`). Transformers and the recurrences train all
     their seeds as one batched program (:class:`~seqtheory.ensemble.Ensemble`); the LSTM
     (whose fused kernel cannot be batched over weights) trains seed by seed. Models are
@@ -539,13 +544,12 @@ def run(setup: CopySetup, *, seed: int | None = None, device=None,
     """
     if not isinstance(setup, CopySetup):
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
-    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
-    dev = check_device("device", device)
+    seed, dev = experiment_seed(seed), check_device("device", device)
     start = time.perf_counter()
     evaluate = _copy_eval(_copy_tests(setup, seed, dev), setup.steps)
 
     def data(s):
-        return make_generator(seed + 10_000 + s, dev)
+        return make_generator(10_000 + s, dev, base=seed)
 
     runs = {}
     for name in setup.names:
@@ -553,7 +557,7 @@ def run(setup: CopySetup, *, seed: int | None = None, device=None,
         if name == "LSTM":
             hists, models = [], []
             for s in setup.seeds:
-                model = copy_model(name, setup, seed=seed + s).to(dev)
+                model = copy_model(name, setup, seed=s, base=seed).to(dev)
                 g = data(s)
                 hists.append(train(model, lambda step, g=g: copy_batch(
                     setup.batch_size, setup.min_len, setup.max_len, generator=g),
@@ -564,8 +568,8 @@ def run(setup: CopySetup, *, seed: int | None = None, device=None,
             test = np.array([h.final("acc_test_len") for h in hists])
             seconds = sum(h.seconds for h in hists)
         else:
-            ens = Ensemble(lambda name=name: copy_model(name, setup),
-                           [seed + s for s in setup.seeds]).to(dev)
+            ens = Ensemble(lambda name=name: copy_model(name, setup), list(setup.seeds),
+                           base=seed).to(dev)
             gens = [data(s) for s in setup.seeds]
 
             def batch(step, gens=gens):

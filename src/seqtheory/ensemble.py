@@ -35,7 +35,10 @@ def _key(name: str) -> str:
 class Ensemble(nn.Module):
     """M independently initialised copies of one architecture with stacked weights."""
 
-    def __init__(self, build: Callable[[], nn.Module], seeds: Sequence[int]):
+    def __init__(self, build: Callable[[], nn.Module], seeds: Sequence[int], *,
+                 base: int | None = None):
+        """Member ``m`` is ``build()`` under ``seeded(seeds[m], base=base)`` (``base`` None:
+        the book's base seed, :func:`~seqtheory.utils.base_seed`)."""
         super().__init__()
         if not callable(build):
             raise TypeError("build must be a callable that returns a new torch.nn.Module")
@@ -48,7 +51,7 @@ class Ensemble(nn.Module):
             raise ValueError(f"seeds must be distinct, got {seeds}")
         members = []
         for s in seeds:
-            with seeded(s):
+            with seeded(s, base=base):
                 m = build()
             if not isinstance(m, nn.Module):
                 raise TypeError(f"build() must return a torch.nn.Module, got {type(m).__name__}")

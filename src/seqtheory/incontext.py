@@ -34,12 +34,12 @@ from .models import Transformer, TransformerConfig, attention_to_offset
 from .training import History, TrainConfig, train
 from .utils import (
     Sizes,
-    base_seed,
     check_choice,
     check_device,
     check_float,
     check_int,
     evaluating,
+    experiment_seed,
     make_generator,
     seeded,
 )
@@ -136,10 +136,11 @@ class ICLSetup:
         return icl_mc_batch(n, self.k, self.T, self.alpha, order=self.order,
                             prior=self.prior, generator=generator)
 
-    def model(self, seed: int | None = None) -> Transformer:
-        """A freshly initialised transformer: weights from ``seeded(seed)`` (torch's global
-        generator is left as it was), or from the global generator when ``seed`` is None."""
-        return Transformer(self.model_config(), seed=seed)
+    def model(self, seed: int | None = None, *, base: int | None = None) -> Transformer:
+        """A freshly initialised transformer: weights from ``seeded(seed, base=base)``
+        (torch's global generator is left as it was), or from the global generator when
+        ``seed`` is None."""
+        return Transformer(self.model_config(), seed=seed, base=base)
 
     def batch(self, step: int = 0, generator: torch.Generator | None = None):
         """A fresh training batch ``(inputs, targets)``: tokens ``x[:, :-1]`` and ``x[:, 1:]``."""
@@ -218,9 +219,10 @@ class ICLEvaluator:
     the previous position in layer 1 and on matching positions in layer 2.
     """
 
-    def __init__(self, setup: ICLSetup, n: int = 512, seed: int = 1234):
+    def __init__(self, setup: ICLSetup, n: int = 512, seed: int = 1234, *,
+                 base: int | None = None):
         n = check_int("n", n, minimum=1)
-        gen = make_generator(seed)
+        gen = make_generator(seed, base=base)      # logical seed ``seed`` under ``base``
         self.setup = setup
         self.x, self.P = setup.sample(n, gen)
         refs = strategies(self.x, self.P, setup.alpha)
@@ -267,7 +269,7 @@ class ICLRun:
     """The result of :func:`run`: a trained model with its set-up, seed, history, evaluator."""
 
     setup: ICLSetup              # what was trained
-    seed: int                    # the logical seed (weights and batches derive from it)
+    seed: int                    # the base seed (weights, batches and held-out set derive from it)
     device: str                  # where it trained ("cpu", "cuda", ...)
     seconds: float               # wall-clock time of the training loop
     model: nn.Module             # the trained transformer (on ``device``; ``.cpu()`` to analyse)
@@ -286,10 +288,12 @@ def run(setup: ICLSetup, *, seed: int | None = None,
     With ``stop_after_switch = n``, training ends early once the evaluations of the last
     ``n`` steps were all closer to the bigram than to the unigram rule.
 
-    Randomness: ``seed`` (None: :func:`~seqtheory.utils.base_seed`) is a logical seed.  The
-    weights, then the batches and dropout masks, are drawn from torch's global generators
-    inside :func:`~seqtheory.utils.seeded` ``(seed)`` (one stream, the bits of the book's
+    Randomness: ``seed`` (None: :func:`~seqtheory.utils.base_seed`) is the run's base seed
+    (:func:`~seqtheory.utils.experiment_seed`).  The weights, then the batches and dropout
+    masks, are drawn from torch's global generators inside
+    :func:`~seqtheory.utils.seeded` ``(0, base=seed)`` (one stream, the bits of the book's
     runs since the start), which restores their state afterwards: no global side effect.
+    The held-out sequences have logical seed 1234 under the same base.
     ``device`` (default the CPU) is where the model trains: batches are drawn
     on the CPU and moved over once per step (a batch of 64 chains costs far less than a
     step), so without dropout a GPU run sees exactly the batches of the same seed on the
@@ -300,11 +304,10 @@ def run(setup: ICLSetup, *, seed: int | None = None,
         raise TypeError(f"eval_setup must be an ICLSetup, got {type(eval_setup).__name__}")
     if stop_after_switch is not None:
         check_int("stop_after_switch", stop_after_switch, minimum=1)
-    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
-    device = check_device("device", device)
+    seed, device = experiment_seed(seed), check_device("device", device)
     snaps = () if snapshot_every is None else \
         tuple(range(0, setup.steps + 1, check_int("snapshot_every", snapshot_every, minimum=1)))
-    evaluator = ICLEvaluator(eval_setup or setup, n=eval_n)
+    evaluator = ICLEvaluator(eval_setup or setup, n=eval_n, base=seed)
     closer = []                                   # per evaluation: nearer bigram than unigram?
 
     def eval_fn(model, step):
@@ -320,7 +323,7 @@ def run(setup: ICLSetup, *, seed: int | None = None,
 
     if device.type == "cuda":
         torch.cuda.init()                         # so that seeded() restores its generator too
-    with seeded(seed):                            # weights, then batches and dropout masks
+    with seeded(0, base=seed):                    # weights, then batches and dropout masks
         model = setup.model().to(device)
         history = train(model, setup.batch, setup.train_config(snapshot_steps=snaps),
                         eval_fn=eval_fn, callbacks=(stop,), desc=desc or "ICL-MC",
@@ -328,8 +331,8 @@ def run(setup: ICLSetup, *, seed: int | None = None,
     return ICLRun(setup, seed, str(device), history.seconds, model, history, evaluator)
 
 
-def train_icl(setup: ICLSetup, *, seed: int = 0, **kwargs) -> ICLRun:
-    """The former name of :func:`run` (same arguments, logical seed 0 by default)."""
+def train_icl(setup: ICLSetup, *, seed: int | None = None, **kwargs) -> ICLRun:
+    """The former name of :func:`run` (same arguments)."""
     return run(setup, seed=seed, **kwargs)
 
 

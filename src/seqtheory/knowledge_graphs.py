@@ -75,15 +75,16 @@ class FamilyForest:
 
     @classmethod
     def generate(cls, n_families: int = 2, generations: int = 4, children: tuple = (2, 3),
-                 seed: int = 0) -> FamilyForest:
+                 seed: int = 0, *, base: int | None = None) -> FamilyForest:
         """Founding couples; every couple has between ``children[0]`` and ``children[1]``
-        children; every child except in the last generation marries a newcomer."""
+        children; every child except in the last generation marries a newcomer.  Drawn
+        from ``make_rng(seed, base=base)`` (``base`` None: the book's base seed)."""
         n_families = check_int("n_families", n_families, minimum=1)
         generations = check_int("generations", generations, minimum=2)
         lo, hi = (check_int("children", c, minimum=1) for c in children)
         if hi < lo:
             raise ValueError(f"children must be (min, max) with min <= max, got {children}")
-        rng = make_rng(seed)
+        rng = make_rng(seed, base=base)
         gen, fam, parents, couples = [], [], [], []
 
         def person(g, f, of=()):
@@ -180,10 +181,11 @@ class FamilyForest:
         K[great.T] = KINSHIP.index("great_descendant")
         return K
 
-    def shuffled(self, seed: int = 0) -> FamilyForest:
+    def shuffled(self, seed: int = 0, *, base: int | None = None) -> FamilyForest:
         """The same family shapes with people relabelled at random *within* each family:
-        a different graph on the same people (person i now sits somewhere else)."""
-        rng = make_rng(seed)
+        a different graph on the same people (person i now sits somewhere else); drawn
+        from ``make_rng(seed, base=base)``."""
+        rng = make_rng(seed, base=base)
         perm = np.arange(self.n)                 # perm[old] = new label
         for f in np.unique(self.family):
             idx = np.flatnonzero(self.family == f)
@@ -245,9 +247,10 @@ class KinshipData:
 
 
 def kinship_data(forest: FamilyForest, train_fraction: float = 0.8, seed: int = 0,
-                 within_family: bool = True) -> KinshipData:
+                 within_family: bool = True, *, base: int | None = None) -> KinshipData:
     """Every ordered pair (a, b), a != b, with its kinship term; a random ``train_fraction``
-    of the pairs is for training, the rest is held out.
+    of the pairs is for training, the rest is held out (drawn from
+    ``make_rng(seed, base=base)``).
 
     ``within_family`` keeps only pairs from the same family (pairs across families are all
     "none", and cost most of the compute)."""
@@ -260,7 +263,7 @@ def kinship_data(forest: FamilyForest, train_fraction: float = 0.8, seed: int = 
         keep &= forest.family[:, None] == forest.family[None, :]
     a, b = np.nonzero(keep)
     labels = forest.kinship()[a, b]
-    train = make_rng(seed).random(len(a)) < train_fraction
+    train = make_rng(seed, base=base).random(len(a)) < train_fraction
     return KinshipData(torch.from_numpy(np.stack([a, b], 1)), torch.from_numpy(labels),
                        torch.from_numpy(train), forest.n)
 
@@ -348,7 +351,7 @@ class KinshipModels(nn.Module):
     family, ``logits_k(a, b) = e_a^T R_k e_b + u_k . e_a + v_k . e_b + c_k`` (one d x d form
     R_k per kinship term).  Models of different sizes share one tensor: their
     embeddings are zero-padded to the largest d and masked.  Model m is initialised from
-    its own generator, ``make_generator(seed_offset + seeds[m])`` (embeddings ~
+    its own generator, ``make_generator(seeds[m], base=base)`` (embeddings ~
     N(0, init_scale^2), default ``1/sqrt(d_m)``), so it is the same model whether it is
     trained alone or with others; ``seeds`` stay the models' names (:meth:`index`).
     The weights are drawn on the CPU and then placed on ``device``, so a model starts from
@@ -358,10 +361,9 @@ class KinshipModels(nn.Module):
     def __init__(self, n_people: int, embed_dims: int | Sequence[int],
                  seeds: Sequence[int] = (0,), hidden: int = 32,
                  n_classes: int = len(KINSHIP), init_scale: float | None = None,
-                 decoder: str = "mlp", *, seed_offset: int = 0, device=None) -> None:
+                 decoder: str = "mlp", *, base: int | None = None, device=None) -> None:
         super().__init__()
         device = check_device("device", device)
-        seed_offset = check_int("seed_offset", seed_offset, minimum=0)
         self.decoder = check_choice("decoder", decoder, DECODERS)
         n = check_int("n_people", n_people, minimum=2)
         h = check_int("hidden", hidden, minimum=1)
@@ -383,7 +385,7 @@ class KinshipModels(nn.Module):
                  else ("embed", "rel", "u_a", "u_b", "b_out"))
         parts: dict[str, list] = {name: [] for name in names}
         for s, d in zip(seeds, dims, strict=True):
-            g = make_generator(seed_offset + s)
+            g = make_generator(s, base=base)
             scale = init_scale if init_scale is not None else 1 / np.sqrt(d)
             pad = torch.zeros(n, D - d)
             parts["embed"].append(torch.cat([torch.randn(n, d, generator=g) * scale, pad], 1))
@@ -501,13 +503,13 @@ def train_kinship(data: KinshipData, dims: int | Sequence[int] = 4,
                   seeds: Sequence[int] = (0,), *, hidden: int = 32, steps: int = 1000,
                   lr: float = 1e-2, weight_decay: float = 0.0,
                   init_scale: float | None = None, decoder: str = "mlp",
-                  seed_offset: int = 0, device=None, progress: bool = True,
+                  base: int | None = None, device=None, progress: bool = True,
                   desc: str = "training models") -> tuple[KinshipModels, History]:
     """Train one model per (embedding size, seed) on the training pairs, all at once.
 
     Full-batch AdamW through :func:`~seqtheory.training.train`, one loss per model;
     models are ordered size-major (all seeds of ``dims[0]`` first) and initialised from
-    ``seed_offset + seed`` (see :class:`KinshipModels`).  Models and data live on
+    logical seed ``seed`` under ``base`` (see :class:`KinshipModels`).  Models and data live on
     ``device`` (None: the CPU) while training.  Returns ``(models, history)``, the models
     frozen; the history records every model's training loss, training accuracy and
     held-out-fact accuracy ((evals, M) arrays)."""
@@ -520,7 +522,7 @@ def train_kinship(data: KinshipData, dims: int | Sequence[int] = 4,
         raise ValueError("dims and seeds must each name at least one value")
     models = KinshipModels(data.n_people, [d for d in dims for _ in seeds],
                            [s for _ in dims for s in seeds], hidden, init_scale=init_scale,
-                           decoder=decoder, seed_offset=seed_offset, device=device)
+                           decoder=decoder, base=base, device=device)
     data = data.to(device)                                         # moved once
     pairs, labels = data.select("train")                           # (P, 2), (P,)
 

@@ -411,22 +411,23 @@ def switching_unigram_entropy(p: float, q: float, base: float = 2.0) -> float:
 
 
 def sample_switching(
-    batch: int, T: int, p: float, q: float, *, k: int = 1,
+    batch: int, T: int, p: float, q: float, *, order: int = 1,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """Binary sequences (batch, T) of the k-th order switching process, started stationary.
+    """Binary sequences (batch, T) of the ``order``-th order switching process (the book's
+    m; the tokenization paper writes k), started stationary.
 
-    ``x[t]`` equals ``x[t - k]`` flipped with probability p (if ``x[t - k] = 0``) or q (if
-    1): k independent first-order switching chains, interleaved.  ``k = 1`` is the
+    ``x[t]`` equals ``x[t - m]`` flipped with probability p (if ``x[t - m] = 0``) or q (if
+    1): m independent first-order switching chains, interleaved.  ``order = 1`` is the
     first-order chain.
     """
     batch = check_int("batch", batch, minimum=1)
     T = check_int("T", T, minimum=1)
-    k = check_int("k", k, minimum=1)
-    P = switching_matrix(p, q).to(torch.float32).expand(batch * k, 2, 2).contiguous()
-    n = -(-T // k)                                                  # ceil(T / k) per chain
-    chains = sample_chains(P, n, generator=generator)               # (batch * k, n)
-    x = chains.view(batch, k, n).transpose(1, 2).reshape(batch, n * k)
+    m = check_int("order", order, minimum=1)
+    P = switching_matrix(p, q).to(torch.float32).expand(batch * m, 2, 2).contiguous()
+    n = -(-T // m)                                                  # ceil(T / m) per chain
+    chains = sample_chains(P, n, generator=generator)               # (batch * m, n)
+    x = chains.view(batch, m, n).transpose(1, 2).reshape(batch, n * m)
     return x[:, :T].contiguous()
 
 

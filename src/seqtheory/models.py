@@ -28,12 +28,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .utils import check_choice, check_float, check_int, seeded
+from .utils import check_choice, check_float, check_int, evaluating, seeded
 
 __all__ = [
     "POS_ENCODINGS", "ForwardCache", "Transformer", "TransformerConfig", "attention_by_offset",
-    "attention_to_offset", "attention_without_offset", "uniform_causal_pattern",
-    "unchecked_inputs",
+    "attention_to_offset", "attention_without_offset", "greedy_decode",
+    "uniform_causal_pattern", "unchecked_inputs",
 ]
 
 POS_ENCODINGS = ("learned", "relative", "rotary", "hard_alibi", "none")
@@ -279,15 +279,17 @@ class Transformer(nn.Module):
     """Decoder-only transformer: ``logits = model(idx)`` with ``idx`` of shape (B, T)."""
 
     def __init__(self, cfg: TransformerConfig | None = None, *, seed: int | None = None,
-                 **overrides):
+                 base: int | None = None, **overrides):
         """Build from ``cfg`` (or keyword overrides of a default config).  With ``seed`` the
-        weights are drawn inside :func:`~seqtheory.utils.seeded` ``(seed)``: the same seed
-        gives the same weights in any cell, and torch's global RNG is left as it was.
-        Without it they come from the global RNG (``seed_everything``)."""
+        weights are drawn inside :func:`~seqtheory.utils.seeded` ``(seed, base=base)``: the
+        same seed gives the same weights in any cell, and torch's global RNG is left as it
+        was.  Without it they come from the global RNG (``seed_everything``)."""
         if seed is not None:
-            with seeded(check_int("seed", seed, minimum=0)):
+            with seeded(check_int("seed", seed, minimum=0), base=base):
                 self.__init__(cfg, **overrides)
             return
+        if base is not None:
+            raise ValueError("base is the base seed of seed=...; pass seed as well")
         super().__init__()
         if cfg is None:
             cfg = TransformerConfig(**overrides)
@@ -524,3 +526,31 @@ def attention_without_offset(pattern: torch.Tensor, offset: int) -> torch.Tensor
     rest = pattern * (idx[:, None] - idx[None, :] != offset)            # (..., T, T)
     total = rest.sum(-1, keepdim=True)                                  # (..., T, 1)
     return torch.where(total > 0, rest / total.clamp_min(1e-30), pattern)
+
+
+def greedy_decode(model: nn.Module, prompt: torch.Tensor, steps: int, *,
+                  stop: int | None = None) -> torch.Tensor:
+    """Greedy continuation of ``prompt`` (..., T) by up to ``steps`` tokens: (..., steps').
+
+    ``model`` maps token ids (..., T) to logits (..., T, vocab) -- a :class:`Transformer`
+    on (B, T), a :class:`~seqtheory.chain_of_thought.NextTokenNet` on (M, B, T).
+    Each step appends the argmax at the last position. With ``stop``, decoding ends once
+    every row has written that token (so ``steps' <= steps``). Runs in eval mode without
+    gradients (the model's mode is restored).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(prompt, torch.Tensor) or prompt.dim() < 1 or prompt.shape[-1] < 1:
+        raise TypeError("prompt must be a tensor of token ids (..., T) with T >= 1")
+    steps = check_int("steps", steps, minimum=1)
+    seqs = prompt.long()
+    done = torch.zeros(prompt.shape[:-1], dtype=torch.bool, device=prompt.device)
+    with evaluating(model):
+        for _ in range(steps):                       # generation is sequential by nature
+            nxt = model(seqs)[..., -1, :].argmax(dim=-1, keepdim=True)      # (..., 1)
+            seqs = torch.cat([seqs, nxt], dim=-1)
+            if stop is not None:
+                done |= nxt[..., 0] == stop
+                if bool(done.all()):
+                    break
+    return seqs[..., prompt.shape[-1]:]

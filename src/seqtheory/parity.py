@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 
 from .training import History, train
-from .utils import Sizes, base_seed, check_device, check_float, check_int
+from .utils import Sizes, check_device, check_float, check_int, experiment_seed, make_generator
 
 __all__ = [
     "ParityMLPs", "ParityRun", "HiddenProgressSetup", "SETUP", "HiddenProgressResult",
@@ -45,7 +45,6 @@ __all__ = [
 ]
 
 INITS = ("dense", "sparse")
-_SEED_MAX = 2**63 - 1
 
 
 def _check_support(n: int, support) -> torch.Tensor:
@@ -66,16 +65,6 @@ def _check_generator(generator) -> torch.Generator:
     return generator
 
 
-def _check_seed(seed) -> int:
-    """The base seed of an experiment: ``None`` -> :func:`seqtheory.utils.base_seed`."""
-    if seed is None:
-        return base_seed()
-    seed = check_int("seed", seed, minimum=0)
-    if seed > _SEED_MAX:
-        raise ValueError(f"seed must be in 0..2**63-1, got {seed}")
-    return seed
-
-
 def stream_generator(seed: int, stream: int, device=None) -> torch.Generator:
     """Generator for logical seed ``stream`` under base seed ``seed``, on ``device``.
 
@@ -83,14 +72,8 @@ def stream_generator(seed: int, stream: int, device=None) -> torch.Generator:
     ``SEQTHEORY_SEED=seed`` (base 0 keeps ``stream`` as written; another base maps the pair
     through NumPy's ``SeedSequence``), whatever the environment says.
     """
-    seed, stream = _check_seed(seed), check_int("stream", stream, minimum=0)
-    device = check_device("device", device)
-    if seed == 0:
-        derived = stream
-    else:
-        words = np.random.SeedSequence([stream, seed]).generate_state(2, dtype=np.uint32)
-        derived = int((int(words[0]) << 31) ^ int(words[1])) & _SEED_MAX
-    return torch.Generator(device=device).manual_seed(derived)
+    seed, stream = experiment_seed(seed), check_int("stream", stream, minimum=0)
+    return make_generator(stream, check_device("device", device), base=seed)
 
 
 def parity_labels(x: torch.Tensor, support) -> torch.Tensor:
@@ -631,7 +614,7 @@ def run(setup: HiddenProgressSetup, *, seed: int | None = None, device=None,
     """Experiment 1: ``setup.seeds`` width-``setup.width`` networks learn the ``(n, k)``
     parity with online SGD for ``setup.steps`` steps (generator stream 0 of ``seed``)."""
     setup = _check_setup(setup, HiddenProgressSetup)
-    seed, dev = _check_seed(seed), check_device("device", device)
+    seed, dev = experiment_seed(seed), check_device("device", device)
     start = time.perf_counter()
     g = stream_generator(seed, 0, dev)
     nets = ParityMLPs(setup.n, [setup.width] * setup.seeds, generator=g)
@@ -646,7 +629,7 @@ def run(setup: HiddenProgressSetup, *, seed: int | None = None, device=None,
 def _sweep(setup, seed, device, progress, variable) -> WaitingTimeResult:
     """Steps to success for every k (``variable="k"``) or every n (``"n"``) of ``setup``."""
     setup = _check_setup(setup, HiddenProgressSetup)
-    seed, dev = _check_seed(seed), check_device("device", device)
+    seed, dev = experiment_seed(seed), check_device("device", device)
     by_k = variable == "k"
     values = setup.ks if by_k else setup.ns
     networks = setup.k_seeds if by_k else setup.n_seeds
@@ -805,7 +788,7 @@ def run_width_luck(setup: WidthLuckSetup, *, seed: int | None = None, device=Non
     """Train every (m, initialisation, seed) network of each width in ``setup.widths`` as
     one batched program (generator stream ``width`` of ``seed``) with :func:`train_offline`."""
     setup = _check_setup(setup, WidthLuckSetup)
-    seed, dev = _check_seed(seed), check_device("device", device)
+    seed, dev = experiment_seed(seed), check_device("device", device)
     start = time.perf_counter()
     combos = [(m, init, r) for m in setup.samples for init in INITS for r in range(setup.seeds)]
     records, models = {}, {}

@@ -35,12 +35,11 @@ import torch.nn as nn
 from .training import History, train
 from .utils import (
     Sizes,
-    base_seed,
     check_choice,
     check_device,
     check_float,
     check_int,
-    derive_seed,
+    experiment_seed,
     make_generator,
     make_rng,
     progress_bar,
@@ -82,25 +81,12 @@ __all__ = [
 ]
 
 G_KINDS = ("binary", "ternary", "gaussian")
-_SEED_MAX = 2**63 - 1
 
 
 def _as_rng(seed) -> np.random.Generator:
     """``seed`` as a NumPy Generator: an int goes through :func:`~seqtheory.utils.make_rng`
     (so it is combined with the book's base seed); a Generator is used as it is."""
     return seed if isinstance(seed, np.random.Generator) else make_rng(seed)
-
-
-def _seed_under(base: int, k: int) -> int:
-    """The seed that logical seed ``k`` becomes under base seed ``base``: what
-    :func:`~seqtheory.utils.derive_seed` ``(k)`` returns when ``SEQTHEORY_SEED=base``, but
-    with the base given explicitly (so an experiment's ``seed`` argument fixes its bits)."""
-    return derive_seed(k, base)
-
-
-def _rng_under(base: int, k: int) -> np.random.Generator:
-    """NumPy Generator of logical seed ``k`` under base seed ``base``."""
-    return np.random.default_rng(_seed_under(base, k))
 
 
 @dataclass
@@ -859,22 +845,6 @@ def samples_for(c: float, N: int) -> int:
     return max(1, int(round(c * N * math.log(N))))
 
 
-def _base(seed: int | None) -> int:
-    """The experiment's base seed: ``seed``, or the book's base seed when it is None.
-
-    Inside an experiment, logical seed k (instance t uses k = t, its samples 10_000 + t,
-    ...) becomes :func:`_seed_under` ``(base, k)``: with ``seed=None`` exactly the draws
-    that ``planted_problem(seed=k)`` makes under ``SEQTHEORY_SEED``, and with an explicit
-    ``seed`` the same bits whatever the environment says.
-    """
-    if seed is None:
-        return base_seed()
-    seed = check_int("seed", seed, minimum=0)
-    if seed > _SEED_MAX:
-        raise ValueError(f"seed must be in 0..2**63-1, got {seed}")
-    return seed
-
-
 def _cpu_only(device) -> str:
     """Validate ``device`` for a SAT experiment, which runs on the CPU whatever it names."""
     check_device("device", device)
@@ -908,20 +878,21 @@ def run_thresholds(setup: PartitionSetup, *, seed: int | None = None, device=Non
     ``S = setup.c_max N ln N``.
 
     Instance t uses the logical seeds t (problem) and ``10_000 + t`` (samples) under base
-    seed ``seed`` (default: the book's base seed; see :func:`_base`).  The SAT solver runs
-    on the CPU: ``device`` is only validated.  The exact-recovery rate at any S is the
-    fraction of instances with threshold <= S (:meth:`ThresholdResult.rate_at`).
+    seed ``seed`` (default: the book's base seed; see
+    :func:`~seqtheory.utils.experiment_seed`).  The SAT solver runs on the CPU: ``device``
+    is only validated.  The exact-recovery rate at any S is the fraction of instances with
+    threshold <= S (:meth:`ThresholdResult.rate_at`).
     """
-    seed, ran_on = _base(seed), _cpu_only(device)
+    seed, ran_on = experiment_seed(seed), _cpu_only(device)
     start = time.perf_counter()
     thresholds: dict = {}
     problems: dict = {}
     cells = [(N, t) for N in setup.sizes for t in range(setup.trials)]
     for N, t in progress_bar(cells, desc="SAT thresholds", disable=not progress):
         pb = planted_problem(N, setup.K, setup.I, balanced=setup.balanced,
-                             seed=_rng_under(seed, t))
+                             seed=make_rng(t, base=seed))
         S = recovery_threshold(pb, samples_for(setup.c_max, N),
-                               seed=_rng_under(seed, 10_000 + t))
+                               seed=make_rng(10_000 + t, base=seed))
         thresholds.setdefault(N, []).append(S)
         problems.setdefault(N, []).append(pb)
     return ThresholdResult(setup=setup, seed=seed, device=ran_on,
@@ -956,10 +927,11 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
     many Boolean variables (N = n / I); colouring instances of ``setup.colouring_n``
     vertices against the mean degree; planted instances against c for every N in
     ``setup.effort_sizes``.  Graph / instance s (and its samples) uses the logical seed s
-    under base seed ``seed`` (default: the book's base seed; see :func:`_base`).  The solver
+    under base seed ``seed``
+    (default: the book's base seed; see :func:`~seqtheory.utils.experiment_seed`).  The solver
     runs on the CPU: ``device`` is only validated.
     """
-    seed, ran_on = _base(seed), _cpu_only(device)
+    seed, ran_on = experiment_seed(seed), _cpu_only(device)
     K, I = setup.K, setup.I  # noqa: E741
     start = time.perf_counter()
     jobs = ([("size", n, s) for n in setup.colouring_sizes
@@ -974,22 +946,22 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
     for kind, key, s in progress_bar(jobs, desc="solver effort", disable=not progress):
         if kind == "size":
             n = key
-            gx, gy, gg = colouring_instance(random_graph(n, 4.6, seed=_rng_under(seed, s)), n)
+            gx, gy, gg = colouring_instance(random_graph(n, 4.6, seed=make_rng(s, base=seed)), n)
             e = solver_effort(gx, gy, n, 3, g=gg, shared=True)
             by_size["colouring, degree 4.6"].append((3 * n, e["conflicts"], e["seconds"]))
             N = n // I                       # same number of variables: I * N * K = 3 n
-            pb = planted_problem(N, K, I, seed=_rng_under(seed, s))
-            px, py = sample(pb, samples_for(4, N), seed=_rng_under(seed, s))
+            pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
+            px, py = sample(pb, samples_for(4, N), seed=make_rng(s, base=seed))
             e = solver_effort(px, py, N, K, g=pb.g)
             by_size["planted, c = 4"].append((I * N * K, e["conflicts"], e["seconds"]))
         elif kind == "degree":
             n = setup.colouring_n
-            gx, gy, gg = colouring_instance(random_graph(n, key, seed=_rng_under(seed, s)), n)
+            gx, gy, gg = colouring_instance(random_graph(n, key, seed=make_rng(s, base=seed)), n)
             by_degree[key].append(solver_effort(gx, gy, n, 3, g=gg, shared=True)["conflicts"])
         else:
             N, c = key
-            pb = planted_problem(N, K, I, seed=_rng_under(seed, s))
-            px, py = sample(pb, samples_for(c, N), seed=_rng_under(seed, s))
+            pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
+            px, py = sample(pb, samples_for(c, N), seed=make_rng(s, base=seed))
             by_c[key].append(solver_effort(px, py, N, K, g=pb.g)["conflicts"])
     return EffortResult(setup=setup, seed=seed, device=ran_on,
                         seconds=time.perf_counter() - start,
@@ -1052,25 +1024,26 @@ def run_gradient_descent(setup: PartitionSetup, *, seed: int | None = None, devi
     At each (N, c), instance r uses the logical seeds r (problem) and ``20_000 + r``
     (samples, label noise ``setup.gd_noise``); the ``setup.gd_runs`` instances are trained
     together from initial weights of logical seed 0, and k-means uses logical seed 0 —
-    all under base seed ``seed`` (default: the book's base seed; see :func:`_base`).
+    all under base seed ``seed``
+    (default: the book's base seed; see :func:`~seqtheory.utils.experiment_seed`).
     Training runs on ``device`` (default the CPU); results come back as NumPy arrays.
     """
-    seed = _base(seed)
+    seed = experiment_seed(seed)
     dev = check_device("device", device)
     K, I, R = setup.K, setup.I, setup.gd_runs  # noqa: E741
     start = time.perf_counter()
     cells = {}
     jobs = [(N, c) for N in setup.gd_sizes for c in setup.gd_cs]
     for N, c in progress_bar(jobs, desc="gradient descent", disable=not progress):
-        problems = [planted_problem(N, K, I, seed=_rng_under(seed, r)) for r in range(R)]
-        data = [sample(pb, samples_for(c, N), seed=_rng_under(seed, 20_000 + r),
+        problems = [planted_problem(N, K, I, seed=make_rng(r, base=seed)) for r in range(R)]
+        data = [sample(pb, samples_for(c, N), seed=make_rng(20_000 + r, base=seed),
                        noise=setup.gd_noise) for r, pb in enumerate(problems)]
-        init = torch.Generator(device=dev).manual_seed(_seed_under(seed, 0))
+        init = make_generator(0, dev, base=seed)
         fit = train_embeddings([d[0] for d in data], [d[1] for d in data], N, I, m=K,
                                steps=setup.gd_steps, lr=setup.gd_lr, seed=init,
                                snapshot_every=setup.gd_snapshot_every, device=dev)
         labels = kmeans(fit.embeddings.reshape(-1, N, K), K,
-                        seed=_rng_under(seed, 0)).reshape(R, I, N)
+                        seed=make_rng(0, base=seed)).reshape(R, I, N)
         rec = [same_partition(labels[r], problems[r].labels) for r in range(R)]
         ari = [np.mean([adjusted_rand_index(labels[r, i], problems[r].labels[i])
                         for i in range(I)]) for r in range(R)]

@@ -34,6 +34,7 @@ from .utils import (
     check_device,
     check_float,
     check_int,
+    experiment_seed,
     make_generator,
 )
 
@@ -42,7 +43,7 @@ __all__ = [
     "plot_stitching", "plot_zone", "run",
 ]
 
-# Logical seeds inside one run, offset by the run's base seed (see :func:`run`).
+# Logical seeds inside one run, under the run's base seed (see :func:`run`).
 _SPLIT_SEED = 0          # the train/held-out split of the pairs
 _SHUFFLE_SEED = 1        # the relabelling that makes the "other graph"
 _OTHER_GRAPH_SEED = 100  # the models of the other graph
@@ -129,17 +130,18 @@ class KinshipTask:
 
 def kinship_task(setup: RepresentationSetup, *, seed: int | None = None) -> KinshipTask:
     """The family forest of ``setup`` and its splits, drawn exactly as :func:`run` draws
-    them for the same ``seed``: the forest from ``seed + setup.forest_seed``, every split
-    from ``seed``, the relabelling from ``seed + 1``.  Cheap: no training."""
+    them for the same base ``seed`` (None: the book's base seed): the forest from logical
+    seed ``setup.forest_seed``, every split from 0, the relabelling from 1.  Cheap: no
+    training."""
     if not isinstance(setup, RepresentationSetup):
         raise TypeError(f"setup must be a RepresentationSetup, got {type(setup).__name__}")
-    seed = 0 if seed is None else check_int("seed", seed, minimum=0)
+    seed = experiment_seed(seed)
     forest = FamilyForest.generate(setup.n_families, setup.generations, setup.children,
-                                   seed=seed + setup.forest_seed)
-    data = kinship_data(forest, setup.train_fraction, seed=seed + _SPLIT_SEED)
-    other_forest = forest.shuffled(seed=seed + _SHUFFLE_SEED)
+                                   seed=setup.forest_seed, base=seed)
+    data = kinship_data(forest, setup.train_fraction, seed=_SPLIT_SEED, base=seed)
+    other_forest = forest.shuffled(seed=_SHUFFLE_SEED, base=seed)
     return KinshipTask(forest, data, other_forest, data.relabelled(other_forest),
-                       {frac: kinship_data(forest, frac, seed=seed + _SPLIT_SEED)
+                       {frac: kinship_data(forest, frac, seed=_SPLIT_SEED, base=seed)
                         for frac in setup.fractions})
 
 
@@ -150,7 +152,7 @@ class RepresentationResult:
     size-major (use ``models.index(d, seed)``)."""
 
     setup: RepresentationSetup
-    seed: int                       # the run's seed (offset of every logical seed)
+    seed: int                       # the run's base seed (of every logical seed)
     device: str                     # where the models were trained
     seconds: float                  # wall-clock time of the run
     task: KinshipTask               # the forest and its splits (see kinship_task)
@@ -187,24 +189,23 @@ def run(setup: RepresentationSetup, *, seed: int | None = None, device=None,
         progress: bool = True) -> RepresentationResult:
     """Train the chapter's models and compare their embeddings (Experiments 1 and 2).
 
-    Every random draw comes from ``seed`` (None: 0), as logical seeds that
-    :func:`~seqtheory.utils.derive_seed` maps under the book's base seed
-    (``SEQTHEORY_SEED``, so the base seed re-draws everything): the forest from
-    ``seed + setup.forest_seed``, the split from ``seed``, model ``s`` of every size from
-    ``seed + s`` (its own generator, so a model is the same whichever others train with
-    it), the other graph's models from ``seed + 100``.  The same seed (and base seed) gives
-    the same bits; ``seed=0`` draws what the chapter's text was measured on.  Models train
+    ``seed`` is the run's base seed (None: the book's base seed ``SEQTHEORY_SEED``; see
+    :func:`~seqtheory.utils.experiment_seed`); every random draw has a logical seed under
+    it: the forest ``setup.forest_seed``, the split 0, the relabelling 1, model ``s`` of
+    every size ``s`` (its own generator, so a model is the same whichever others train with
+    it), the other graph's models 100, the stitching control's random embeddings 0 and
+    CKA's random embeddings 7.  The same seed gives the same bits; base seed 0 draws what
+    the chapter's text was measured on.  Models train
     on ``device`` (None: the CPU) as one batched program per sweep; everything returned is
     on the CPU.
     """
     if not isinstance(setup, RepresentationSetup):
         raise TypeError(f"setup must be a RepresentationSetup, got {type(setup).__name__}")
-    seed = 0 if seed is None else check_int("seed", seed, minimum=0)
-    device = check_device("device", device)
+    seed, device = experiment_seed(seed), check_device("device", device)
     start = time.perf_counter()
     task = kinship_task(setup, seed=seed)
     forest, data = task.forest, task.data
-    train_kw = dict(hidden=setup.hidden, steps=setup.steps, lr=setup.lr, seed_offset=seed,
+    train_kw = dict(hidden=setup.hidden, steps=setup.steps, lr=setup.lr, base=seed,
                     device=device, progress=progress)
 
     histories: dict[str, History] = {}
@@ -239,9 +240,9 @@ def run(setup: RepresentationSetup, *, seed: int | None = None, device=None,
     if 0.0 in zoo:
         result.starved[setup.train_fraction] = result.held_out[0.0]
 
-    gen = make_generator(seed + _CKA_RANDOM_SEED)
+    gen = make_generator(_CKA_RANDOM_SEED, base=seed)
     for wd, Z in zoo.items():
-        controls = stitch_controls(Z, data, other_zoo[wd], seed=seed + _CONTROL_SEED,
+        controls = stitch_controls(Z, data, other_zoo[wd], seed=_CONTROL_SEED, base=seed,
                                    steps=setup.stitch_steps)
         result.stitched[wd] = {name: by_size(v) for name, v in controls.items()}
         result.cka[wd] = np.stack(list(cka_across_seeds(Z).values()))   # (sizes, pairs)

@@ -30,13 +30,13 @@ import torch.nn as nn
 
 from .utils import (
     Sizes,
-    base_seed,
     check_choice,
     check_device,
     check_float,
     check_int,
     derive_seed,
     evaluating,
+    experiment_seed,
     make_generator,
     make_rng,
     progress_bar,
@@ -246,7 +246,9 @@ class TorusTask:
     noise: float = 0.5      # std of the label noise (the target has unit std)
     max_freq: int = 32      # largest |k_i| in the Fourier series (if n_modes allows)
     n_modes: int = 4096     # at most this many frequency vectors
-    seed: int = 0           # draws the target and the embedding
+    seed: int = 0           # draws the target and the embedding (a logical seed)
+    base: int | None = None  # base seed of ``seed`` and of the samples' seeds (None: the
+    #                          book's base seed, see seqtheory.utils.derive_seed)
 
     def __post_init__(self) -> None:
         check_int("d", self.d, minimum=1)
@@ -258,7 +260,7 @@ class TorusTask:
         check_int("max_freq", self.max_freq, minimum=1)
         check_int("n_modes", self.n_modes, minimum=1)
         check_int("seed", self.seed, minimum=0)
-        rng = make_rng(self.seed)
+        rng = make_rng(self.seed, base=self.base)
         M = self.max_freq            # all k with |k_i| <= M, M as large as n_modes allows
         while M > 1 and ((2 * M + 1) ** self.d - 1) // 2 > self.n_modes:
             M -= 1
@@ -289,9 +291,11 @@ class TorusTask:
         return flat @ self.rotation.T                                  # (n, D)
 
     def sample(self, n: int, seed: int = 0, *, noisy: bool = True):
-        """``(X, y, theta)``: n points (float32 tensor (n, D)), labels (n,), angles."""
+        """``(X, y, theta)``: n points (float32 tensor (n, D)), labels (n,), angles; drawn
+        from the logical sample seed ``seed`` under the task's base seed."""
         n = check_int("n", n, minimum=1)
-        rng = np.random.default_rng([derive_seed(self.seed), derive_seed(seed), 1])
+        rng = np.random.default_rng([derive_seed(self.seed, self.base),
+                                     derive_seed(seed, self.base), 1])
         theta = rng.uniform(0, 2 * np.pi, (n, self.d))
         y = self.target(theta)
         if noisy:
@@ -435,11 +439,12 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
                    val: Sequence | None = None, *, init_seeds: Sequence[int], steps: int,
                    batch: int = 128, lr: float = 3e-3, weight_decay: float = 0.01,
                    eval_every: int = 100, progress: bool = False, desc: str = "training",
-                   device=None) -> np.ndarray:
+                   device=None, base: int | None = None) -> np.ndarray:
     """Train M regressors of one architecture as one batched program; their test MSEs (M,).
 
-    Member ``m`` (initialised under seed ``init_seeds[m]``, which also draws its
-    mini-batches) minimises the squared error on its own training set ``train[m] = (X, y)``
+    Member ``m`` (initialised under the logical seed ``init_seeds[m]`` of base seed
+    ``base``, None: the book's base seed; the same seed also draws its mini-batches)
+    minimises the squared error on its own training set ``train[m] = (X, y)``
     with AdamW and cosine decay (:func:`seqtheory.training.train`, no gradient clipping),
     on mini-batches of ``batch`` points drawn with replacement from that set, so its run
     does not depend on the other members.  With ``val`` given, the members are evaluated
@@ -463,12 +468,13 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
         raise ValueError("train, test, val and init_seeds must have one entry per member "
                          f"(got {M}, {len(test)}, {None if val is None else len(val)}, "
                          f"{len(init_seeds)})")
-    model = _Members(Ensemble(lambda: make_learner(kind, D, size), list(init_seeds))).to(device)
+    model = _Members(Ensemble(lambda: make_learner(kind, D, size), list(init_seeds),
+                              base=base)).to(device)
     Xtr, ntr = _pad([x for x, _ in train], device)
     ytr, _ = _pad([y for _, y in train], device)
     Xte, nte = _pad([x for x, _ in test], device)
     yte, _ = _pad([y for _, y in test], device)
-    gens = [make_generator(s, device) for s in init_seeds]     # each member's batch order
+    gens = [make_generator(s, device, base=base) for s in init_seeds]  # batch orders
     rows = torch.arange(M, device=device)[:, None]
     counts = ntr.tolist()
 
@@ -508,13 +514,15 @@ def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: s
                     seeds: Sequence[int] = (0,), *, size: int = 32, steps: int = 1500,
                     batch: int = 128, lr: float = 3e-3, n_test: int = 2048,
                     eval_every: int = 100, progress: bool = True,
-                    device=None) -> np.ndarray:
+                    device=None, base: int | None = None) -> np.ndarray:
     """Test errors (len(tasks), len(sizes), len(seeds)) of ``learner`` ("knn", "mlp" or
     "transformer") trained on n = each size noisy samples of each task with each seed.
 
-    Seed s draws the n training samples (``task.sample(n, s)``) and the clean test set
-    (``task.sample(n_test, 10_000 + s)``).  Networks: the first fifth of the n samples is
-    a validation set that picks the checkpoint (:func:`fit_regressors`; every network of
+    Seed s draws the n training samples (``task.sample(n, s)``, under the task's base
+    seed) and the clean test set (``task.sample(n_test, 10_000 + s)``); the networks'
+    initialisations are logical seeds under ``base`` (None: the book's base seed).
+    Networks: the first fifth of the n samples is a validation set that picks the
+    checkpoint (:func:`fit_regressors`; every network of
     the sweep trains in one batched program on ``device``, each with its own data and
     initialisation).  k-NN runs on the CPU.  The tasks must share the ambient dimension D.
     """
@@ -552,7 +560,7 @@ def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: s
     err = fit_regressors(learner, tasks[0].D, size, train, test, val, init_seeds=init,
                          steps=steps, batch=batch, lr=lr, weight_decay=1e-4,
                          eval_every=eval_every, progress=progress, device=device,
-                         desc=f"{len(jobs)} {learner}s in one batch")
+                         base=base, desc=f"{len(jobs)} {learner}s in one batch")
     for k, (t, i, j) in enumerate(jobs):
         out[t, i, j] = err[k]
     return out
@@ -590,12 +598,13 @@ def num_params(kind: str, D: int, size: int) -> int:
 def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] = (8, 16, 32),
                         seeds: Sequence[int] = (0,), *, steps: int = 2000, batch: int = 128,
                         lr: float = 3e-3, n_test: int = 4096, pool: int = 65_536,
-                        progress: bool = True, device=None) -> tuple[np.ndarray, np.ndarray]:
+                        progress: bool = True, device=None,
+                        base: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(parameter counts (len(sizes),), test MSEs)`` of networks of each size (width or
     d_model), trained on clean samples drawn from a pool far larger than the networks
     (``pool`` points, one pool per task) -- effectively unlimited data, so what remains is
-    approximation (and optimisation) error.  A seed draws the initialisation and the order
-    of the mini-batches.
+    approximation (and optimisation) error.  A seed (a logical seed under ``base``, None:
+    the book's base seed) draws the initialisation and the order of the mini-batches.
 
     ``tasks`` is one :class:`TorusTask` (errors of shape (len(sizes), len(seeds))) or a
     sequence of them with one D (errors (len(tasks), len(sizes), len(seeds))).  All tasks
@@ -628,7 +637,7 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
     for i, size in enumerate(progress_bar(sizes, desc=f"{kind}s", disable=not progress,
                                           leave=False)):
         err = fit_regressors(kind, tasks[0].D, size, train, test, init_seeds=init,
-                             steps=steps, batch=batch, lr=lr, device=device)
+                             steps=steps, batch=batch, lr=lr, device=device, base=base)
         for k, (t, j) in enumerate(jobs):
             errs[t, i, j] = err[k]
         params.append(num_params(kind, tasks[0].D, size))
@@ -832,8 +841,7 @@ def _start(setup, seed, device) -> tuple[int, torch.device, float]:
 
     if not isinstance(setup, ScalingSetup):
         raise TypeError(f"setup must be a ScalingSetup, got {type(setup).__name__}")
-    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
-    return seed, check_device("device", device), time.perf_counter()
+    return experiment_seed(seed), check_device("device", device), time.perf_counter()
 
 
 def _seconds(start: float) -> float:
@@ -846,15 +854,15 @@ def torus_tasks(setup: ScalingSetup, dims: Sequence[int] | None = None, *,
                 seed: int | None = None, beta: float = 1.0,
                 max_freq: int | None = None) -> dict:
     """``{d: TorusTask}`` for each torus dimension (default ``setup.torus_dims``) in
-    ``setup.ambient`` dimensions, their targets drawn from base seed ``seed`` (None: the
-    book's base seed)."""
+    ``setup.ambient`` dimensions, their targets drawn from logical seed 0 under the base
+    seed ``seed`` (None: the book's base seed), which the tasks keep for their samples."""
     if not isinstance(setup, ScalingSetup):
         raise TypeError(f"setup must be a ScalingSetup, got {type(setup).__name__}")
-    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
+    seed = experiment_seed(seed)
     dims = setup.torus_dims if dims is None else tuple(dims)
     max_freq = setup.max_freq if max_freq is None else max_freq
-    return {d: TorusTask(d=d, D=setup.ambient, beta=beta, max_freq=max_freq, seed=seed)
-            for d in dims}
+    return {d: TorusTask(d=d, D=setup.ambient, beta=beta, max_freq=max_freq, seed=0,
+                         base=seed) for d in dims}
 
 
 @dataclass
@@ -898,8 +906,10 @@ def run_data_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
     :func:`torus_tasks` ``(setup, seed=seed)``; networks train as one batched program per
     learner on ``device`` (None: the CPU), k-NN runs on the CPU.
 
-    ``seed`` (None: the book's base seed) draws the targets; learner seed ``s`` of the
-    setup uses ``seed + s`` (training sample, test set, initialisation, batch order).
+    ``seed`` is the base seed (None: the book's base seed; see
+    :func:`~seqtheory.utils.experiment_seed`): the targets are logical seed 0 under it, and
+    learner seed ``s`` of the setup is the logical seed of a learner's training sample, test
+    set, initialisation and batch order.
     """
     seed, device, start = _start(setup, seed, device)
     tasks = list(torus_tasks(setup, seed=seed).values())
@@ -914,8 +924,8 @@ def run_data_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
         if name not in setup.data_learners:
             continue
         n = setup.net_sizes if name == "transformer" else setup.sizes
-        kw = {**kw, "seeds": [seed + s for s in kw["seeds"]]}
-        errors[name] = learning_curves(tasks, n, **kw, progress=progress, device=device)
+        errors[name] = learning_curves(tasks, n, **kw, progress=progress, device=device,
+                                       base=seed)
         sizes[name] = np.array(n)
     return DataSweepResult(setup=setup, seed=seed, device=str(device),
                            seconds=_seconds(start), dims=tuple(setup.torus_dims),
@@ -975,12 +985,11 @@ def run_beta_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
     k-NN runs on the CPU (``device`` is checked and recorded).  Seeds as in
     :func:`run_data_sweep`."""
     seed, device, start = _start(setup, seed, device)
-    seeds = [seed + s for s in setup.beta_seeds]
-
     def slopes(max_freq, betas):
         tasks = [TorusTask(d=setup.beta_dim, D=setup.ambient, beta=float(b),
-                           max_freq=max_freq, seed=seed) for b in betas]
-        err = learning_curves(tasks, setup.sizes, "knn", seeds=seeds, progress=progress)
+                           max_freq=max_freq, seed=0, base=seed) for b in betas]
+        err = learning_curves(tasks, setup.sizes, "knn", seeds=setup.beta_seeds,
+                              progress=progress, base=seed)
         return np.array([[fit_power_law(setup.sizes, e).exponent for e in err_b.T]
                          for err_b in err])                               # (betas, seeds)
 
@@ -988,7 +997,8 @@ def run_beta_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
     control = np.array([betas.min(), betas.max()])
     exps = slopes(setup.beta_max_freq, betas)
     control_exps = slopes(setup.max_freq, control)
-    modes = len(TorusTask(d=setup.beta_dim, max_freq=setup.beta_max_freq, seed=seed).amps)
+    modes = len(TorusTask(d=setup.beta_dim, max_freq=setup.beta_max_freq, seed=0,
+                          base=seed).amps)
     pred = np.array([predicted_exponents(setup.beta_dim, b)["alpha_data"] for b in betas])
     return BetaSweepResult(setup=setup, seed=seed, device=str(device),
                            seconds=_seconds(start), betas=betas, exponents=exps,
@@ -1039,13 +1049,12 @@ def run_model_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None
     :func:`run_data_sweep` (here a seed draws the initialisation and the batch order)."""
     seed, device, start = _start(setup, seed, device)
     tasks = list(torus_tasks(setup, setup.width_dims, seed=seed).values())
-    seeds = [seed + s for s in setup.approx_seeds]
     params, errors = {}, {}
     for kind in setup.approx_kinds:
         widths = setup.widths if kind == "mlp" else setup.tf_widths
         params[kind], errors[kind] = approximation_error(
-            tasks, kind, widths, seeds, steps=setup.net_steps, progress=progress,
-            device=device)
+            tasks, kind, widths, setup.approx_seeds, steps=setup.net_steps,
+            progress=progress, device=device, base=seed)
     return ModelSweepResult(setup=setup, seed=seed, device=str(device),
                             seconds=_seconds(start), dims=tuple(setup.width_dims),
                             params=params, errors=errors)

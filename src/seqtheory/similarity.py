@@ -302,13 +302,14 @@ def stitch_restarts(source, target: KinshipModels, data: KinshipData, *, restart
 # --------------------------------------------------------------------------- analyses
 def stitch_controls(models: KinshipModels, data: KinshipData,
                     other_graph: KinshipModels | None = None, *, seed: int = 0,
-                    steps: int = 300, device=None) -> dict:
+                    base: int | None = None, steps: int = 300, device=None) -> dict:
     """Held-out accuracy of every model in ``models`` (as the target B) when its decoder
     reads embeddings from: itself (the unstitched baseline, "own"); another seed of the
     same size ("across seeds", the next seed in ``models``); random Gaussian embeddings
     of the same size ("random"); and, if given, the model of the same size trained on a
     *different graph* ("other graph").  The random embeddings come from
-    ``make_generator(seed)``; the maps train on ``device`` (None: where ``models`` are).
+    ``make_generator(seed, base=base)``; the maps train on ``device`` (None: where
+    ``models`` are).
     Returns ``{name: (M,) array}``."""
     idx = {}
     for m, d in enumerate(models.dims):
@@ -317,7 +318,7 @@ def stitch_controls(models: KinshipModels, data: KinshipData,
     for group in idx.values():
         for k, m in enumerate(group):
             partner[m] = group[(k + 1) % len(group)]
-    g = make_generator(seed)
+    g = make_generator(seed, base=base)
     out = {"own": accuracy(models, data),
            "across seeds": stitch([models.embedding(p) for p in partner], models, data,
                                   steps=steps, device=device).test_acc,

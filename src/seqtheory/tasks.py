@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from .ensemble import Ensemble, member_eval
 from .models import Transformer, TransformerConfig, attention_to_offset
 from .training import IGNORE_INDEX, History, TrainConfig, train
-from .utils import Sizes, base_seed, check_device, check_float, check_int, make_generator
+from .utils import Sizes, check_device, check_float, check_int, experiment_seed, make_generator
 
 __all__ = ["previous_token_batch", "PreviousTokenSetup", "SETUP", "PreviousTokenResult",
            "evaluate", "run"]
@@ -109,7 +109,7 @@ class PreviousTokenResult:
     """The result of :func:`run`: the main run (with snapshots) and the extra seeds."""
 
     setup: PreviousTokenSetup
-    seed: int                  # the logical seed everything derives from
+    seed: int                  # the base seed every logical seed derives from
     device: str                # where the models trained
     seconds: float             # wall-clock time of both training loops
     model: Transformer         # the main run's trained model (on ``device``)
@@ -139,22 +139,21 @@ def run(setup: PreviousTokenSetup, *, seed: int | None = None,
     """Train the one-layer transformer of ``setup`` on the previous-token task, and the
     same model for each of ``setup.seeds`` as one batched :class:`~seqtheory.Ensemble`.
 
-    Main run: weights ``seeded(seed)``, held-out set from ``make_generator(seed + 50)``,
-    batches from ``make_generator(seed + 200)``, evaluated and snapshotted every
-    ``eval_every`` steps.  Ensemble: member weights ``seeded(seed + s)`` for ``s`` in
-    ``setup.seeds``, batches from ``make_generator(seed + 100)``, evaluated on the same
-    held-out set every ``seeds_eval_every`` steps.  Generators live on ``device``, so batches
-    are drawn where the models train; ``seed`` None means :func:`~seqtheory.utils.base_seed`.
+    ``seed`` is the base seed (None: :func:`~seqtheory.utils.base_seed`; see
+    :func:`~seqtheory.utils.experiment_seed`) of these logical seeds.  Main run: weights 0,
+    held-out set 50, batches 200, evaluated and snapshotted every ``eval_every`` steps.
+    Ensemble: member weights ``s`` for ``s`` in ``setup.seeds``, batches 100, evaluated on
+    the same held-out set every ``seeds_eval_every`` steps.  Generators live on ``device``,
+    so batches are drawn where the models train.
     """
     if not isinstance(setup, PreviousTokenSetup):
         raise TypeError(f"setup must be a PreviousTokenSetup, got {type(setup).__name__}")
-    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
-    device = check_device("device", device)
+    seed, device = experiment_seed(seed), check_device("device", device)
     cfg = setup.model_config()
-    eval_x, eval_y = setup.batch(setup.eval_n, make_generator(seed + 50, device), device)
+    eval_x, eval_y = setup.batch(setup.eval_n, make_generator(50, device, base=seed), device)
 
-    model = Transformer(cfg, seed=seed).to(device)
-    data = make_generator(seed + 200, device)
+    model = Transformer(cfg, seed=0, base=seed).to(device)
+    data = make_generator(200, device, base=seed)
     every = setup.eval_every
     history = train(
         model, lambda step: setup.batch(setup.batch_size, data, device),
@@ -163,9 +162,9 @@ def run(setup: PreviousTokenSetup, *, seed: int | None = None,
         eval_fn=lambda m, step: evaluate(m, eval_x, eval_y), progress=progress,
         desc="previous-token head")
 
-    seeds = tuple(seed + s for s in setup.seeds)
-    ens = Ensemble(lambda: Transformer(cfg), seeds).to(device)
-    g = make_generator(seed + 100, device)
+    seeds = tuple(setup.seeds)
+    ens = Ensemble(lambda: Transformer(cfg), seeds, base=seed).to(device)
+    g = make_generator(100, device, base=seed)
     shape = (len(seeds), setup.batch_size, setup.seq_len)
 
     def ensemble_batch(step):

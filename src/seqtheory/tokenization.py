@@ -358,19 +358,19 @@ def unigram_cross_entropy(train_ids, test_ids, vocab_size: int, n_test_symbols: 
 
 
 
-def block_unigram_entropy(p: float, q: float, k: int, r, base: float = 2.0):
+def block_unigram_entropy(p: float, q: float, order: int, r, base: float = 2.0):
     """Exact cross-entropy per symbol of the best unigram model over blocks of ``r`` bits.
 
-    For the stationary k-th order switching source a block of r bits holds
-    ``n_j = ceil((r - j) / k)`` bits of interleaved chain j (j < min(r, k)); each chain's
+    For the stationary m-th order switching source (m = ``order``) a block of r bits holds
+    ``n_j = ceil((r - j) / m)`` bits of interleaved chain j (j < min(r, m)); each chain's
     first bit costs h(pi_1), each later one the entropy rate H, so the block entropy is
-    ``min(r, k) h(pi_1) + max(r - k, 0) H`` and, per symbol,
-    ``H + min(r, k) (h(pi_1) - H) / r`` (= h(pi_1) for r <= k, H + k (h(pi_1) - H) / r for
-    r >= k).  ``r`` may be an int or an array of ints (vectorised).
+    ``min(r, m) h(pi_1) + max(r - m, 0) H`` and, per symbol,
+    ``H + min(r, m) (h(pi_1) - H) / r`` (= h(pi_1) for r <= m, H + m (h(pi_1) - H) / r for
+    r >= m).  ``r`` may be an int or an array of ints (vectorised).
     """
     from .markov import switching_entropy_rate, switching_unigram_entropy
 
-    k = check_int("k", k, minimum=1)
+    k = check_int("order", order, minimum=1)
     r_arr = np.asarray(r)
     if r_arr.size == 0 or not np.issubdtype(r_arr.dtype, np.integer):
         raise TypeError(f"r must be an int or an array of ints, got {r!r}")
@@ -428,9 +428,9 @@ def unigram_sweep(train, test, dictionary_sizes: Sequence[int],
     return rows
 
 
-def switching_sampler(batch: int, T: int, p: float, q: float, *, k: int = 1):
+def switching_sampler(batch: int, T: int, p: float, q: float, *, order: int = 1):
     """``sample(generator)``: the same draws as ``markov.sample_switching(batch, T, p, q,
-    k=k, generator=generator)``, with the transition matrices and their stationary
+    order=order, generator=generator)``, with the transition matrices and their stationary
     distribution computed once (a training loop samples thousands of small batches)."""
     import torch
 
@@ -438,7 +438,7 @@ def switching_sampler(batch: int, T: int, p: float, q: float, *, k: int = 1):
 
     batch = check_int("batch", batch, minimum=1)
     T = check_int("T", T, minimum=1)
-    k = check_int("k", k, minimum=1)
+    k = check_int("order", order, minimum=1)
     P = switching_matrix(p, q).to(torch.float32).expand(batch * k, 2, 2).contiguous()
     pi = stationary_distribution(P)
     n = -(-T // k)                                                  # ceil(T / k) per chain
@@ -456,7 +456,7 @@ class RaceResult:
     """Characters versus tokens: one History per seed and kind, plus what the chapter plots."""
 
     setup: TokenizationSetup      # the sizes used
-    seed: int                     # the logical seed every other seed derives from
+    seed: int                     # the base seed every logical seed derives from
     device: str                   # where the transformers trained
     seconds: float                # wall-clock time of all the training loops
     bpe: BPE                      # the race's BPE tokenizer (trained on one 10^6-bit stream)
@@ -471,14 +471,15 @@ RACE_KINDS = ("characters", "tokens")
 
 def race(setup: TokenizationSetup | None = None, *, seed: int | None = None,
          device=None, progress: bool = True, steps: int | None = None, seeds=None,
-         kinds: Sequence[str] = RACE_KINDS, k: int = 4, p: float = 0.8, q: float = 0.8,
+         kinds: Sequence[str] = RACE_KINDS, order: int = 4, p: float = 0.8, q: float = 0.8,
          d: int = 64, eval_every: int = 25) -> RaceResult:
     """Train the same 2-layer transformer on characters and on BPE-``d`` tokens.
 
-    One run per race seed ``s`` (``setup.race_seeds``, or ``seeds``): weights
-    ``seeded(seed + s)``, data stream ``make_generator(seed + 100 + s)``; held-out loss per
-    character every ``eval_every`` steps.  The tokenizer and the held-out sets come from
-    ``make_generator(seed)``; ``seed`` None means :func:`~seqtheory.utils.base_seed`.  With
+    ``seed`` is the base seed (None: :func:`~seqtheory.utils.base_seed`; see
+    :func:`~seqtheory.utils.experiment_seed`) of these logical seeds.  One run per race
+    seed ``s`` (``setup.race_seeds``, or ``seeds``): weights ``s``, data stream ``100 + s``;
+    held-out loss per character every ``eval_every`` steps.  The tokenizer and the held-out
+    sets come from logical seed 0.  With
     the constant learning rate the first N steps of a longer run are the N-step run.
     ``device`` (default the CPU) is where the models train: the held-out sets are moved
     there once, and the training batches, drawn on the CPU (BPE encodes with NumPy), are
@@ -492,32 +493,31 @@ def race(setup: TokenizationSetup | None = None, *, seed: int | None = None,
     from .markov import sample_switching
     from .models import Transformer, TransformerConfig
     from .training import TrainConfig, train
-    from .utils import base_seed, check_device, make_generator, seeded
+    from .utils import check_device, experiment_seed, make_generator, seeded
 
     setup = SETUP.pick() if setup is None else setup
     if not isinstance(setup, TokenizationSetup):
         raise TypeError(f"setup must be a TokenizationSetup, got {type(setup).__name__}")
-    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
-    device = check_device("device", device)
+    seed, device = experiment_seed(seed), check_device("device", device)
     steps = check_int("steps", setup.lm_steps if steps is None else steps, minimum=1)
     seeds = tuple(setup.race_seeds if seeds is None else seeds)
     for s in seeds:
         check_int("race seed", s, minimum=0)
     for kind in kinds:
         check_choice("kind", kind, RACE_KINDS)
-    gen = make_generator(seed)
-    train_x = sample_switching(1, setup.n_symbols, p, q, k=k, generator=gen)[0]
+    gen = make_generator(0, base=seed)
+    train_x = sample_switching(1, setup.n_symbols, p, q, order=order, generator=gen)[0]
     bpe, seen_train = BPE.train(train_x, d, snapshots=[d])
-    held_chars = sample_switching(64, setup.char_length + 1, p, q, k=k, generator=gen)
+    held_chars = sample_switching(64, setup.char_length + 1, p, q, order=order, generator=gen)
     # rows of 700 characters give at least token_length + 1 BPE-64 tokens
     held_in, held_tgt, held_sym = token_batch(
-        bpe, sample_switching(128, 700, p, q, k=k, generator=gen), setup.token_length)
+        bpe, sample_switching(128, 700, p, q, order=order, generator=gen), setup.token_length)
     counts = np.bincount(seen_train[d], minlength=bpe.vocab_size) + 0.5
     logq = np.log2(counts / counts.sum())
     tgt = held_tgt.numpy()
     unigram_bits = float(-logq[tgt[tgt >= 0]].sum() / held_sym.sum().item())
-    char_rows = switching_sampler(setup.batch_size, setup.char_length + 1, p, q, k=k)
-    token_rows = switching_sampler(setup.batch_size, 700, p, q, k=k)
+    char_rows = switching_sampler(setup.batch_size, setup.char_length + 1, p, q, order=order)
+    token_rows = switching_sampler(setup.batch_size, 700, p, q, order=order)
     n_held_symbols = held_sym.sum().item()
     held_chars, held_in, held_tgt = (t.to(device) for t in (held_chars, held_in, held_tgt))
 
@@ -536,11 +536,11 @@ def race(setup: TokenizationSetup | None = None, *, seed: int | None = None,
         vocab, T = (2, setup.char_length) if kind == "characters" else (d, setup.token_length)
         runs, seen_runs = [], []
         for s in seeds:
-            with seeded(seed + s):
+            with seeded(s, base=seed):
                 model = Transformer(TransformerConfig(vocab_size=vocab, max_len=T, n_layers=2,
                                                       n_heads=2, d_model=32))
             model = model.to(device)
-            data, seen = make_generator(seed + 100 + s), [0]
+            data, seen = make_generator(100 + s, base=seed), [0]
 
             def batch(step, data=data, seen=seen, kind=kind):
                 if kind == "characters":
@@ -580,7 +580,7 @@ class TrapResult:
     """The unigram trap: one History per condition of :data:`TRAP_CONDITIONS`."""
 
     setup: TokenizationSetup      # the sizes used
-    seed: int                     # the logical seed every other seed derives from
+    seed: int                     # the base seed every logical seed derives from
     device: str                   # where the models trained
     seconds: float                # wall-clock time of the training loops
     histories: dict               # label -> History of the Ensemble of ``setup.trap_seeds``
@@ -597,11 +597,11 @@ def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
     switching chains under each condition of :data:`TRAP_CONDITIONS`.
 
     The seeds ``setup.trap_seeds`` train side by side as one batched program (an
-    :class:`~seqtheory.ensemble.Ensemble`): member ``s`` has the weights of
-    ``seeded(seed + s)`` and its own data stream ``make_generator(seed + 10 + s)``; the 256
-    held-out sequences come from ``make_generator(seed + 9)``.  Held-out loss every 50
-    steps; ``seed`` None means :func:`~seqtheory.utils.base_seed`; models and batches are
-    moved to ``device`` (default the CPU).
+    :class:`~seqtheory.ensemble.Ensemble`): under the base ``seed`` (None:
+    :func:`~seqtheory.utils.base_seed`; see :func:`~seqtheory.utils.experiment_seed`),
+    member ``s`` has the weights of logical seed ``s`` and its own data stream ``10 + s``;
+    the 256 held-out sequences come from logical seed 9.  Held-out loss every 50 steps;
+    models and batches are moved to ``device`` (default the CPU).
     """
     import torch
 
@@ -609,22 +609,21 @@ def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
     from .markov import sample_switching
     from .models import Transformer, TransformerConfig
     from .training import TrainConfig, train
-    from .utils import base_seed, check_device, make_generator
+    from .utils import check_device, experiment_seed, make_generator
 
     setup = SETUP.pick() if setup is None else setup
     if not isinstance(setup, TokenizationSetup):
         raise TypeError(f"setup must be a TokenizationSetup, got {type(setup).__name__}")
-    seed = base_seed() if seed is None else check_int("seed", seed, minimum=0)
-    device = check_device("device", device)
+    seed, device = experiment_seed(seed), check_device("device", device)
     T = setup.trap_length
-    seeds = tuple(seed + s for s in setup.trap_seeds)
+    seeds = tuple(setup.trap_seeds)
     histories, seconds = {}, 0.0
     for label, (p, q, tie, budget) in TRAP_CONDITIONS.items():
         model_cfg = TransformerConfig(vocab_size=2, max_len=T, n_layers=1, n_heads=1,
                                       d_model=8, attn_only=True, layer_norm=False,
                                       tie_weights=tie)
         held_out = sample_switching(256, T + 1, p, q,
-                                    generator=make_generator(seed + 9)).to(device)
+                                    generator=make_generator(9, base=seed)).to(device)
 
         def evaluate(ens, step, held_out=held_out):
             logits = ens(held_out[:, :-1], shared=True)                # (seeds, B, T, 2)
@@ -632,13 +631,14 @@ def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
                 member.flatten(0, 1), held_out[:, 1:].flatten()).item() for member in logits]}
 
         sample = switching_sampler(setup.batch_size, T + 1, p, q)      # = sample_switching
-        data = [make_generator(seed + 10 + s) for s in setup.trap_seeds]
+        data = [make_generator(10 + s, base=seed) for s in setup.trap_seeds]
 
         def batch(step, sample=sample, data=data):
             x = torch.stack([sample(g) for g in data])                  # (seeds, B, T + 1)
             return x[..., :-1], x[..., 1:]
 
-        ensemble = Ensemble(lambda cfg=model_cfg: Transformer(cfg), seeds=seeds).to(device)
+        ensemble = Ensemble(lambda cfg=model_cfg: Transformer(cfg), seeds=seeds,
+                            base=seed).to(device)
         histories[label] = train(
             ensemble, batch,
             TrainConfig(steps=getattr(setup, budget), lr=1e-3, eval_every=50),

@@ -16,6 +16,7 @@ __all__ = [
     "THREADS_ENV",
     "base_seed",
     "derive_seed",
+    "experiment_seed",
     "make_generator",
     "make_rng",
     "seeded",
@@ -132,6 +133,26 @@ def derive_seed(seed: int = 0, base: int | None = None) -> int:
     return int((int(words[0]) << 31) ^ int(words[1])) & _SEED_MAX
 
 
+def experiment_seed(seed: int | None) -> int:
+    """The base seed of one experiment run: ``seed``, or the book's base seed
+    (:func:`base_seed`, ``SEQTHEORY_SEED``) when it is None.
+
+    The library's one seed convention: an experiment function (``run(setup, seed=...)``)
+    takes a *base* seed; each random stream inside it (weights of model ``s``, a data
+    stream, a held-out set) has a fixed small *logical* seed ``k`` and draws from
+    ``make_generator(k, device, base=seed)`` / ``make_rng(k, base=seed)`` /
+    ``seeded(k, base=seed)``, i.e. from :func:`derive_seed` ``(k, seed)``.  Base 0 keeps
+    every logical seed as written; every other base re-draws every stream, so a chapter run
+    under another base seed is a genuinely new run of the same experiment.
+    """
+    if seed is None:
+        return base_seed()
+    seed = check_int("seed", seed, minimum=0)
+    if seed > _SEED_MAX:
+        raise ValueError(f"seed must be in 0..2**63-1, got {seed}")
+    return seed
+
+
 def make_generator(seed: int = 0, device: str | torch.device = "cpu", *,
                    base: int | None = None) -> torch.Generator:
     """A ``torch.Generator`` on ``device`` seeded with :func:`derive_seed` ``(seed, base)``."""
@@ -144,16 +165,16 @@ def make_rng(seed: int = 0, *, base: int | None = None) -> np.random.Generator:
 
 
 class seeded:
-    """Context manager: run a block under torch's global RNG seeded with ``derive_seed(seed)``,
-    then restore the previous global state (so building a model is reproducible without
-    disturbing anything else).
+    """Context manager: run a block under torch's global RNG seeded with
+    ``derive_seed(seed, base)``, then restore the previous global state (so building a model
+    is reproducible without disturbing anything else).
 
     >>> with seeded(3):
     ...     model = Transformer(cfg)        # the same weights every time the cell runs
     """
 
-    def __init__(self, seed: int = 0):
-        self.seed = derive_seed(seed)
+    def __init__(self, seed: int = 0, *, base: int | None = None):
+        self.seed = derive_seed(seed, base)
 
     def __enter__(self):
         self._state = torch.random.get_rng_state()
