@@ -7,6 +7,7 @@ weights at chosen steps (for animations), and records everything in a :class:`Hi
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -18,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .ensemble import Ensemble, ensemble_loss
+from .models import unchecked_inputs
 from .utils import check_choice, check_float, check_int, dataclass_replace, progress_bar
 
 __all__ = [
@@ -252,10 +254,15 @@ def train(
         if not on_cpu:                       # batches may come from the CPU: move them over
             inputs = inputs.to(device, non_blocking=True)
             targets = targets.to(device, non_blocking=True)
+        # Off the CPU a model's token-range check (``int(idx.max())``) would make the host
+        # wait for the device at every step: the first batch is checked, later batches of
+        # the same batch_fn are not (on the CPU the check costs nothing and stays on).
+        with (unchecked_inputs() if step > 1 and not on_cpu else contextlib.nullcontext()):
+            outputs = model(inputs)
         if is_ensemble:
-            member_losses = ensemble_loss(loss_fn, model(inputs), targets)       # (M,)
+            member_losses = ensemble_loss(loss_fn, outputs, targets)            # (M,)
         else:
-            member_losses = loss_fn(model(inputs), targets)     # () or (M,) per network
+            member_losses = loss_fn(outputs, targets)           # () or (M,) per network
             if member_losses.ndim > 1:
                 raise ValueError("loss_fn must return a scalar or an (M,) vector of "
                                  f"per-network losses, got shape {tuple(member_losses.shape)}")
