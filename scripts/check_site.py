@@ -79,6 +79,11 @@ PAGE_JS = r"""
     dropdowns_open: [...document.querySelectorAll('details.sd-dropdown')]
         .filter(d => d.open).map(d => d.querySelector('summary').textContent.trim()),
     dropdowns: document.querySelectorAll('details.sd-dropdown').length,
+    // exercise solutions (sphinx-exercise, class dropdown): sphinx-togglebutton collapses
+    // each one (class toggle-hidden) once the page has loaded
+    solutions_open: [...document.querySelectorAll('div.solution.dropdown')]
+        .filter(d => !d.classList.contains('toggle-hidden'))
+        .map(d => (d.querySelector('.admonition-title') || d).textContent.trim().slice(0, 60)),
   });
 })()
 """
@@ -349,6 +354,7 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
     if info["widget_views"]:
         problems.append(f"{info['widget_views']} widget view(s) that a static page cannot show")
     problems += [f"solution dropdown is open: {t!r}" for t in info["dropdowns_open"]]
+    problems += [f"exercise solution is not collapsed: {t!r}" for t in info["solutions_open"]]
     levels = [h[0] for h in info["headings"]]
     if rel.startswith("book/"):
         if levels.count(1) != 1:

@@ -2,10 +2,13 @@
 
 Each chapter's paired notebook is executed in sequence with ``FULL=1`` (one process per
 chapter, on a GPU when there is one: chapters pick their device through the library). A
-failing cell does not stop the chapter: every hidden check (each code cell with an
-``assert``) is reported as passed or failed, so one run shows which checks still hold at
-the full sizes. Writes ``_build/full_run.tsv`` (chapter, device, seconds, checks passed,
-checks failed, the failing lines) and each executed notebook to
+failing check does not stop the chapter: the claim checks run in the reader's mode (a note
+instead of an exception) and log every outcome (``SEQTHEORY_CHECK_LOG``, see
+``seqtheory.utils.check``), so one run shows which checks still hold at the full sizes; a
+cell that raises anything else is reported as an error and the chapter goes on. Writes
+``_build/full_run.tsv`` (chapter, device, torch, seconds, checks passed / failed, errors,
+check cells not reached, the failures), ``_build/full_run/CHAPTER.checks.jsonl`` (every
+check: held, message, source line) and each executed notebook to
 ``_build/full_run/CHAPTER.ipynb``:
 
     python scripts/full_run.py                          # every chapter, FULL=1
@@ -45,51 +48,58 @@ print("@@RESULT@@" + json.dumps({"seconds": seconds, "error": error}))
 """
 
 
-def device_name() -> str:
-    """What the chapters will train on here: the GPU's name, or "CPU"."""
+def device_name() -> tuple[str, str]:
+    """What the chapters will train on here (the GPU's name, or "CPU") and torch's version."""
     try:
         import torch
     except ImportError:
-        return "CPU"
+        return "CPU", "none"
     if torch.cuda.is_available():
-        return f"{torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})"
-    return "CPU"
+        return (f"{torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})",
+                torch.__version__)
+    return "CPU", torch.__version__
 
 
-def checks(nb_path: Path) -> list[dict]:
-    """Every claim-check cell (``check(`` or ``assert``) in an executed notebook: passed, or
-    the failure."""
+def cell_outcomes(nb_path: Path) -> tuple[list[dict], int]:
+    """The cells of an executed notebook that raised (index, source line, error), and the
+    number of claim-check cells (``check(`` or ``assert``) that never ran (a timeout or a
+    dead kernel stops a chapter)."""
     import nbformat
 
     nb = nbformat.read(nb_path, as_version=4)
-    out = []
+    errors, not_reached = [], 0
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or ("assert" not in cell.source
-                                         and "check(" not in cell.source):
+        if cell.cell_type != "code":
             continue
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        ran = cell.get("execution_count") is not None or bool(errors)
-        row = {"cell": i, "ran": ran, "ok": ran and not errors}
-        if errors:
-            err = errors[0]
-            row["line"] = failing_line("\n".join(err.get("traceback", [])))
-            row["error"] = f"{err.get('ename')}: {err.get('evalue', '')}"[:200]
-        out.append(row)
-    return out
+        errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if errs:
+            err = errs[0]
+            errors.append({"cell": i,
+                           "line": failing_line("\n".join(err.get("traceback", []))),
+                           "error": f"{err.get('ename')}: {err.get('evalue', '')}"[:200]})
+        elif cell.get("execution_count") is None and ("assert" in cell.source
+                                                      or "check(" in cell.source):
+            not_reached += 1
+    return errors, not_reached
 
 
 def run_chapter(nb: Path, timeout: int, out_dir: Path) -> dict:
+    log = out_dir / f"{nb.stem}.checks.jsonl"
+    log.unlink(missing_ok=True)
     env = {**os.environ, "FULL": "1", "SEQTHEORY_STATIC_PROGRESS": "1", "MPLBACKEND": "Agg",
-           "SEQTHEORY_STRICT_CHECKS": "1"}
+           "SEQTHEORY_STRICT_CHECKS": "0", "SEQTHEORY_CHECK_LOG": str(log)}
     out = out_dir / f"{nb.stem}.ipynb"
     proc = subprocess.run([sys.executable, "-c", RUN_ONE, str(nb), str(timeout),
                            str(nb.parent), str(out)], env=env, capture_output=True, text=True)
     marker = [line for line in proc.stdout.splitlines() if line.startswith("@@RESULT@@")]
     if not marker:
         return {"seconds": float("nan"), "error": f"runner crashed (exit {proc.returncode}): "
-                f"{(proc.stderr or proc.stdout)[-300:]}", "checks": []}
+                f"{(proc.stderr or proc.stdout)[-300:]}", "checks": [], "cell_errors": [],
+                "not_reached": 0}
     result = json.loads(marker[-1].removeprefix("@@RESULT@@"))
-    result["checks"] = checks(out)
+    result["checks"] = ([json.loads(line) for line in log.read_text().splitlines()]
+                        if log.is_file() else [])
+    result["cell_errors"], result["not_reached"] = cell_outcomes(out)
     return result
 
 
@@ -111,28 +121,31 @@ def main(argv=None) -> int:
     missing = [str(nb) for nb in nbs if not Path(nb).is_file()]
     if missing:
         ap.error(f"no such notebook(s): {missing}")
-    device = device_name()
+    device, torch_version = device_name()
     out_dir = args.out.parent / "full_run"
     out_dir.mkdir(parents=True, exist_ok=True)
-    print(f"FULL=1 on {device}: {len(nbs)} notebook(s), one after another", flush=True)
+    print(f"FULL=1 on {device} (torch {torch_version}): {len(nbs)} notebook(s), one after "
+          "another", flush=True)
     rows, bad = [], 0
     for nb in nbs:
         r = run_chapter(Path(nb), args.timeout, out_dir)
-        passed = sum(c["ok"] for c in r["checks"])
-        failed = [c for c in r["checks"] if c["ran"] and not c["ok"]]
-        not_run = sum(not c["ran"] for c in r["checks"])
-        bad += bool(failed or r["error"] or not_run)
-        notes = "; ".join(f"cell {c['cell']}: {c.get('line', '')} -> {c.get('error', '')}"
-                          for c in failed)
-        if r["error"]:
-            notes = (notes + "; " if notes else "") + r["error"]
-        rows.append((Path(nb).stem, device, f"{r['seconds']:.1f}", passed, len(failed),
-                     not_run, notes))
+        passed = sum(c["held"] for c in r["checks"])
+        failed = [c for c in r["checks"] if not c["held"]]
+        errors, not_run = r["cell_errors"], r["not_reached"]
+        bad += bool(failed or errors or r["error"] or not_run)
+        notes = [f"check {c['line'] or '?'} -> {c['message']}" for c in failed]
+        notes += [f"cell {e['cell']}: {e['line']} -> {e['error']}" for e in errors]
+        notes += [r["error"]] if r["error"] else []
+        notes = "; ".join(notes)
+        rows.append((Path(nb).stem, device, torch_version, f"{r['seconds']:.1f}", passed,
+                     len(failed), len(errors), not_run, notes))
         print(f"{Path(nb).stem}: {r['seconds']:.0f} s, checks {passed} passed, "
-              f"{len(failed)} failed, {not_run} not reached {notes}", flush=True)
+              f"{len(failed)} failed, {len(errors)} cell errors, {not_run} check cells not "
+              f"reached {notes}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
-        "chapter\tdevice\tseconds\tchecks_passed\tchecks_failed\tchecks_not_reached\tfailures\n"
+        "chapter\tdevice\ttorch\tseconds\tchecks_passed\tchecks_failed\tcell_errors"
+        "\tcheck_cells_not_reached\tfailures\n"
         + "".join("\t".join(str(v).replace("\t", " ").replace("\n", " ") for v in row) + "\n"
                   for row in rows))
     print(f"wrote {args.out}")

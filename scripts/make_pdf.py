@@ -34,6 +34,8 @@ A4 = {"paperWidth": 8.27, "paperHeight": 11.69, "marginTop": 0.5, "marginBottom"
 OPEN_JS = r"""
 (() => {
   document.querySelectorAll('details').forEach(d => d.open = true);
+  // exercise solutions are collapsed admonitions (sphinx-togglebutton): show them
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
   const h = document.querySelector('main h1, article h1, h1');
   return JSON.stringify({title: h ? h.textContent.replace(/[#¶]/g, '').trim() : ''});
 })()

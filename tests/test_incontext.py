@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.incontext: evaluator, attention statistics, switch, minimal model."""
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -288,3 +289,27 @@ def test_train_icl_is_run():
 
     assert train_icl(SMALL, progress=False, eval_n=8).history.loss == \
         run(SMALL, seed=0, progress=False, eval_n=8).history.loss
+
+
+def test_run_seeds_trains_members_as_one_program():
+    # member s starts from the weights of logical seed s (member 0: where run() starts), each
+    # member trains the same whichever others train with it (fails if the members shared a
+    # data stream or an optimiser state), the same call gives the same bits, and the result
+    # has (M,) losses and per-member switch steps
+    from seqtheory.incontext import run_seeds
+
+    tiny = ICLSetup(k=3, T=12, steps=6, eval_every=3, batch_size=4)
+    a = run_seeds(tiny, seeds=(0, 1), progress=False, eval_n=8)
+    b = run_seeds(tiny, seeds=(1,), progress=False, eval_n=8)
+    assert a.history.losses().shape == (6, 2)
+    np.testing.assert_allclose(a.history.losses()[:, 1], b.history.losses()[:, 0], rtol=1e-4)
+    again = run_seeds(tiny, seeds=(0, 1), progress=False, eval_n=8)
+    assert np.array_equal(a.history.losses(), again.history.losses())
+    assert len(a.switch_steps()) == 2
+    untrained = run_seeds(tiny.replace(steps=1, lr=1e-12), seeds=(0,), progress=False, eval_n=8)
+    torch.testing.assert_close(untrained.ensemble.member(0).tok_emb.weight,
+                               tiny.model(seed=0).tok_emb.weight, rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="seeds"):
+        run_seeds(tiny, seeds=(0, 0), progress=False)
+    with pytest.raises(TypeError, match="seeds"):
+        run_seeds(tiny, seeds=3, progress=False)

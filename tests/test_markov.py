@@ -303,3 +303,23 @@ def test_strategies_use_the_prior_alpha_for_the_bayes_rule_only(alpha):
     assert torch.allclose(out["bigram"], bigram_predictor(x, 3, alpha))
     assert not torch.allclose(out["bigram"], bigram_predictor(x, 3, 1.0))
     assert torch.allclose(out["unigram"], unigram_predictor(x, 3))
+
+
+def test_samplers_draw_where_the_generator_lives():
+    # every sampler makes its tensors on the generator's device (a CUDA generator gives CUDA
+    # batches; here the CPU); a generator on another device than the chains is refused with
+    # a ValueError naming the generator, not a deep torch error
+    from seqtheory.markov import (
+        _check_generator_device,
+        graded_batch,
+        icl_mc_batch,
+        sample_switching,
+    )
+
+    g = torch.Generator().manual_seed(0)
+    for x, P in (icl_mc_batch(3, 3, 8, generator=g), icl_mc_batch(3, 2, 8, order=2, generator=g),
+                 graded_batch(3, 3, 8, 0.5, generator=g)):
+        assert x.device == P.device == g.device
+    assert sample_switching(2, 9, 0.3, 0.6, order=2, generator=g).device == g.device
+    with pytest.raises(ValueError, match="generator is on cpu"):
+        _check_generator_device(g, torch.device("meta"))

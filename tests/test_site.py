@@ -97,3 +97,37 @@ def test_computed_tables_render_as_tables(md):
     """markdown_table outputs must become HTML tables, not raw '| a | b |' text."""
     text = built(md).read_text(encoding="utf-8")
     assert "|---|" not in text, f"{md.name}: a computed table was rendered as plain text"
+
+
+# --------------------------------------------------------------------------- the two editions
+STUDENT = ROOT / "_build" / "student" / "_build" / "html"
+EXERCISE = re.compile(r'<div class="exercise[ "][^>]*>')
+SOLUTION = re.compile(r'<div class="solution[ "][^>]*>')
+SOLUTION_CELL = re.compile(r'class="cell[^"]*\btag_solution\b')
+WITH_EXERCISES = [p for p in CHAPTERS if "{exercise}" in p.read_text(encoding="utf-8")]
+
+
+def test_every_chapter_has_numbered_exercises():
+    # fails if a chapter's exercises went back to plain lists (no numbers, no references)
+    assert [p.stem for p in CHAPTERS if p not in WITH_EXERCISES] == []
+
+
+@pytest.mark.parametrize("md", WITH_EXERCISES, ids=[p.stem for p in WITH_EXERCISES])
+def test_lecturer_edition_has_a_solution_per_exercise(md):
+    html = built(md).read_text(encoding="utf-8")
+    n_ex, n_sol = len(EXERCISE.findall(html)), len(SOLUTION.findall(html))
+    assert n_ex == md.read_text(encoding="utf-8").count(":::{exercise}") > 0, (n_ex, md)
+    assert n_sol == n_ex, (n_sol, n_ex)
+
+
+@pytest.mark.parametrize("md", WITH_EXERCISES, ids=[p.stem for p in WITH_EXERCISES])
+def test_student_edition_has_every_exercise_and_no_solution(md):
+    # built by scripts/build_student.py: fails if a solution, or a cell that computes one,
+    # reached the student's page, or if an exercise went missing with them
+    page = STUDENT / md.relative_to(ROOT).with_suffix(".html")
+    assert page.is_file(), f"{page} missing: run python scripts/build_student.py"
+    html = page.read_text(encoding="utf-8")
+    assert len(EXERCISE.findall(html)) == len(EXERCISE.findall(built(md).read_text("utf-8")))
+    assert SOLUTION.findall(html) == []
+    assert SOLUTION_CELL.findall(html) == []
+    assert "Student edition" in html

@@ -225,3 +225,15 @@ def test_stop_when_stops_at_the_first_evaluation_that_satisfies_it():
     assert (loss[-1] < 0.01).all() and not (loss[-2] < 0.01).all()
     with pytest.raises(TypeError, match="stop_when"):
         train(_TwoNets(), lambda step: (x, y), steps=2, progress=False, stop_when=3)
+
+
+def test_bf16_autocast_learns_like_fp32():
+    # precision="bf16" runs the forward pass in bfloat16 (the bits differ from fp32: fails if
+    # autocast were not applied) and learns the task as well (fails if bf16 broke training)
+    _, fp32 = run(steps=150)
+    _, bf16 = run(steps=150, precision="bf16")
+    assert fp32.loss != bf16.loss
+    assert bf16.final("accuracy") > 0.9
+    assert abs(np.mean(bf16.loss[-10:]) - np.mean(fp32.loss[-10:])) < 0.1 * fp32.loss[0]
+    with pytest.raises(ValueError, match="precision"):
+        TrainConfig(precision="fp16")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn as nn
 
+from .ensemble import Ensemble, member_eval
 from .markov import (
     PRIORS,
     graded_batch,
@@ -51,7 +52,9 @@ __all__ = [
     "TRIGRAM_SETUP",
     "ICLEvaluator",
     "ICLRun",
+    "ICLSeedsRun",
     "run",
+    "run_seeds",
     "train_icl",
     "induction_attention",
     "switch_step",
@@ -331,6 +334,67 @@ def run(setup: ICLSetup, *, seed: int | None = None,
     return ICLRun(setup, seed, str(device), history.seconds, model, history, evaluator)
 
 
+@dataclass
+class ICLSeedsRun:
+    """The result of :func:`run_seeds`: one model per seed, trained as one batched program."""
+
+    setup: ICLSetup              # what was trained
+    seed: int                    # the base seed
+    seeds: tuple                 # the logical seeds of the members (their weights and data)
+    device: str                  # where it trained
+    seconds: float               # wall-clock time of the training loop
+    ensemble: Ensemble           # the trained members (``.member(m)`` is a Transformer)
+    history: History             # per-step (M,) losses; evaluations (evals, M) per metric
+    evaluator: ICLEvaluator      # the held-out batch all members were measured on
+
+    def switch_steps(self, lower: str = "bigram", upper: str = "unigram") -> list:
+        """Per member, :func:`switch_step` of its own curves (None: it never switched)."""
+        steps, near_low = self.history.metric(f"KL({lower}||model)")       # (evals, M)
+        _, near_up = self.history.metric(f"KL({upper}||model)")
+        return [_first_lasting(steps, near_low[:, m] < near_up[:, m])
+                for m in range(len(self.seeds))]
+
+
+def run_seeds(setup: ICLSetup, *, seeds=(0, 1, 2), seed: int | None = None,
+              device: str | torch.device | None = None, progress: bool = True,
+              eval_n: int = 256, desc: str | None = None) -> ICLSeedsRun:
+    """Train the transformer of ``setup`` once per logical seed in ``seeds`` as one batched
+    program (:class:`~seqtheory.ensemble.Ensemble`), each member on its own fresh ICL-MC
+    batches, all evaluated every ``setup.eval_every`` steps on the same ``eval_n`` held-out
+    sequences.
+
+    Member ``s`` has the initial weights of :func:`run` ``(setup, seed=...)``'s model under
+    logical seed ``s`` (``seeded(s, base=seed)``; member 0 starts where :func:`run` starts)
+    and draws its batches from its own generator ``make_generator(10_000 + s, device,
+    base=seed)`` on ``device``, so a member trains the same whichever others train with it.
+    Dropout masks come from torch's global generator inside ``seeded(20_000, base=seed)``.
+    Unlike :func:`run` (batches drawn on the CPU from one stream, the same on every device)
+    the batches are drawn on ``device``: a GPU run draws other batches than a CPU run.
+    ``seed`` is the base seed (None: :func:`~seqtheory.utils.base_seed`)."""
+    if not isinstance(setup, ICLSetup):
+        raise TypeError(f"setup must be an ICLSetup, got {type(setup).__name__}")
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"seeds must be a sequence of ints, got {seeds!r}")
+    seeds = tuple(check_int("seeds", s, minimum=0) for s in seeds)
+    seed, device = experiment_seed(seed), check_device("device", device)
+    evaluator = ICLEvaluator(setup, n=eval_n, base=seed)
+    ens = Ensemble(setup.model, seeds, base=seed).to(device)   # Ensemble checks the seeds
+    gens = [make_generator(10_000 + s, device, base=seed) for s in seeds]
+
+    def batch(step):
+        xs = [setup.sample(setup.batch_size, g)[0] for g in gens]
+        x = torch.stack(xs)                                         # (M, B, T)
+        return x[..., :-1], x[..., 1:]
+
+    if device.type == "cuda":
+        torch.cuda.init()                          # so that seeded() restores its generator
+    with seeded(20_000, base=seed):                # dropout masks
+        history = train(ens, batch, setup.train_config(), eval_fn=member_eval(evaluator),
+                        desc=desc or f"ICL-MC, {len(seeds)} seeds", progress=progress)
+    return ICLSeedsRun(setup, seed, seeds, str(device), history.seconds, ens, history,
+                       evaluator)
+
+
 def train_icl(setup: ICLSetup, *, seed: int | None = None, **kwargs) -> ICLRun:
     """The former name of :func:`run` (same arguments)."""
     return run(setup, seed=seed, **kwargs)
@@ -406,7 +470,11 @@ def switch_step(history: History, lower: str = "bigram", upper: str = "unigram")
     closer to ``lower`` than to ``upper`` and stays so; None if it never switches."""
     steps, near_low = history.metric(f"KL({lower}||model)")
     _, near_up = history.metric(f"KL({upper}||model)")
-    closer = near_low < near_up
+    return _first_lasting(steps, near_low < near_up)
+
+
+def _first_lasting(steps, closer) -> int | None:
+    """The first evaluated step after step 0 from which ``closer`` holds to the end."""
     for i in range(1, len(steps)):
         if closer[i:].all():
             return int(steps[i])

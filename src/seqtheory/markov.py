@@ -130,23 +130,33 @@ def _gamma(alpha: float, shape: tuple, generator: torch.Generator,
     a = alpha + 1.0 if boost else alpha
     d = a - 1.0 / 3.0
     c = 1.0 / math.sqrt(9.0 * d)
-    out = torch.empty(shape, dtype=torch.float64).view(-1)
-    todo = torch.arange(out.numel())
+    dev = generator.device                   # draws are made where the generator lives
+    out = torch.empty(shape, dtype=torch.float64, device=dev).view(-1)
+    todo = torch.arange(out.numel(), device=dev)
     while todo.numel():
         n = todo.numel()
-        z = torch.randn(n, generator=generator, dtype=torch.float64)
-        u = torch.rand(n, generator=generator, dtype=torch.float64)
+        z = torch.randn(n, generator=generator, dtype=torch.float64, device=dev)
+        u = torch.rand(n, generator=generator, dtype=torch.float64, device=dev)
         v = (1.0 + c * z) ** 3
         ok = (v > 0) & (torch.log(u.clamp_min(1e-300)) < 0.5 * z**2 + d - d * v
                         + d * torch.log(v.clamp_min(1e-300)))
         out[todo[ok]] = d * v[ok]
         todo = todo[~ok]
     if boost:
-        u = torch.rand(out.numel(), generator=generator, dtype=torch.float64)
+        u = torch.rand(out.numel(), generator=generator, dtype=torch.float64, device=dev)
         if log:
             return (out.log() + u.clamp_min(1e-300).log() / alpha).view(shape)
         out = out * u.clamp_min(1e-300) ** (1.0 / alpha)
     return (out.log() if log else out).view(shape)
+
+
+def _check_generator_device(generator, device: torch.device) -> None:
+    """A clear error where torch would raise a deep one: the generator must live on the device
+    of the tensors it samples (a CUDA batch needs ``make_generator(seed, "cuda")``)."""
+    if generator is not None and generator.device.type != device.type:
+        raise ValueError(f"generator is on {generator.device} but the chains are on {device}; "
+                         "use a generator on the same device (seqtheory.make_generator(seed, "
+                         "device))")
 
 
 def stationary_distribution(P: torch.Tensor) -> torch.Tensor:
@@ -157,9 +167,10 @@ def stationary_distribution(P: torch.Tensor) -> torch.Tensor:
     """
     P = _check_P(P, square=True)
     B, k, _ = P.shape
-    A = (P.transpose(1, 2) - torch.eye(k, dtype=P.dtype)).to(torch.float64)   # (B, k, k)
+    A = (P.transpose(1, 2) - torch.eye(k, dtype=P.dtype, device=P.device)
+         ).to(torch.float64)                                                  # (B, k, k)
     A[:, -1, :] = 1.0
-    b = torch.zeros(B, k, 1, dtype=torch.float64)
+    b = torch.zeros(B, k, 1, dtype=torch.float64, device=P.device)
     b[:, -1] = 1.0
     sol, info = torch.linalg.solve_ex(A, b)
     if bool((info != 0).any()):
@@ -183,6 +194,7 @@ def sample_chains(
     P = _check_P(P, square=True)
     T = check_int("T", T, minimum=1)
     B, k, _ = P.shape
+    _check_generator_device(generator, P.device)
     if start is None:
         pi = stationary_distribution(P)
         start = torch.multinomial(pi, 1, generator=generator)[:, 0]           # (B,)
@@ -196,7 +208,8 @@ def sample_chains(
         return start[:, None].clone()
     cdf = P.to(torch.float64).cumsum(-1)                                      # (B, k, k)
     cdf[..., -1] = 1.0 + 1e-9                                                 # guard rounding
-    u = torch.rand(B, T - 1, 1, 1, generator=generator, dtype=torch.float64)  # one per step
+    u = torch.rand(B, T - 1, 1, 1, generator=generator, dtype=torch.float64,
+                   device=P.device)                                           # one per step
     # maps[b, t, i] = next state after i at step t: count of cdf entries <= u
     maps = (cdf[:, None] <= u).sum(-1).clamp_max(k - 1)                       # (B, T-1, k)
     # prefix compositions by doubling: after the loop maps[t] = f_t o ... o f_1
@@ -219,8 +232,9 @@ def lift(P: torch.Tensor) -> torch.Tensor:
     B, S, k = P.shape
     if S == k:
         return P
-    nxt = (torch.arange(S)[:, None] * k + torch.arange(k)[None, :]) % S       # (S, k)
-    Q = torch.zeros(B, S, S, dtype=P.dtype)
+    idx = torch.arange(S, device=P.device)
+    nxt = (idx[:, None] * k + idx[None, :k]) % S                              # (S, k)
+    Q = torch.zeros(B, S, S, dtype=P.dtype, device=P.device)
     Q.scatter_add_(2, nxt.expand(B, S, k), P)
     return Q
 
@@ -241,7 +255,7 @@ def sample_ngram_chains(P: torch.Tensor, T: int, *,
     if T < m:
         raise ValueError(f"T must be >= the order m = {m}, got {T}")
     contexts = sample_chains(lift(P), T - m + 1, generator=generator)         # (B, T-m+1)
-    digits = k ** torch.arange(m - 1, -1, -1)                    # most significant digit first
+    digits = k ** torch.arange(m - 1, -1, -1, device=P.device)  # most significant digit first
     first = (contexts[:, :1] // digits) % k                                    # (B, m)
     return torch.cat([first, contexts[:, 1:] % k], dim=1)
 
@@ -260,14 +274,14 @@ def icl_mc_batch(
 def uniform_predictor(x: torch.Tensor, k: int) -> torch.Tensor:
     """The context-free guess 1/k at every position: (B, T, k)."""
     x = _check_x(x, k)
-    return torch.full((*x.shape, k), 1.0 / k, dtype=torch.float64)
+    return torch.full((*x.shape, k), 1.0 / k, dtype=torch.float64, device=x.device)
 
 
 def _context_ids(x: torch.Tensor, k: int, length: int) -> torch.Tensor:
     """Index of every window of ``length`` tokens: (B, T - length + 1); window i = x[i:i+length]."""
     if length == 0:
-        return torch.zeros(x.shape[0], x.shape[1] + 1, dtype=torch.long)
-    digits = k ** torch.arange(length - 1, -1, -1)                             # (length,)
+        return torch.zeros(x.shape[0], x.shape[1] + 1, dtype=torch.long, device=x.device)
+    digits = k ** torch.arange(length - 1, -1, -1, device=x.device)           # (length,)
     return (x.unfold(1, length, 1) * digits).sum(-1)
 
 
@@ -287,11 +301,11 @@ def ngram_predictor(x: torch.Tensor, k: int, n: int, alpha: float = 1.0) -> torc
     if B * T * k**n > 2**28:                       # the (B, T, k^n) event counts below
         raise ValueError(f"n={n} with k={k} needs B*T*k**n = {B * T * k**n:,} counts "
                          f"(over 2**28); use a smaller n or batch")
-    out = torch.full((B, T, k), 1.0 / k, dtype=torch.float64)
+    out = torch.full((B, T, k), 1.0 / k, dtype=torch.float64, device=x.device)
     if T < n - 1:
         return out
     ctx = _context_ids(x, k, n - 1)                 # window i = context of event s = i + n - 1
-    events = torch.zeros(B, T, k**n, dtype=torch.float64)                     # event at time s
+    events = torch.zeros(B, T, k**n, dtype=torch.float64, device=x.device)   # event at time s
     if T > n - 1:
         ids = ctx[:, : T - n + 1] * k + x[:, n - 1:]                            # (B, T-n+1)
         events[:, n - 1:] = F.one_hot(ids, k**n).to(torch.float64)
@@ -332,10 +346,10 @@ def oracle_predictor(x: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
     if x.shape[0] != B:
         raise ValueError(f"x has {x.shape[0]} sequences but P has {B} matrices")
     T = x.shape[1]
-    out = torch.full((B, T, k), 1.0 / k, dtype=torch.float64)
+    out = torch.full((B, T, k), 1.0 / k, dtype=torch.float64, device=x.device)
     if T >= m:
         ctx = _context_ids(x, k, m)                                            # (B, T-m+1)
-        out[:, m - 1:] = P.to(torch.float64)[torch.arange(B)[:, None], ctx]
+        out[:, m - 1:] = P.to(torch.float64)[torch.arange(B, device=x.device)[:, None], ctx]
     return out
 
 
@@ -351,7 +365,7 @@ def sequence_loss(probs: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     k = probs.shape[-1]
     x = _check_x(x, k)
     nll = -probs[:, :-1].gather(2, x[:, 1:, None])[..., 0].clamp_min(1e-300).log()
-    first = torch.full((x.shape[0], 1), math.log(k), dtype=nll.dtype)
+    first = torch.full((x.shape[0], 1), math.log(k), dtype=nll.dtype, device=x.device)
     return torch.cat([first, nll], dim=1)
 
 
@@ -424,7 +438,8 @@ def sample_switching(
     batch = check_int("batch", batch, minimum=1)
     T = check_int("T", T, minimum=1)
     m = check_int("order", order, minimum=1)
-    P = switching_matrix(p, q).to(torch.float32).expand(batch * m, 2, 2).contiguous()
+    dev = generator.device if generator is not None else torch.device("cpu")
+    P = switching_matrix(p, q).to(dev, torch.float32).expand(batch * m, 2, 2).contiguous()
     n = -(-T // m)                                                  # ceil(T / m) per chain
     chains = sample_chains(P, n, generator=generator)               # (batch * m, n)
     x = chains.view(batch, m, n).transpose(1, 2).reshape(batch, n * m)
@@ -495,9 +510,10 @@ def sample_graded_matrices(
     p = check_float("p", p, low=0.0, high=1.0)
     if generator is None:  # derive one from the global seed (see seed_everything)
         generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,))))
-    is_ds = torch.rand(batch, generator=generator, dtype=torch.float64) < p          # (B,)
+    dev = generator.device
+    is_ds = torch.rand(batch, generator=generator, dtype=torch.float64, device=dev) < p  # (B,)
     if k == 2:
-        a = torch.rand(batch, generator=generator, dtype=torch.float64)
+        a = torch.rand(batch, generator=generator, dtype=torch.float64, device=dev)
         ds = torch.stack([torch.stack([a, 1 - a], -1), torch.stack([1 - a, a], -1)], -2)
     else:
         ds = sample_transition_matrices(batch, k, prior="doubly_stochastic",

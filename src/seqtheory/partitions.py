@@ -833,9 +833,10 @@ class PartitionSetup:
 
 #: CPU default and FULL=1 sizes of the partitions chapter
 SETUP = Sizes(cpu=PartitionSetup(),
-              full=PartitionSetup(sizes=(16, 32, 64, 128, 256), trials=100, gd_runs=32,
+              full=PartitionSetup(sizes=(16, 32, 64, 128, 256, 512), trials=100, gd_runs=32,
                                   gd_sizes=(16, 32, 64),
                                   colouring_sizes=(100, 200, 300, 400, 450),
+                                  colouring_graphs=10,
                                   effort_sizes=(64, 128, 256), effort_trials=20,
                                   variation_trials=100, unknown_k_trials=32))
 

@@ -822,13 +822,18 @@ SETUP = Sizes(
     cpu=ScalingSetup(),
     full=ScalingSetup(id_points=20_000, torus_dims=(1, 2, 3, 4, 6),
                       sizes=tuple(2 ** k for k in range(7, 16)), knn_seeds=(0, 1, 2, 3, 4),
-                      mlp_seeds=(0, 1, 2), net_sizes=tuple(2 ** k for k in range(8, 16)),
+                      mlp_seeds=(0, 1, 2, 3, 4), net_sizes=tuple(2 ** k for k in range(8, 16)),
                       data_learners=("kNN", "MLP", "transformer"),
                       approx_kinds=("mlp", "transformer"), approx_seeds=(0, 1, 2, 3, 4),
-                      tf_seeds=(0, 1, 2), net_steps=4000, widths=(8, 16, 32, 64, 128, 256),
+                      tf_seeds=(0, 1, 2, 3, 4), beta_seeds=(0, 1, 2, 3, 4), net_steps=4000,
+                      widths=(8, 16, 32, 64, 128, 256),
                       tf_widths=(8, 16, 32, 64, 128), width_dims=(2, 3, 4),
                       text_sizes=tuple(2_000 * 2 ** k for k in range(10)), text_steps=8000,
-                      text_widths=(16, 32, 64, 128, 256), text_docs=2000),
+                      text_widths=(16, 32, 64, 128, 256),
+                      # 4,000 held-out documents x 32 positions, as the official code's
+                      # README runs embeddings.py (--num_dataset_subsample 4000
+                      # --max_embeddings_per_sample 32)
+                      text_docs=4000),
 )
 
 

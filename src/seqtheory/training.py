@@ -46,6 +46,9 @@ class TrainConfig:
     optimizer: str = "adamw"      # "adamw" | "sgd" (plain SGD, for closed-form models)
     decay: str = "all"            # weight decay on "all" parameters, or only on the weights
     #                               of nn.Linear layers ("linear", minGPT's rule)
+    precision: str = "fp32"       # "fp32", or "bf16": forward pass and loss under
+    #                               torch.autocast(bfloat16) (weights, gradients and AdamW
+    #                               stay fp32); for GPU runs, off by default
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, minimum=1)
@@ -62,6 +65,7 @@ class TrainConfig:
         check_choice("schedule", self.schedule, SCHEDULES)
         check_choice("optimizer", self.optimizer, ("adamw", "sgd"))
         check_choice("decay", self.decay, ("all", "linear"))
+        check_choice("precision", self.precision, ("fp32", "bf16"))
         check_int("eval_every", self.eval_every, minimum=1)
         if self.grad_clip is not None:
             check_float("grad_clip", self.grad_clip, low=0.0, low_open=True)
@@ -197,6 +201,7 @@ def train(
         opt = torch.optim.SGD(groups, lr=cfg.lr)
     hist = History()
     snap_at = set(cfg.snapshot_steps)
+    bf16 = cfg.precision == "bf16"
 
     if stop_when is not None and not callable(stop_when):
         raise TypeError("stop_when must be callable as stop_when(row) -> bool")
@@ -257,12 +262,15 @@ def train(
         # Off the CPU a model's token-range check (``int(idx.max())``) would make the host
         # wait for the device at every step: the first batch is checked, later batches of
         # the same batch_fn are not (on the CPU the check costs nothing and stays on).
-        with (unchecked_inputs() if step > 1 and not on_cpu else contextlib.nullcontext()):
+        with (unchecked_inputs() if step > 1 and not on_cpu else contextlib.nullcontext()), \
+                torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             outputs = model(inputs)
-        if is_ensemble:
-            member_losses = ensemble_loss(loss_fn, outputs, targets)            # (M,)
-        else:
-            member_losses = loss_fn(outputs, targets)           # () or (M,) per network
+            if is_ensemble:
+                member_losses = ensemble_loss(loss_fn, outputs, targets)        # (M,)
+            else:
+                member_losses = loss_fn(outputs, targets)       # () or (M,) per network
+        member_losses = member_losses.float()          # fp32 under bf16 too (a no-op in fp32)
+        if not is_ensemble:
             if member_losses.ndim > 1:
                 raise ValueError("loss_fn must return a scalar or an (M,) vector of "
                                  f"per-network losses, got shape {tuple(member_losses.shape)}")

@@ -40,6 +40,7 @@ __all__ = [
     "spread",
     "check",
     "STRICT_ENV",
+    "CHECK_LOG_ENV",
 ]
 
 T = TypeVar("T")
@@ -365,6 +366,25 @@ def strict_checks() -> bool:
     return os.environ.get(STRICT_ENV, "0").strip().lower() in ("1", "true", "yes", "on")
 
 
+CHECK_LOG_ENV = "SEQTHEORY_CHECK_LOG"
+
+
+def _log_check(held: bool, message: str) -> None:
+    """Append one check's outcome to the file named by ``SEQTHEORY_CHECK_LOG`` (JSON lines:
+    held, message, the calling source line) -- how ``scripts/full_run.py`` reports every
+    check of a chapter, not only the first failure of a cell."""
+    path = os.environ.get(CHECK_LOG_ENV, "").strip()
+    if not path:
+        return
+    import inspect
+    import json
+
+    frame = inspect.stack()[2]          # the caller of check()
+    line = (frame.code_context or [""])[0].strip()
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"held": held, "message": message[:300], "line": line[:200]}) + "\n")
+
+
 def check(condition: Any, message: Any = "") -> bool:
     """A chapter's claim check: ``check(median < 0.9, f"median {median:.3f}")``.
 
@@ -372,15 +392,17 @@ def check(condition: Any, message: Any = "") -> bool:
     ``AssertionError(message)`` exactly as ``assert`` does.  In a reader's notebook (Colab,
     Jupyter) it shows a short note instead -- the claim, the numbers this run got, and that
     other hardware, torch builds, thread counts or seeds can move single runs -- and the
-    chapter goes on.  Returns whether the check held.
+    chapter goes on.  With ``SEQTHEORY_CHECK_LOG=path`` every outcome is also appended to
+    that file (see ``scripts/full_run.py``).  Returns whether the check held.
     """
     held = bool(condition)
+    if not isinstance(message, str):
+        message = repr(message)
+    _log_check(held, message)
     if held:
         return True
     if strict_checks():
         raise AssertionError(message)
-    if not isinstance(message, str):
-        message = repr(message)
     note = ("A claim check of this chapter did not hold on this run"
             + (f": {message}" if message else ".")
             + " Single runs can move with the hardware, the torch build, the number of threads "

@@ -1,0 +1,29 @@
+"""Sphinx extension: the student edition leaves out the code cells that compute a solution.
+
+``sphinx-exercise`` drops every ``{solution}`` directive when ``hide_solutions`` is true (the
+student edition, ``scripts/build_student.py``). A few solutions are *computed* by a code cell
+of the chapter (tagged ``solution``; myst-nb gives its node the class ``tag_solution``); such a
+cell would still show its code and output to a student, so this extension removes it from
+the page as well. (The cell is still executed: the chapter's later cells and checks may use
+its results, and the execution cache is shared with the lecturer's edition.) The lecturer's
+edition is unchanged.
+"""
+from __future__ import annotations
+
+from docutils import nodes
+
+SOLUTION_CLASS = "tag_solution"
+
+
+def remove_solution_cells(app, doctree) -> None:
+    if not app.config.hide_solutions:
+        return
+    for node in list(doctree.findall(nodes.Element)):
+        if SOLUTION_CLASS in node.get("classes", ()) and node.parent is not None:
+            node.parent.remove(node)
+
+
+def setup(app):
+    app.setup_extension("sphinx_exercise")       # defines the hide_solutions config value
+    app.connect("doctree-read", remove_solution_cells)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
