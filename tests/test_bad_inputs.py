@@ -4,10 +4,20 @@ silent wrong answer, a hang, a huge allocation or an error from deep inside torc
 Each case: (a call with bad input, the error type, a phrase the message must contain)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
-from seqtheory import markov, models, tokenization, training
+from seqtheory import (
+    chain_of_thought,
+    markov,
+    models,
+    parity,
+    partitions,
+    similarity,
+    tokenization,
+    training,
+)
 from seqtheory.incontext import ICLSetup
 from seqtheory.utils import check_device, seed_everything
 
@@ -77,6 +87,38 @@ CASES = {
         lambda: seed_everything(2**64), ValueError, "seed"),
     "check_device, unknown device": (
         lambda: check_device("device", "gpu0"), ValueError, "device must name"),
+    "kmeans, a NaN point": (
+        lambda: partitions.kmeans(np.array([[0.0, 1.0], [np.nan, 1.0], [3.0, 3.0]]), 2),
+        ValueError, "points must be finite"),
+    "kmeans, 1-D points": (
+        lambda: partitions.kmeans(np.array([0.0, 1.0, 2.0]), 2), ValueError, "(N, m)"),
+    "encode_cnf, float token ids": (
+        lambda: partitions.encode_cnf(np.array([[0.5, 1.5]]), np.array([1]), 4, 2),
+        TypeError, "integer token ids"),
+    "linear_cka, constant X": (
+        lambda: similarity.linear_cka(np.ones((10, 3)), np.arange(30.0).reshape(10, 3) ** 2),
+        ValueError, "constant"),
+    "debiased_cka, constant Y": (
+        lambda: similarity.debiased_cka(np.arange(30.0).reshape(10, 3) ** 2, np.ones((10, 2))),
+        ValueError, "constant"),
+    "parity_labels, 0/1 inputs": (
+        lambda: parity.parity_labels(torch.tensor([[0.0, 1.0, 1.0]]), [0, 1]),
+        ValueError, "+1 or -1"),
+    "ParityMLPs, no widths": (
+        lambda: parity.ParityMLPs(10, [], generator=torch.Generator()), ValueError,
+        "at least one network"),
+    "NextTokenNet, token beyond the vocabulary": (
+        lambda: chain_of_thought.NextTokenNet(4, vocab=2, hidden=4, models=1)(
+            torch.tensor([[[0, 1, 5, 0]]])), ValueError, "token ids in 0..1"),
+    "next_token_loss, targets of another shape": (
+        lambda: training.next_token_loss(torch.zeros(2, 5, 3), torch.zeros(2, 4).long()),
+        ValueError, "shape of logits"),
+    "next_token_loss, target beyond the vocabulary": (
+        lambda: training.next_token_loss(torch.zeros(2, 5, 3), torch.full((2, 5), 7)),
+        ValueError, "token ids in 0..2"),
+    "LZW.train, more entries than the data fill": (
+        lambda: tokenization.LZW.train(np.array([0, 1] * 10), 1000), ValueError,
+        "more than the data can fill"),
 }
 
 
@@ -105,3 +147,22 @@ def test_dirichlet_moments_for_alpha_below_one():
     var = (1 / 3) * (2 / 3) / (3 * 0.5 + 1)
     assert abs(float(P.mean()) - 1 / 3) < 0.005
     assert abs(float(P.var()) - var) < 0.005 * 3
+
+
+def test_twonn_keeps_every_ratio_but_the_last_without_discard():
+    # discard=0 used to fit log(1 - F) = -inf at the largest ratio and return inf
+    from seqtheory.dimension import sample_sphere, twonn_dimension
+
+    X = sample_sphere(2000, 2, 5, seed=0)
+    d = twonn_dimension(X, discard=0.0)
+    assert np.isfinite(d) and abs(d - 2) < 0.3, d
+
+
+def test_stitch_refuses_a_nan_source():
+    # a NaN source ended in an MKL error and a PyTorch INTERNAL ASSERT
+    from seqtheory.knowledge_graphs import FamilyForest, kinship_data, train_kinship
+
+    data = kinship_data(FamilyForest.generate(1, 3, (2, 2)), 0.8)
+    zoo, _ = train_kinship(data, (2,), (0,), steps=2, progress=False)
+    with pytest.raises(ValueError, match="finite"):
+        similarity.stitch([torch.full((data.n_people, 2), float("nan"))], zoo, data, steps=2)

@@ -313,3 +313,18 @@ def test_run_seeds_trains_members_as_one_program():
         run_seeds(tiny, seeds=(0, 0), progress=False)
     with pytest.raises(TypeError, match="seeds"):
         run_seeds(tiny, seeds=3, progress=False)
+
+
+def test_induction_attention_uses_the_token_before_the_key():
+    # x = 0 1 1 2 0: for query t = 4 (token 0) the matching key is s = 1 (x[0] = 0 precedes
+    # it), not s = 3 (which is followed by a 0): the two definitions differ here, so all the
+    # mass on s = 1 scores 1 and all on s = 3 scores 0
+    x = torch.tensor([[0, 1, 1, 2, 0]])
+    for key, want in ((1, 1.0), (3, 0.0)):
+        A = torch.zeros(1, 1, 5, 5)
+        A[0, 0, :, 0] = 1.0
+        A[0, 0, 4] = 0.0
+        A[0, 0, 4, key] = 1.0
+        A[0, 0, 2] = torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0])  # query 2 (token 1): s = 2 matches
+        # queries with a match: t = 2 (mass 1 on s = 2) and t = 4
+        assert induction_attention(A, x).item() == pytest.approx((1.0 + want) / 2)

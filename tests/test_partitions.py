@@ -437,3 +437,15 @@ def test_experiment_seeds_are_the_book_seeds_under_the_base_seed(base, monkeypat
     monkeypatch.setenv("SEQTHEORY_SEED", "0")
     again = run_thresholds(_tiny_setup(), seed=base, progress=False)
     assert np.array_equal(again.thresholds[10], out.thresholds[10])
+
+
+@pytest.mark.parametrize("kind", ["binary", "ternary"])
+def test_label_noise_changes_the_stated_fraction_of_labels(kind):
+    # noise = 0.3 must change 30% of the labels: a flip that may redraw the same value (a
+    # bug) changes only 15% (binary) or 20% (ternary); the tokens are the same draws
+    pb = planted_problem(20, 3, 2, kind=kind, seed=0)
+    x0, y0 = sample(pb, 20_000, seed=5)
+    x1, y1 = sample(pb, 20_000, seed=5, noise=0.3)
+    assert np.array_equal(x0, x1)
+    changed = float(np.mean(y0 != y1))
+    assert abs(changed - 0.3) < 0.015, changed            # 20,000 draws: sd 0.0032

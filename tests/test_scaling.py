@@ -21,7 +21,8 @@ def test_mle_recovers_sphere_dimension_within_5_percent(d):
 
 
 def test_matches_scikit_dimension_on_the_same_points():
-    skdim = pytest.importorskip("skdim")
+    # a cross-check must not skip: scikit-dimension is in requirements.txt
+    import skdim
     X = sample_sphere(3000, 6, D=20, seed=1)
     assert mle_dimension(X, 20) == pytest.approx(
         skdim.id.MLE().fit(X, n_neighbors=20).dimension_, rel=1e-6)

@@ -63,3 +63,15 @@ def test_evaluate_scores_a_perfect_copier():
     out = evaluate(Copier(), x, y)
     assert float(out["accuracy"]) == 1.0 and float(out["held-out loss"]) < 1e-6
     assert float(out["previous-token attention"]) == pytest.approx(1.0)
+
+
+def test_previous_token_batch_draws_where_the_generator_lives():
+    # device None follows the generator; a device other than the generator's is refused by
+    # name (torch's own error would be cryptic)
+    from seqtheory.tasks import previous_token_batch
+
+    g = torch.Generator().manual_seed(0)
+    x, y = previous_token_batch(4, 6, 5, generator=g)
+    assert x.device == g.device == y.device
+    with pytest.raises(ValueError, match="generator's device"):
+        previous_token_batch(4, 6, 5, generator=g, device="meta")

@@ -99,3 +99,13 @@ def test_hidden_states_and_activation_dimension(corpus):
     assert 1 < d < 16
     with pytest.raises(ValueError, match="doc_length"):
         activation_dimension(model, corpus, doc_length=64)
+
+
+def test_windows_are_cut_where_the_device_says(corpus):
+    # an explicit device="cpu" gives the windows of the default call (the archived sweeps'
+    # windows), a new device is refused by name
+    a = corpus.windows("train", 5, 12, seed=3)
+    b = corpus.windows("train", 5, 12, seed=3, device="cpu")
+    assert torch.equal(a, b) and b.device.type == "cpu"
+    with pytest.raises(ValueError, match="device"):
+        corpus.windows("train", 5, 12, seed=3, device="tpu-ish")

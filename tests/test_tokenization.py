@@ -33,7 +33,7 @@ def test_property_bpe_round_trips(train, test, d):
 @settings(max_examples=40, deadline=None)
 @given(train=symbols, test=symbols, d=st.integers(3, 40))
 def test_property_lzw_round_trips(train, test, d):
-    lzw = LZW.train(train.astype(np.int64), d, alphabet=3)
+    lzw = LZW.train(train.astype(np.int64), d, alphabet=3, partial=True)
     assert np.array_equal(lzw.decode(lzw.encode(test.astype(np.int64))), test)
 
 
@@ -68,7 +68,7 @@ def test_lzw_dictionary_is_prefix_closed_and_parse_is_greedy():
 
 
 def test_bpe_matches_huggingface_tokenizers_on_a_chunked_corpus():
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers  # a cross-check must not skip: tokenizers is in requirements.txt
     x = source().numpy()
     chunks = [x[i:i + 200] for i in range(0, x.size, 200)]
     text = ["".join(map(str, c.tolist())) for c in chunks]

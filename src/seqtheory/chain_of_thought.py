@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .models import greedy_decode
+from .models import _CHECK_INPUTS, greedy_decode
 from .training import IGNORE_INDEX, SCHEDULES, History, train
 from .utils import (
     Sizes,
@@ -157,6 +157,10 @@ class NextTokenNet(nn.Module):
                 idx.dim() == 3 and idx.shape[0] != self.models):
             raise ValueError(f"idx must be (batch, T) or ({self.models}, batch, T) with "
                              f"T <= {self.seq_len}, got {tuple(idx.shape)}")
+        if _CHECK_INPUTS.get() and idx.numel() and (int(idx.min()) < 0
+                                                     or int(idx.max()) >= self.vocab):
+            raise ValueError(f"idx must hold token ids in 0..{self.vocab - 1}, got values in "
+                             f"{int(idx.min())}..{int(idx.max())}")
         if idx.dim() == 2:
             idx = idx[None].expand(self.models, -1, -1)
         T = idx.shape[-1]

@@ -113,7 +113,8 @@ def twonn_dimension(X, discard: float = 0.1) -> float:
     dist = knn_distances(X, 2)
     mu = np.sort(dist[:, 1] / dist[:, 0])
     n = mu.size
-    keep = int(np.floor(n * (1 - discard)))
+    # the largest ratio has F = 1 (log(1 - F) = -inf): it is never part of the fit
+    keep = min(int(np.floor(n * (1 - discard))), n - 1)
     F = np.arange(1, n + 1) / n
     x, y = np.log(mu[:keep]), -np.log(1 - F[:keep])
     return float((x * y).sum() / (x * x).sum())

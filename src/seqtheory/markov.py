@@ -410,7 +410,7 @@ def switching_matrix(p: float, q: float) -> torch.Tensor:
 def switching_entropy_rate(p: float, q: float, base: float = 2.0) -> float:
     """Entropy rate H = pi0 h(p) + pi1 h(q) of the switching chain (bits by default).
 
-    The k-th order switching process has the same entropy rate: it is k interleaved copies
+    The m-th order switching process has the same entropy rate: it is m interleaved copies
     of the first-order chain.
     """
     p, q = _check_pq(p, q)

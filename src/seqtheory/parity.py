@@ -80,6 +80,9 @@ def parity_labels(x: torch.Tensor, support) -> torch.Tensor:
     """Labels ``prod_{i in support} x_i`` in ``{-1, +1}`` for inputs ``x`` (..., n) of +-1."""
     if not isinstance(x, torch.Tensor) or x.dim() < 1:
         raise TypeError("x must be a torch.Tensor of shape (..., n) with entries +-1")
+    if not bool(((x == 1) | (x == -1)).all()):
+        raise ValueError("x must have entries +1 or -1 (the parity of 0/1 inputs is their "
+                         "sum mod 2: map them with 1 - 2 * x first)")
     support = _check_support(x.shape[-1], support).to(x.device)
     return x[..., support].prod(dim=-1)
 
@@ -162,6 +165,8 @@ class ParityMLPs(nn.Module):
         super().__init__()
         self.n = check_int("n", n, minimum=1)
         widths = [check_int("width", w, minimum=1) for w in np.atleast_1d(widths).tolist()]
+        if not widths:
+            raise ValueError("widths must name at least one network, got none")
         M, W = len(widths), max(widths)
         if sparsity is None or isinstance(sparsity, (int, np.integer)):
             sparsity = [sparsity] * M

@@ -209,6 +209,8 @@ def encode_cnf(x: np.ndarray, y: np.ndarray, N: int, K: int, *, g: np.ndarray | 
     labelling.  ``shared=True`` makes all groups use one partition (the setting of the
     reduction from graph colouring).
     """
+    if not np.issubdtype(np.asarray(x).dtype, np.integer):
+        raise TypeError(f"x must hold integer token ids, got dtype {np.asarray(x).dtype}")
     x = np.asarray(x, dtype=np.int64)
     y = np.asarray(y)
     S, I = x.shape  # noqa: E741
@@ -738,6 +740,10 @@ def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
     within-cluster sum of squares wins.
     """
     pts = np.asarray(points, dtype=float)
+    if pts.ndim not in (2, 3):
+        raise ValueError(f"points must have shape (N, m) or (B, N, m), got {pts.shape}")
+    if not np.isfinite(pts).all():
+        raise ValueError("points must be finite (got NaN or inf)")
     if pts.ndim == 2:
         return kmeans(pts[None], K, restarts=restarts, iters=iters, seed=seed)[0]
     B, N, _ = pts.shape
@@ -927,8 +933,9 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
     for every n in ``setup.colouring_sizes``, next to planted instances at c = 4 with as
     many Boolean variables (N = n / I); colouring instances of ``setup.colouring_n``
     vertices against the mean degree; planted instances against c for every N in
-    ``setup.effort_sizes``.  Graph / instance s (and its samples) uses the logical seed s
-    under base seed ``seed``
+    ``setup.effort_sizes``.  Graph / instance s uses the logical seed s, its samples
+    ``10_000 + s`` (a stream of their own, as in :func:`run_thresholds`), under base seed
+    ``seed``
     (default: the book's base seed; see :func:`~seqtheory.utils.experiment_seed`).  The solver
     runs on the CPU: ``device`` is only validated.
     """
@@ -952,7 +959,7 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
             by_size["colouring, degree 4.6"].append((3 * n, e["conflicts"], e["seconds"]))
             N = n // I                       # same number of variables: I * N * K = 3 n
             pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
-            px, py = sample(pb, samples_for(4, N), seed=make_rng(s, base=seed))
+            px, py = sample(pb, samples_for(4, N), seed=make_rng(10_000 + s, base=seed))
             e = solver_effort(px, py, N, K, g=pb.g)
             by_size["planted, c = 4"].append((I * N * K, e["conflicts"], e["seconds"]))
         elif kind == "degree":
@@ -962,7 +969,7 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
         else:
             N, c = key
             pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
-            px, py = sample(pb, samples_for(c, N), seed=make_rng(s, base=seed))
+            px, py = sample(pb, samples_for(c, N), seed=make_rng(10_000 + s, base=seed))
             by_c[key].append(solver_effort(px, py, N, K, g=pb.g)["conflicts"])
     return EffortResult(setup=setup, seed=seed, device=ran_on,
                         seconds=time.perf_counter() - start,

@@ -44,6 +44,14 @@ def _check_pair(X, Y) -> tuple[np.ndarray, np.ndarray]:
     return X, Y
 
 
+def _check_not_constant(Xc: np.ndarray, Yc: np.ndarray) -> None:
+    """CKA divides by the norms of the centred representations: refuse a constant one."""
+    for name, M in (("X", Xc), ("Y", Yc)):
+        if not np.any(M):
+            raise ValueError(f"{name} is the same for every example (constant): CKA is "
+                             "undefined for it")
+
+
 def linear_cka(X, Y) -> float:
     """Linear CKA between representations X (n, p) and Y (n, q) of the same n examples.
 
@@ -52,6 +60,7 @@ def linear_cka(X, Y) -> float:
     """
     X, Y = _check_pair(X, Y)
     X, Y = X - X.mean(0), Y - Y.mean(0)
+    _check_not_constant(X, Y)
     cross = np.linalg.norm(Y.T @ X) ** 2
     return float(cross / (np.linalg.norm(X.T @ X) * np.linalg.norm(Y.T @ Y)))
 
@@ -76,6 +85,7 @@ def debiased_cka(X, Y) -> float:
     X, Y = _check_pair(X, Y)
     if X.shape[0] < 4:
         raise ValueError(f"debiased CKA needs at least 4 examples, got {X.shape[0]}")
+    _check_not_constant(X - X.mean(0), Y - Y.mean(0))
     return _unbiased_hsic(X, Y) / np.sqrt(_unbiased_hsic(X, X) * _unbiased_hsic(Y, Y))
 
 
@@ -242,6 +252,8 @@ def stitch(source, target: KinshipModels, data: KinshipData, *, steps: int = 300
     if not isinstance(data, KinshipData):
         raise TypeError(f"data must be KinshipData, got {type(data).__name__}")
     src = _as_embeddings(source)
+    if not bool(torch.isfinite(src).all()):
+        raise ValueError("source embeddings must be finite (got NaN or inf)")
     if src.shape[1] != data.n_people:
         raise ValueError(f"source embeds {src.shape[1]} people, the data has {data.n_people}")
     if target.n_models == 1 and src.shape[0] > 1:

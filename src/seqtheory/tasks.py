@@ -28,12 +28,14 @@ def previous_token_batch(
     *,
     offset: int = 1,
     generator: torch.Generator | None = None,
-    device: str | torch.device = "cpu",
+    device: str | torch.device | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Uniform random tokens; the target at position t is the token at t - ``offset``.
 
     Returns ``(x, y)`` of shape (batch_size, seq_len); the first ``offset`` targets are
-    ``-100`` (nothing to copy yet), so the loss ignores them.
+    ``-100`` (nothing to copy yet), so the loss ignores them.  The batch is drawn on
+    ``device`` (None: where ``generator`` lives, else the CPU), which must be the
+    generator's device.
     """
     batch_size = check_int("batch_size", batch_size, minimum=1)
     seq_len = check_int("seq_len", seq_len, minimum=2)
@@ -41,6 +43,11 @@ def previous_token_batch(
     offset = check_int("offset", offset, minimum=1)
     if offset >= seq_len:
         raise ValueError(f"offset must be < seq_len={seq_len}, got {offset}")
+    gen_device = generator.device if generator is not None else torch.device("cpu")
+    device = gen_device if device is None else check_device("device", device)
+    if generator is not None and device.type != gen_device.type:
+        raise ValueError(f"device={str(device)!r} differs from the generator's device "
+                         f"({gen_device}); use seqtheory.make_generator(seed, device)")
     x = torch.randint(vocab_size, (batch_size, seq_len), generator=generator, device=device)
     y = torch.full_like(x, IGNORE_INDEX)                       # (B, T)
     y[:, offset:] = x[:, :-offset]
@@ -90,7 +97,7 @@ class PreviousTokenSetup:
                                  pos_encoding=self.pos_encoding)
 
     def batch(self, n: int, generator: torch.Generator | None = None,
-              device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+              device: str | torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``n`` sequences of the task and their targets (see :func:`previous_token_batch`)."""
         return previous_token_batch(n, self.seq_len, self.vocab_size, offset=self.offset,
                                     generator=generator, device=device)

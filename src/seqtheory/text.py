@@ -82,19 +82,33 @@ class CharCorpus:
         return "".join(self.vocab[int(i)] for i in ids)
 
     def windows(self, split: str, n: int, length: int, seed: int = 0,
-                limit: int | None = None) -> torch.Tensor:
-        """``n`` random windows (n, length) of the split (of its first ``limit`` tokens)."""
-        ids = self.split(split)
+                limit: int | None = None, device=None, *,
+                base: int | None = None) -> torch.Tensor:
+        """``n`` random windows (n, length) of the split (of its first ``limit`` tokens),
+        cut on ``device`` (None: the CPU) with a generator there (the same windows on the
+        CPU as before; a GPU's generator draws others)."""
+        device = check_device("device", device)
+        ids = self._on(split, device)
         if limit is not None:
             ids = ids[:check_int("limit", limit, minimum=1)]
         length = check_int("length", length, minimum=1)
         if len(ids) <= length:
             raise ValueError(f"the {split} text ({len(ids)} characters) is shorter than a "
                              f"window of {length + 1}")
-        gen = make_generator(seed)
+        gen = make_generator(seed, device, base=base)    # logical seed under ``base``
         start = torch.randint(len(ids) - length + 1, (check_int("n", n, minimum=1),),
-                              generator=gen)
-        return ids[start[:, None] + torch.arange(length)]                # (n, length)
+                              generator=gen, device=device)
+        return ids[start[:, None] + torch.arange(length, device=device)]   # (n, length)
+
+    def _on(self, split: str, device: torch.device) -> torch.Tensor:
+        """The split's token ids on ``device`` (copied there once)."""
+        ids = self.split(split)
+        if device.type == "cpu":
+            return ids
+        cache = self.__dict__.setdefault("_device_splits", {})
+        if (split, device) not in cache:
+            cache[(split, device)] = ids.to(device)
+        return cache[(split, device)]
 
 
 @dataclass
@@ -116,33 +130,37 @@ def train_char_model(corpus: CharCorpus, n_train: int, *, d_model: int = 64,
                      n_layers: int = 2, n_heads: int = 4, context: int = 64,
                      steps: int = 800, batch: int = 32, lr: float = 3e-3,
                      eval_every: int = 100, n_eval: int = 64, seed: int = 0,
-                     device=None, progress: bool = True) -> CharModelResult:
+                     device=None, progress: bool = True,
+                     base: int | None = None) -> CharModelResult:
     """Train the shared transformer on the first ``n_train`` training characters.
 
     AdamW with a short warm-up and cosine decay (:func:`seqtheory.training.train`); the
     checkpoint with the lowest loss on ``n_eval`` validation windows is kept.  ``seed``
-    (through :func:`~seqtheory.utils.derive_seed`) draws the initialisation, built under
+    (a logical seed under ``base``, None: the book's base seed; through
+    :func:`~seqtheory.utils.derive_seed`) draws the initialisation, built under
     :func:`~seqtheory.utils.seeded` so torch's global random state is left as it was, and
     the order of the training windows.  The model trains on ``device`` (None: the CPU);
-    windows are cut on the CPU and moved there.
+    training windows are cut on ``device`` too (on the CPU exactly as before).
     """
     n_train = check_int("n_train", n_train, minimum=context + 2)
     device = check_device("device", device)
     if n_train > len(corpus.split("train")):
         raise ValueError(f"n_train={n_train} exceeds the {len(corpus.split('train'))} "
                          "training characters")
-    with seeded(seed):
+    with seeded(seed, base=base):
         model = Transformer(TransformerConfig(
             vocab_size=corpus.vocab_size, max_len=context, n_layers=n_layers,
             n_heads=n_heads, d_model=d_model))
     model.to(device)
-    val = corpus.windows("val", n_eval, context + 1, seed=1).to(device)       # (n_eval, T+1)
-    test = corpus.windows("test", n_eval, context + 1, seed=2).to(device)
+    val = corpus.windows("val", n_eval, context + 1, seed=1, base=base).to(device)
+    test = corpus.windows("test", n_eval, context + 1, seed=2, base=base).to(device)
+    # training windows are cut on ``device`` (the CPU run's windows are those of the
+    # archived sweeps; a GPU run draws other windows)
     best = {"val_loss": float("inf")}
 
     def batch_fn(step: int):
         w = corpus.windows("train", batch, context + 1, seed=seed * 100_003 + step,
-                           limit=n_train)                                 # (batch, T+1)
+                           limit=n_train, device=device, base=base)       # (batch, T+1)
         return w[:, :-1], w[:, 1:]
 
     def eval_fn(m, step: int) -> dict:

@@ -183,8 +183,12 @@ class LZW(_Vocab):
     """A phrase dictionary grown LZ78-style; greedy longest-prefix encoding."""
 
     @classmethod
-    def train(cls, data, d: int, alphabet: int = 2) -> LZW:
-        """Parse ``data`` LZ78-style, adding one phrase per step, until ``d`` entries."""
+    def train(cls, data, d: int, alphabet: int = 2, *, partial: bool = False) -> LZW:
+        """Parse ``data`` LZ78-style, adding one phrase per step, until ``d`` entries.
+
+        If the parse reaches the end of ``data`` first, the dictionary cannot have ``d``
+        entries: a ValueError says how many the data fill, unless ``partial=True``, which
+        returns the smaller dictionary (its ``vocab_size`` tells how large)."""
         alphabet = check_int("alphabet", alphabet, minimum=2)
         d = check_int("d", d, minimum=alphabet)
         seq = _as_symbols(data, alphabet).tolist()
@@ -200,6 +204,10 @@ class LZW(_Vocab):
                 break
             phrases[tuple(seq[i:j + 1])] = len(phrases)
             i = j + 1
+        if len(phrases) < d and not partial:
+            raise ValueError(f"d={d} is more than the data can fill: the LZ78 parse of these "
+                             f"{n:,} symbols ends with {len(phrases)} entries; use a smaller "
+                             "d, more data, or partial=True")
         tokens = [None] * len(phrases)
         for phrase, idx in phrases.items():
             tokens[idx] = np.array(phrase)
@@ -414,7 +422,7 @@ def unigram_sweep(train, test, dictionary_sizes: Sequence[int],
             if d in seen:
                 add("BPE", d, seen[d], enc[d], d)
     if "LZW" in tokenizers:
-        lzw = LZW.train(train, sizes[-1], alphabet)
+        lzw = LZW.train(train, sizes[-1], alphabet, partial=True)   # rows for sizes it fills
         for d in sizes:
             if d <= lzw.vocab_size:
                 z = lzw.truncate(d)
@@ -431,7 +439,8 @@ def unigram_sweep(train, test, dictionary_sizes: Sequence[int],
 def switching_sampler(batch: int, T: int, p: float, q: float, *, order: int = 1):
     """``sample(generator)``: the same draws as ``markov.sample_switching(batch, T, p, q,
     order=order, generator=generator)``, with the transition matrices and their stationary
-    distribution computed once (a training loop samples thousands of small batches)."""
+    distribution computed once (a training loop samples thousands of small batches); the
+    batch is drawn on the generator's device."""
     import torch
 
     from .markov import sample_chains, stationary_distribution, switching_matrix
@@ -443,9 +452,15 @@ def switching_sampler(batch: int, T: int, p: float, q: float, *, order: int = 1)
     pi = stationary_distribution(P)
     n = -(-T // k)                                                  # ceil(T / k) per chain
 
+    on_device = {}                          # device -> (P, pi) there: draw where g lives
+
     def sample(generator=None):
-        start = torch.multinomial(pi, 1, generator=generator)[:, 0]      # (batch * k,)
-        chains = sample_chains(P, n, start=start, generator=generator)   # (batch * k, n)
+        dev = generator.device if generator is not None else P.device
+        if dev not in on_device:
+            on_device[dev] = (P.to(dev), pi.to(dev))
+        P_d, pi_d = on_device[dev]
+        start = torch.multinomial(pi_d, 1, generator=generator)[:, 0]    # (batch * k,)
+        chains = sample_chains(P_d, n, start=start, generator=generator)  # (batch * k, n)
         return chains.view(batch, k, n).transpose(1, 2).reshape(batch, n * k)[:, :T].contiguous()
 
     return sample
@@ -601,7 +616,8 @@ def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
     :func:`~seqtheory.utils.base_seed`; see :func:`~seqtheory.utils.experiment_seed`),
     member ``s`` has the weights of logical seed ``s`` and its own data stream ``10 + s``;
     the 256 held-out sequences come from logical seed 9.  Held-out loss every 50 steps;
-    models and batches are moved to ``device`` (default the CPU).
+    models train on ``device`` (default the CPU), where the held-out set and the batches are
+    drawn (a GPU run draws other bits than a CPU run).
     """
     import torch
 
@@ -623,7 +639,7 @@ def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
                                       d_model=8, attn_only=True, layer_norm=False,
                                       tie_weights=tie)
         held_out = sample_switching(256, T + 1, p, q,
-                                    generator=make_generator(9, base=seed)).to(device)
+                                    generator=make_generator(9, device, base=seed))
 
         def evaluate(ens, step, held_out=held_out):
             logits = ens(held_out[:, :-1], shared=True)                # (seeds, B, T, 2)
@@ -631,7 +647,7 @@ def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
                 member.flatten(0, 1), held_out[:, 1:].flatten()).item() for member in logits]}
 
         sample = switching_sampler(setup.batch_size, T + 1, p, q)      # = sample_switching
-        data = [make_generator(10 + s, base=seed) for s in setup.trap_seeds]
+        data = [make_generator(10 + s, device, base=seed) for s in setup.trap_seeds]
 
         def batch(step, sample=sample, data=data):
             x = torch.stack([sample(g) for g in data])                  # (seeds, B, T + 1)

@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .ensemble import Ensemble, ensemble_loss
-from .models import unchecked_inputs
+from .models import _CHECK_INPUTS, unchecked_inputs
 from .utils import check_choice, check_float, check_int, dataclass_replace, progress_bar
 
 __all__ = [
@@ -118,7 +118,18 @@ class History:
 
 
 def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy (nats) over all positions whose target is not ``-100``."""
+    """Mean cross-entropy (nats) over all positions whose target is not ``-100``.
+
+    ``logits`` (..., T, V) and ``targets`` (..., T) of token ids in 0..V-1 (or -100)."""
+    if logits.shape[:-1] != targets.shape:
+        raise ValueError(f"targets must have the shape of logits without its last dimension "
+                         f"{tuple(logits.shape[:-1])}, got {tuple(targets.shape)}")
+    V = logits.shape[-1]
+    if _CHECK_INPUTS.get() and targets.numel():     # off after the first step on a GPU
+        bad = (targets != IGNORE_INDEX) & ((targets < 0) | (targets >= V))
+        if bool(bad.any()):
+            raise ValueError(f"targets must be token ids in 0..{V - 1} (or {IGNORE_INDEX}: "
+                             f"no target), got {int(targets[bad][0])}")
     return F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX
     )

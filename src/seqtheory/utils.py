@@ -179,6 +179,10 @@ class seeded:
 
     def __enter__(self):
         self._state = torch.random.get_rng_state()
+        if torch.cuda.is_available() and not torch.cuda.is_initialized():
+            # otherwise manual_seed() queues a reseed of every CUDA generator that would
+            # happen, unrestored, when CUDA starts later (e.g. at model.to("cuda"))
+            torch.cuda.init()
         self._cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
         if self._cuda:
             self._cuda_state = torch.cuda.get_rng_state_all()
