@@ -317,8 +317,9 @@ def test_sweeps_record_steps_to_success_per_value():
     ns = run_n_sweep(TINY, seed=0, device="cpu", progress=False)
     assert list(ns.steps_to_success) == [6, 8]
     assert ns.records[6].weight.shape[-1] == 6 and ns.records[6].steps[1] == 20
-    medians = np.array([np.median(v) for v in ns.steps_to_success.values()])
-    assert np.array_equal(ns.medians, medians, equal_nan=True)
+    medians = np.array([np.median(np.where(np.isnan(v), np.inf, v))
+                        for v in ns.steps_to_success.values()])
+    assert np.array_equal(ns.medians, medians)
     if np.all(np.isfinite(medians)):
         slope, icpt = ns.power_law()
         assert np.allclose([slope, icpt], np.polyfit(np.log([6.0, 8.0]), np.log(medians), 1))
@@ -348,3 +349,21 @@ def test_unavailable_device_is_a_clear_error():
             fn(TINY, seed=0, device="cuda", progress=False)
     with pytest.raises(ValueError, match="device"):
         ParityMLPs(5, [3], generator=make_generator(0), device="cuda")
+
+
+def test_medians_count_networks_that_never_succeed_as_slowest():
+    # a network that never succeeds must not turn the median into nan (a FULL sweep with one
+    # stuck network of 25 lost its whole point): it counts as slower than all others, the
+    # median is inf only when most never succeed, and the power law skips such values
+    from seqtheory.parity import WaitingTimeResult
+
+    r = WaitingTimeResult(setup=TINY, seed=0, device="cpu", seconds=0.0, variable="n",
+                          steps_to_success={10: np.array([100.0, 120.0, np.nan]),
+                                            20: np.array([400.0, 500.0, 460.0]),
+                                            40: np.array([np.nan, np.nan, 900.0])})
+    assert r.medians.tolist() == [120.0, 460.0, np.inf]
+    slope, _ = r.power_law()
+    assert slope == pytest.approx(np.log(460 / 120) / np.log(2))
+    r.steps_to_success[20] = np.array([np.nan, np.nan, 1.0])
+    with pytest.raises(ValueError, match="two values"):
+        r.power_law()

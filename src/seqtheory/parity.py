@@ -612,13 +612,22 @@ class WaitingTimeResult:
 
     @property
     def medians(self) -> np.ndarray:
-        """Median steps over networks, per value (nan where one never succeeded)."""
-        return np.array([np.median(v) for v in self.steps_to_success.values()])
+        """Median steps over networks, per value. A network that never succeeded (within
+        ``max_steps``) counts as slower than every one that did, so the median stays
+        defined while fewer than half of them failed; it is ``inf`` otherwise."""
+        return np.array([np.median(np.where(np.isnan(v), np.inf, v))
+                         for v in self.steps_to_success.values()])
 
     def power_law(self) -> tuple[float, float]:
         """Least-squares line through (log value, log median steps): ``(slope, intercept)``,
-        i.e. ``steps ~ exp(intercept) * value**slope``."""
-        slope, icpt = np.polyfit(np.log(self.values), np.log(self.medians), 1)
+        i.e. ``steps ~ exp(intercept) * value**slope``, over the values with a finite median
+        (a ValueError if fewer than two have one)."""
+        med = self.medians
+        ok = np.isfinite(med)
+        if ok.sum() < 2:
+            raise ValueError(f"a power law needs two values of {self.variable} where most "
+                             f"networks succeeded; medians: {med.tolist()}")
+        slope, icpt = np.polyfit(np.log(self.values[ok]), np.log(med[ok]), 1)
         return float(slope), float(icpt)
 
 
