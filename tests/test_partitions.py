@@ -449,3 +449,17 @@ def test_label_noise_changes_the_stated_fraction_of_labels(kind):
     assert np.array_equal(x0, x1)
     changed = float(np.mean(y0 != y1))
     assert abs(changed - 0.3) < 0.015, changed            # 20,000 draws: sd 0.0032
+
+
+def test_encode_cnf_gives_each_token_exactly_one_class():
+    # one token, K = 3: "at least one class" plus every pair of "not both" (fails if a pair of
+    # the at-most-one clauses goes missing, which the solver tolerates on easy instances)
+    clauses = encode_cnf(np.array([[0]]), np.array([1]), N=1, K=3, g=np.ones(3, int))[0]
+    assert clauses == [[1, 2, 3], [-1, -2], [-1, -3], [-2, -3]]
+
+
+def test_kmeans_centres_are_cluster_means_far_from_the_origin():
+    # clusters far from 0: a centre update that divides by the wrong count shrinks the
+    # centres towards 0 and puts every point in one cluster
+    pts = np.array([[100.0], [101.0], [102.0], [200.0], [201.0], [202.0]])
+    assert same_partition(kmeans(pts, 2, seed=0), np.array([0, 0, 0, 1, 1, 1]))

@@ -123,3 +123,12 @@ def test_incontext_run(monkeypatch):
     tiny = ICLSetup(k=3, T=12, steps=3, eval_every=3, batch_size=4)
     _same_run(monkeypatch, lambda s: run(tiny, seed=s, progress=False, eval_n=4),
               lambda r: [r.history.loss, r.evaluator.x])
+
+
+def test_incontext_run_seeds(monkeypatch):
+    from seqtheory.incontext import ICLSetup, run_seeds
+
+    tiny = ICLSetup(k=3, T=12, steps=4, eval_every=2, batch_size=4)
+    _same_run(monkeypatch,
+              lambda s: run_seeds(tiny, seeds=(0, 1), seed=s, progress=False, eval_n=8),
+              lambda r: [r.history.losses()])
