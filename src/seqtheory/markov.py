@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from .utils import check_choice, check_float, check_int, make_generator
+from .utils import check_generator_device as _check_generator_device
 
 __all__ = [
     "sample_transition_matrices",
@@ -148,15 +149,6 @@ def _gamma(alpha: float, shape: tuple, generator: torch.Generator,
             return (out.log() + u.clamp_min(1e-300).log() / alpha).view(shape)
         out = out * u.clamp_min(1e-300) ** (1.0 / alpha)
     return (out.log() if log else out).view(shape)
-
-
-def _check_generator_device(generator, device: torch.device) -> None:
-    """A clear error where torch would raise a deep one: the generator must live on the device
-    of the tensors it samples (a CUDA batch needs ``make_generator(seed, "cuda")``)."""
-    if generator is not None and generator.device.type != device.type:
-        raise ValueError(f"generator is on {generator.device} but the chains are on {device}; "
-                         "use a generator on the same device (seqtheory.make_generator(seed, "
-                         "device))")
 
 
 def stationary_distribution(P: torch.Tensor) -> torch.Tensor:

@@ -15,7 +15,15 @@ import torch.nn.functional as F
 from .ensemble import Ensemble, member_eval
 from .models import Transformer, TransformerConfig, attention_to_offset
 from .training import IGNORE_INDEX, History, TrainConfig, train
-from .utils import Sizes, check_device, check_float, check_int, experiment_seed, make_generator
+from .utils import (
+    Sizes,
+    check_device,
+    check_float,
+    check_generator_device,
+    check_int,
+    experiment_seed,
+    make_generator,
+)
 
 __all__ = ["previous_token_batch", "PreviousTokenSetup", "SETUP", "PreviousTokenResult",
            "evaluate", "run"]
@@ -45,9 +53,7 @@ def previous_token_batch(
         raise ValueError(f"offset must be < seq_len={seq_len}, got {offset}")
     gen_device = generator.device if generator is not None else torch.device("cpu")
     device = gen_device if device is None else check_device("device", device)
-    if generator is not None and device.type != gen_device.type:
-        raise ValueError(f"device={str(device)!r} differs from the generator's device "
-                         f"({gen_device}); use seqtheory.make_generator(seed, device)")
+    check_generator_device(generator, device)
     x = torch.randint(vocab_size, (batch_size, seq_len), generator=generator, device=device)
     y = torch.full_like(x, IGNORE_INDEX)                       # (B, T)
     y[:, offset:] = x[:, :-offset]

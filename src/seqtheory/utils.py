@@ -17,6 +17,7 @@ __all__ = [
     "base_seed",
     "derive_seed",
     "experiment_seed",
+    "check_generator_device",
     "make_generator",
     "make_rng",
     "seeded",
@@ -124,9 +125,7 @@ def derive_seed(seed: int = 0, base: int | None = None) -> int:
     :func:`base_seed` (``SEQTHEORY_SEED``); an experiment's ``seed`` argument passes it
     explicitly, so that the argument fixes the bits whatever the environment says.
     """
-    seed = check_int("seed", seed, minimum=0)
-    if seed > _SEED_MAX:
-        raise ValueError(f"seed must be in 0..2**63-1, got {seed}")
+    seed = _checked_seed(seed)
     base = base_seed() if base is None else check_int("base", base, minimum=0)
     if base == 0:
         return seed
@@ -146,12 +145,24 @@ def experiment_seed(seed: int | None) -> int:
     every logical seed as written; every other base re-draws every stream, so a chapter run
     under another base seed is a genuinely new run of the same experiment.
     """
-    if seed is None:
-        return base_seed()
+    return base_seed() if seed is None else _checked_seed(seed)
+
+
+def _checked_seed(seed) -> int:
+    """``seed`` as a seed torch and NumPy accept: an int in 0..2**63-1 (else an error)."""
     seed = check_int("seed", seed, minimum=0)
     if seed > _SEED_MAX:
         raise ValueError(f"seed must be in 0..2**63-1, got {seed}")
     return seed
+
+
+def check_generator_device(generator, device) -> None:
+    """A clear error where torch would raise a deep one: a ``generator`` must live on the
+    device of the tensors it draws (a CUDA batch needs ``make_generator(seed, "cuda")``)."""
+    if generator is not None and generator.device.type != torch.device(device).type:
+        raise ValueError(f"generator is on {generator.device} but the draws are on {device}: "
+                         "draw on the generator's device, or use a generator on the same "
+                         "device (seqtheory.make_generator(seed, device))")
 
 
 def make_generator(seed: int = 0, device: str | torch.device = "cpu", *,
