@@ -173,31 +173,72 @@ def test_switching_sampler_matches_sample_switching(batch, T, k):
         switching_sampler(0, T, 0.5, 0.8)
 
 
-def test_bpe_train_matches_reference_counting():
-    """Pair codes a * V + b with V the ids in use give the merges of a * d + b (ties too)."""
-    x = source(20_000, order=4).numpy()
-
-    def reference(seq, d):                                    # the textbook loop, codes a * d + b
-        seq, merges = seq.copy(), []
-        while 2 + len(merges) < d:
-            counts = np.bincount(seq[:-1] * d + seq[1:], minlength=d * d)
-            best = int(np.argmax(counts))
-            if counts[best] < 2:
-                break
-            a, b = divmod(best, d)
-            merges.append((a, b))
-            out, i, new = [], 0, 2 + len(merges) - 1
-            while i < seq.size:
-                if i + 1 < seq.size and seq[i] == a and seq[i + 1] == b:
+def textbook_bpe(chunks, d, alphabet):
+    """BPE the textbook way, one full recount per merge: every chunk as a list of ids; the
+    most frequent adjacent pair within a chunk (ties: the smallest (a, b)) merges left to
+    right, without overlaps.  Returns the merges and the text after each merge."""
+    chunks = [list(map(int, c)) for c in chunks]
+    merges, texts = [], {alphabet: [t for c in chunks for t in c]}
+    while alphabet + len(merges) < d:
+        counts = {}
+        for c in chunks:
+            for pair in zip(c[:-1], c[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+        if not counts or max(counts.values()) < 2:
+            break
+        top = max(counts.values())
+        a, b = min(p for p, n in counts.items() if n == top)
+        new = alphabet + len(merges)
+        for j, c in enumerate(chunks):
+            out, i = [], 0
+            while i < len(c):
+                if i + 1 < len(c) and c[i] == a and c[i + 1] == b:
                     out.append(new)
                     i += 2
                 else:
-                    out.append(seq[i])
+                    out.append(c[i])
                     i += 1
-            seq = np.array(out)
-        return merges
+            chunks[j] = out
+        merges.append((a, b))
+        texts[new + 1] = [t for c in chunks for t in c]
+    return merges, texts
 
-    assert BPE.train(x[:3000], 24).merges == reference(x[:3000], 24)
+
+corpora = st.integers(2, 4).flatmap(lambda A: st.tuples(
+    st.just(A),
+    st.lists(st.lists(st.integers(0, A - 1), max_size=60).map(np.array), min_size=1,
+             max_size=5),
+    st.integers(A, A + 30)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus=corpora)
+def test_property_bpe_equals_the_textbook_loop(corpus):
+    """Incremental pair counts (training) and the linked-list merges (encoding) give the
+    textbook loop's merges, tie-breaks, texts at every size, with chunk boundaries."""
+    A, chunks, d = corpus
+    merges, texts = textbook_bpe(chunks, d, A)
+    bpe, seen = BPE.train(chunks, d, A, snapshots=list(texts))
+    assert bpe.merges == merges
+    for size, text in texts.items():
+        assert seen[size].tolist() == text
+    encoded = bpe.encode(chunks, snapshots=list(texts))
+    for size, text in texts.items():
+        assert encoded[size].tolist() == text
+
+
+def test_bpe_train_matches_textbook_on_runs_and_a_markov_source():
+    """Long runs (a a a a a: overlapping pairs, counted twice, merged left to right) and a
+    4th-order switching source, where hundreds of merges depend on earlier ones."""
+    runs = [np.array([0] * 7 + [1] * 5 + [0] * 4 + [1, 0] * 3), np.array([1] * 9)]
+    merges, texts = textbook_bpe(runs, 12, 2)
+    bpe, seen = BPE.train(runs, 12, snapshots=list(texts))
+    assert bpe.merges == merges and len(merges) >= 4
+    assert all(seen[s].tolist() == t for s, t in texts.items())
+    x = source(6_000, order=4).numpy()
+    chunks = [x[i:i + 300] for i in range(0, x.size, 300)]
+    merges, _ = textbook_bpe(chunks, 120, 2)
+    assert BPE.train(chunks, 120).merges == merges and len(merges) == 118
 
 
 # ------------------------------------------------------------ exact loss of fixed blocks

@@ -91,21 +91,130 @@ class _Vocab:
 
 
 # --------------------------------------------------------------------------------------- BPE
-def _apply_merge(seq: np.ndarray, ok: np.ndarray, a: int, b: int, new: int):
-    """Merge every non-overlapping (a, b) pair, left to right; return (seq, ok)."""
-    hit = (seq[:-1] == a) & (seq[1:] == b) & ok
-    idx = np.flatnonzero(hit)
-    if idx.size == 0:
-        return seq, ok
-    if a == b:  # runs like a a a: merge at even offsets from the start of each run
-        run_start = np.r_[True, np.diff(idx) != 1]
-        first = idx[run_start][np.cumsum(run_start) - 1]
-        idx = idx[(idx - first) % 2 == 0]
-    keep = np.ones(seq.size, dtype=bool)
-    keep[idx + 1] = False                           # drop the right half of each pair
-    out = seq[keep]
-    out[idx - np.arange(idx.size)] = new            # positions of the pairs after the drop
-    return out, ok[keep[1:]]                        # pair (i, i+1) survives iff i+1 is kept
+_BLOCK = 256                         # counts per block of the block-maximum table
+BPE_MAX_VOCAB = 4096                 # BPE.train keeps a d x d table of pair counts (64 MB)
+
+
+class _LinkedText:
+    """A token sequence as a doubly linked list over its original positions, for BPE.
+
+    ``nxt``/``prv`` link the live positions (-1 at the ends of chunks), so a merge only
+    touches the positions of its pair and their neighbours.  ``where[t]`` holds the
+    positions where token ``t`` was created (stale entries are dropped when read), so the
+    occurrences of a pair come from the shorter of its two tokens' lists, not from a scan
+    of the whole sequence."""
+
+    def __init__(self, seq: np.ndarray, ok: np.ndarray, alphabet: int):
+        n = seq.size
+        pos = np.arange(n)
+        self.tok = seq.copy()                                    # -1: merged away
+        self.nxt = np.where(np.r_[ok, False], pos + 1, -1)      # (n,)
+        self.prv = np.where(np.r_[False, ok], pos - 1, -1)      # (n,)
+        self.where = [np.flatnonzero(seq == s) for s in range(alphabet)]
+
+    def pairs(self, D: int) -> np.ndarray:
+        """Codes a * D + b of every adjacent pair."""
+        left = np.flatnonzero(self.nxt >= 0)
+        return self.tok[left] * D + self.tok[self.nxt[left]]
+
+    def _live(self, t: int) -> np.ndarray:
+        cand = self.where[t]
+        cand = cand[self.tok[cand] == t]
+        self.where[t] = cand
+        return cand
+
+    def merge(self, a: int, b: int, new: int, D: int = 0):
+        """Merge every non-overlapping (a, b), left to right, into token ``new``.
+
+        With ``D``, returns the codes (a * D + b) of the pairs that disappear and of those
+        that appear, for incremental counting."""
+        tok, nxt, prv = self.tok, self.nxt, self.prv
+        if a == b or self.where[a].size <= self.where[b].size:
+            cand = self._live(a)
+            r = nxt[cand]
+            hits = cand[(r >= 0) & (tok[np.maximum(r, 0)] == b)]   # left positions, in order
+        else:
+            cand = self._live(b)
+            lft = prv[cand]
+            hits = lft[(lft >= 0) & (tok[np.maximum(lft, 0)] == a)]
+        if a == b and hits.size > 1:   # runs a a a: merge at even offsets within each run
+            run_start = np.ones(hits.size, dtype=bool)
+            run_start[1:] = prv[hits[1:]] != hits[:-1]
+            first = np.flatnonzero(run_start)[np.cumsum(run_start) - 1]
+            hits = hits[(np.arange(hits.size) - first) % 2 == 0]
+        self.where.append(hits)
+        right = nxt[hits]
+        after = nxt[right]
+        if D:
+            before_left = prv[hits]
+            # hit i right after hit i - 1: its left neighbour is the right half of hit i - 1
+            # before the merge, and hit i - 1 itself after it (counted once, as a hit)
+            adj = np.zeros(hits.size, dtype=bool)
+            adj[1:] = before_left[1:] == right[:-1]
+            lefts = before_left[(before_left >= 0) & ~adj]
+            old = np.concatenate([lefts, hits, right])         # pairs starting here change
+            old = old[nxt[old] >= 0]
+            minus = tok[old] * D + tok[nxt[old]]
+        tok[hits] = new
+        tok[right] = -1
+        nxt[hits] = after
+        prv[after[after >= 0]] = hits[after >= 0]
+        if D:
+            fresh = np.concatenate([lefts, hits])
+            fresh = fresh[nxt[fresh] >= 0]
+            return minus, tok[fresh] * D + tok[nxt[fresh]]
+        return None
+
+    def text(self) -> np.ndarray:
+        """The current token sequence."""
+        return self.tok[self.tok >= 0]
+
+
+def _train_merges(seq: np.ndarray, ok: np.ndarray, alphabet: int, d: int, wanted: set):
+    """The merges of BPE training, with pair counts updated incrementally.
+
+    Counts live in a flat (d * d) table; each merge subtracts the pairs around its
+    occurrences and adds the new ones (:class:`_LinkedText`).  The most frequent pair
+    comes from a table of block maxima (blocks of ``_BLOCK`` counts, refreshed where counts
+    changed); ties go to the smallest (a, b), as in the textbook loop (tested against it).
+    Returns ``(merges, {size: sequence})`` for the sizes in ``wanted``."""
+    text = _LinkedText(seq, ok, alphabet)
+    D = d                                                     # pair (a, b) -> a * D + b
+    counts = np.zeros(-(-D * D // _BLOCK) * _BLOCK, dtype=np.int32)   # counts < 2**31
+    counts[:D * D] = np.bincount(text.pairs(D), minlength=D * D)
+    blocks = counts.reshape(-1, _BLOCK)                       # (D * D / _BLOCK, _BLOCK)
+    block_max = blocks.max(1)
+    merges, seen = [], {}
+    while alphabet + len(merges) < d:
+        blk = int(np.argmax(block_max))
+        best = blk * _BLOCK + int(np.argmax(blocks[blk]))    # first maximum: smallest (a, b)
+        if counts[best] < 2:
+            break
+        a, b = divmod(best, D)
+        new = alphabet + len(merges)
+        minus, plus = text.merge(a, b, new, D)
+        if minus.size + plus.size > D * D // 8:           # many changes: one dense count
+            counts[:D * D] += (np.bincount(plus, minlength=D * D)
+                               - np.bincount(minus, minlength=D * D)).astype(np.int32)
+            block_max[:] = blocks.max(1)
+        else:                                             # few: aggregate them by sorting
+            codes = np.concatenate([minus, plus])
+            order = np.argsort(codes, kind="stable")
+            codes = codes[order]
+            first = np.ones(codes.size, dtype=bool)
+            first[1:] = codes[1:] != codes[:-1]
+            starts = np.flatnonzero(first)
+            sign = np.ones(codes.size, np.int32)
+            sign[:minus.size] = -1
+            changed = codes[starts]
+            counts[changed] += np.add.reduceat(sign[order], starts)
+            touched = changed // _BLOCK                   # sorted
+            touched = touched[np.flatnonzero(np.diff(touched, prepend=-1))]
+            block_max[touched] = blocks[touched].max(1)
+        merges.append((a, b))
+        if new + 1 in wanted:
+            seen[new + 1] = text.text()
+    return merges, seen
 
 
 class BPE(_Vocab):
@@ -127,26 +236,18 @@ class BPE(_Vocab):
         """
         alphabet = check_int("alphabet", alphabet, minimum=2)
         d = check_int("d", d, minimum=alphabet)
+        if d > BPE_MAX_VOCAB:
+            raise ValueError(f"d must be <= {BPE_MAX_VOCAB} (BPE.train keeps a d x d table of "
+                             f"pair counts), got {d}")
+        if len(snapshots) and not all(isinstance(s, (int, np.integer)) for s in snapshots):
+            raise TypeError(f"snapshots must be vocabulary sizes (ints), got {list(snapshots)}")
         seq, ok = _chunks(data, alphabet)
-        merges, seen = [], {}
         wanted = set(snapshots)
+        merges, seen = [], {}
+        if seq.size > 1:
+            merges, seen = _train_merges(seq, ok, alphabet, d, wanted)
         if alphabet in wanted:
             seen[alphabet] = seq
-        while alphabet + len(merges) < d and seq.size > 1:
-            V = alphabet + len(merges)               # ids in use: pair code a * V + b
-            pairs = seq[:-1][ok] * V + seq[1:][ok]
-            if pairs.size == 0:
-                break
-            counts = np.bincount(pairs, minlength=V * V)
-            best = int(np.argmax(counts))            # ties: smallest (a, b)
-            if counts[best] < 2:
-                break
-            a, b = divmod(best, V)
-            new = alphabet + len(merges)
-            seq, ok = _apply_merge(seq, ok, a, b, new)
-            merges.append((a, b))
-            if new + 1 in wanted:
-                seen[new + 1] = seq
         bpe = cls(alphabet, merges)
         return (bpe, seen) if snapshots else bpe
 
@@ -165,10 +266,17 @@ class BPE(_Vocab):
         wanted, out = set(snapshots), {}
         if self.alphabet in wanted:
             out[self.alphabet] = seq
-        for i, (a, b) in enumerate(self.merges):
-            seq, ok = _apply_merge(seq, ok, a, b, self.alphabet + i)
-            if self.alphabet + i + 1 in wanted:
-                out[self.alphabet + i + 1] = seq
+        if seq.size > 1 and self.merges:
+            text = _LinkedText(seq, ok, self.alphabet)
+            for i, (a, b) in enumerate(self.merges):
+                text.merge(a, b, self.alphabet + i)
+                if self.alphabet + i + 1 in wanted:
+                    out[self.alphabet + i + 1] = text.text()
+            seq = text.text()
+        else:
+            for i in range(len(self.merges)):
+                if self.alphabet + i + 1 in wanted:
+                    out[self.alphabet + i + 1] = seq
         if snapshots:
             missing = wanted - set(out)
             if missing:
