@@ -182,7 +182,7 @@ def textbook_bpe(chunks, d, alphabet):
     while alphabet + len(merges) < d:
         counts = {}
         for c in chunks:
-            for pair in zip(c[:-1], c[1:]):
+            for pair in zip(c[:-1], c[1:], strict=True):
                 counts[pair] = counts.get(pair, 0) + 1
         if not counts or max(counts.values()) < 2:
             break

@@ -4,8 +4,9 @@ Sequences are 1-D integer arrays of symbols ``0 .. alphabet - 1`` (bits, for the
 chapter's sources).  Three tokenizers, each with ``encode`` / ``decode`` that round-trip:
 
 * :class:`BPE` — byte-pair encoding: repeatedly merge the most frequent adjacent pair
-  (ties: the smallest pair of ids), pair counts by ``bincount``; encoding applies the
-  merges in the order they were learned.  Chunked corpora (a list of sequences) never
+  (ties: the smallest pair of ids), pair counts kept up to date merge by merge (only the
+  pairs around a merge's occurrences change); encoding applies the merges in the order
+  they were learned.  Chunked corpora (a list of sequences) never
   merge across chunk boundaries, as in HuggingFace ``tokenizers``.
 * :class:`LZW` — a dictionary grown LZ78-style (each new phrase = longest known phrase +
   the next symbol) up to ``d`` entries; encoding is greedy longest-prefix matching,
