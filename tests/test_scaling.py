@@ -47,6 +47,33 @@ def test_exact_distances_and_duplicates():
     assert knn_distances(doubled, 5).shape == (500, 5) and (knn_distances(doubled, 5) > 0).all()
 
 
+def test_exact_distances_in_the_span_of_low_rank_data():
+    """Low-rank points (a search in their span), an off-span direction too small to matter,
+    a direction of the data, the small direction next to a near-repeat (where it matters:
+    the exact distances then come from R^D), repeated points, small chunks: the distances
+    of a brute-force search every time."""
+    def brute(Z, K):
+        d = np.linalg.norm(Z[:, None] - Z[None], axis=-1)
+        np.fill_diagonal(d, np.inf)
+        return np.sort(d, axis=1)[:, :K]
+
+    rng = np.random.default_rng(6)
+    X = sample_sphere(600, 3, D=40, seed=6) + 5.0                # rank 4 in R^40
+    tiny = X.copy()
+    tiny[:, 7] += 1e-9 * rng.standard_normal(600)                # below the span's cut
+    bump = X.copy()
+    bump[:, 7] += 1e-4 * rng.standard_normal(600)                # part of the data
+    close = np.concatenate([tiny, tiny[:1] + 1e-6 * (X[1:2] - X[:1])])   # a near-repeat:
+    for Z in (X, tiny, bump, close):        # its 1e-9 off-span part matters: found in R^D
+        assert np.allclose(knn_distances(Z, 6), brute(Z, 6), rtol=1e-12, atol=0)
+        assert np.allclose(knn_distances(Z, 6, chunk=97), brute(Z, 6), rtol=1e-12, atol=0)
+    doubled = np.concatenate([X, X[:40]])
+    assert np.allclose(knn_distances(doubled, 6), brute(X, 6), rtol=1e-12, atol=0)
+    assert mle_dimension(X, 20) == pytest.approx(
+        float(1 / np.mean(1 / ((19) / np.log(brute(X, 20)[:, -1:] / brute(X, 20)[:, :-1]).sum(1)))),
+        rel=1e-12)
+
+
 def test_batched_estimate_and_nonlinear_embedding():
     X = sample_sphere(8000, 2, D=6, embedding="nonlinear", seed=6)
     assert abs(mle_dimension(X, 20, batch_size=3600) - 2) < 0.1

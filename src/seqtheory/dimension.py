@@ -1,8 +1,9 @@
 """Intrinsic dimension of data: estimators and manifolds of known dimension.
 
 * :func:`knn_distances` — exact distances to the K nearest neighbours: candidates from a
-  float32 Gram-matrix search in chunks, then the selected distances recomputed in float64
-  (the Gram trick alone returns spurious zeros on low-dimensional data).
+  float32 Gram-matrix search (in the span of the data, each pair of chunks once), then
+  the selected distances recomputed in float64 (the Gram trick alone returns spurious
+  zeros on low-dimensional data).
 * :func:`mle_dimension` — Levina & Bickel's maximum-likelihood estimate with K neighbours,
   combined over points by the harmonic mean (MacKay & Ghahramani's correction); with
   ``batch_size`` it averages estimates over random batches of that size, as is done for
@@ -44,36 +45,132 @@ def _drop_duplicates(X: np.ndarray) -> np.ndarray:
     return X[np.sort(first)]
 
 
+def _span(Xc: np.ndarray) -> np.ndarray | None:
+    """Orthonormal basis (D, r) of the span of centred points of rank r < 0.8 D, else None.
+
+    Distances do not change under a rotation, so on data of low rank (points embedded
+    linearly in a larger space, activations after a normalisation) the neighbour search
+    can run in r coordinates instead of D.  Directions with variance below 1e-12 of the
+    largest count as absent; :func:`knn_distances` checks afterwards that what they
+    carried is negligible next to the distances found."""
+    n, D = Xc.shape
+    if D < 16 or n < D:
+        return None
+    head = Xc[:2 * D]                # rank of a few rows <= rank of all: full rank is cheap
+    var = np.linalg.eigvalsh(head.T @ head)
+    if (var > 1e-12 * var[-1]).sum() >= 0.8 * D:
+        return None
+    var, basis = np.linalg.eigh(Xc.T @ Xc)                    # ascending variances
+    keep = var > 1e-12 * var[-1]
+    return basis[:, keep] if keep.sum() < 0.8 * D else None
+
+
+def _exact_distances(Z: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """Float64 distances from each point of Z to its candidates (n, e), by differences."""
+    out = np.empty(cand.shape)
+    for s in range(0, len(Z), 16):                 # 16 points at a time: cache-sized
+        diff = np.take(Z, cand[s:s + 16], axis=0)                          # (16, e, D)
+        diff -= Z[s:s + 16, None, :]
+        out[s:s + 16] = np.sqrt(np.einsum("bkd,bkd->bk", diff, diff))
+    return out
+
+
+def _fold(best_val, best_idx, rows, vals, cols) -> None:
+    """Fold candidates (point ``rows[i]``, neighbour ``cols[i]``, squared distance
+    ``vals[i]``) into the running lists ``best_val``/``best_idx`` (n, e), in place."""
+    if rows.numel() == 0:
+        return
+    order = torch.argsort(rows, stable=True)
+    rows, vals, cols = rows[order], vals[order], cols[order]
+    points, counts = torch.unique_consecutive(rows, return_counts=True)
+    slot = torch.arange(rows.numel()) - torch.repeat_interleave(
+        torch.cumsum(counts, 0) - counts, counts)                      # rank within its point
+    which = torch.repeat_interleave(torch.arange(points.numel()), counts)
+    new_val = torch.full((points.numel(), int(counts.max())), float("inf"))
+    new_idx = torch.full(new_val.shape, -1, dtype=torch.long)
+    new_val[which, slot], new_idx[which, slot] = vals, cols
+    _keep_best(best_val, best_idx, points, new_val, new_idx)
+
+
+def _keep_best(best_val, best_idx, points, new_val, new_idx) -> None:
+    """best lists of ``points`` := the e smallest of their old and new candidates."""
+    val = torch.cat([best_val[points], new_val], 1)
+    idx = torch.cat([best_idx[points], new_idx], 1)
+    top = torch.topk(val, best_val.shape[1], dim=1, largest=False)
+    best_val[points] = top.values
+    best_idx[points] = torch.gather(idx, 1, top.indices)
+
+
+def _candidates(Y: torch.Tensor, extra: int, chunk: int) -> np.ndarray:
+    """Indices (n, extra) of each point's ``extra`` nearest others by float32 squared
+    distances.  Each pair of chunks is compared once (the distance matrix is symmetric)
+    and feeds both chunks' lists; a point's first block goes through ``topk``, later
+    ones only contribute entries below its current ``extra``-th best distance (few,
+    once a block has been seen), so selection costs far less than the products."""
+    n = Y.shape[0]
+    sq = (Y * Y).sum(1)                                                   # (n,)
+    best_val = torch.full((n, extra), float("inf"))                      # (n, extra)
+    best_idx = torch.full((n, extra), -1, dtype=torch.long)
+    worst = torch.full((n,), float("inf"))                 # each point's extra-th best
+    starts = list(range(0, n, chunk))
+    for i, a in enumerate(starts):
+        for b in starts[i:]:
+            d2 = torch.addmm(sq[None, b:b + chunk], Y[a:a + chunk], Y[b:b + chunk].T,
+                             alpha=-2.0).add_(sq[a:a + chunk, None])      # (ca, cb)
+            if a == b:
+                d2.fill_diagonal_(float("inf"))                           # not self
+            for rows_side in (True, False) if a != b else (True,):
+                # rows side: points a.. (rows of d2); columns side: points b.. (columns)
+                p0, q0 = (a, b) if rows_side else (b, a)
+                seg = slice(p0, p0 + d2.shape[0 if rows_side else 1])
+                if torch.isinf(worst[seg]).any():           # first look at these points
+                    dim = 1 if rows_side else 0
+                    top = torch.topk(d2, min(extra, d2.shape[dim]), dim=dim, largest=False)
+                    val, idx = (top.values, top.indices) if rows_side else \
+                        (top.values.T, top.indices.T)
+                    _keep_best(best_val, best_idx, torch.arange(seg.start, seg.stop), val,
+                               idx + q0)
+                else:   # only entries below the point's current worst (row-major scans)
+                    below = d2 < (worst[seg, None] if rows_side else worst[None, seg])
+                    r, c = below.nonzero().unbind(1)
+                    p, q = (r, c) if rows_side else (c, r)
+                    _fold(best_val, best_idx, p + p0, d2[r, c], q + q0)
+                worst[seg] = best_val[seg].max(1).values
+    return best_idx.numpy()                                               # (n, extra)
+
+
 def knn_distances(X, K: int, *, unique: bool = True, chunk: int = 2048) -> np.ndarray:
     """Sorted distances (n, K) from every point to its K nearest other points (float64).
 
-    With ``unique=True`` duplicate points are removed first (a zero distance would make
-    the estimators infinite).
+    Candidates come from float32 squared distances (in the span of the data, each pair
+    of chunks once); the K nearest are then recomputed exactly in float64.  With
+    ``unique=True`` duplicate points are removed first (a zero distance would make the
+    estimators infinite); the rows are then those of the distinct points, in order.
     """
     X = _check_points(X)
-    if unique:
-        X = _drop_duplicates(X)
-    n = X.shape[0]
     K = check_int("K", K, minimum=1)
+    chunk = check_int("chunk", chunk, minimum=1)
+    n = X.shape[0]
     if K >= n:
         raise ValueError(f"K must be < the number of (distinct) points, got K={K}, n={n}")
     extra = min(n - 1, K + 2)                     # spare candidates for float32 near-ties
     Xc = X - X.mean(0)
-    Xt = torch.from_numpy(Xc.astype(np.float32))
-    sq = (Xt * Xt).sum(1)
-    out = np.empty((n, K))
-    for start in range(0, n, chunk):
-        block = Xt[start:start + chunk]
-        d2 = torch.addmm(sq[None, :], block, Xt.T, alpha=-2.0)   # (b, n): ranks x_j
-        rows = torch.arange(block.shape[0])
-        d2[rows, rows + start] = float("inf")                                    # not self
-        cand = torch.topk(d2, extra, dim=1, largest=False).indices.numpy()      # (b, extra)
-        for s in range(0, cand.shape[0], 256):   # exact float64 distances, cache-sized
-            a = Xc[start + s:start + s + 256]
-            diff = np.take(Xc, cand[s:s + 256], axis=0)
-            diff -= a[:, None, :]
-            exact = np.sqrt(np.einsum("bkd,bkd->bk", diff, diff))
-            out[start + s:start + s + a.shape[0]] = np.sort(exact, axis=1)[:, :K]
+    basis = _span(Xc)
+    Y = Xc if basis is None else Xc @ basis                   # (n, r): same distances
+    cand = _candidates(torch.from_numpy(Y.astype(np.float32)), extra, chunk)   # (n, extra)
+    exact = _exact_distances(Y, cand)
+    if basis is not None:
+        # what the dropped directions carry: |residual_i - residual_j| <= 2 max |residual|;
+        # negligible (relative 1e-13 in squared distance) or recomputed in R^D
+        lost = 2 * np.sqrt(max(np.einsum("ij,ij->i", R, R).max() for R in (
+            Xc[s:s + 1024] - Y[s:s + 1024] @ basis.T for s in range(0, n, 1024))))
+        if not lost ** 2 <= 1e-13 * np.min(exact[:, :K]) ** 2:
+            exact = _exact_distances(Xc, cand)
+    out = np.sort(exact, axis=1)[:, :K]
+    if unique and (out[:, 0] == 0).any():
+        # a repeated point (exact distance 0; a duplicate is always among the candidates:
+        # its float32 distance is the smallest possible): drop repeats and search again
+        return knn_distances(_drop_duplicates(X), K, unique=False, chunk=chunk)
     return out
 
 
