@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    import skdim                    # in requirements.txt: the comparison must not skip
+    import skdim  # in requirements.txt: the comparison must not skip
     import threadpoolctl
 
     X = sample_sphere(args.n, args.d, D=args.D, seed=0)
