@@ -230,7 +230,10 @@ def test_colouring_reduction_consistency_equals_proper_colouring():
         == "unsatisfiable"                                        # K4 is not 3-colourable
     gx, gy, gg = colouring_instance(random_graph(60, 4.6, seed=0), 60)
     effort = solver_effort(gx, gy, 60, 3, g=gg, shared=True)
-    assert effort["status"] in ("satisfiable", "unsatisfiable") and effort["conflicts"] >= 0
+    full = solve_partitions(gx, gy, 60, 3, g=gg, shared=True, check_unique=False)
+    assert effort["status"] == full.status                     # the same decision
+    tight = solver_effort(gx, gy, 60, 3, g=gg, shared=True, max_conflicts=1)
+    assert effort["conflicts"] > 1 and tight["status"] == "unknown"  # a budget it needs
     assert len(random_graph(50, 4.0, seed=2)) == 100
 
 

@@ -52,7 +52,9 @@ def test_plot_attention_checks_shape_and_labels():
 
 
 def test_palette_is_colour_blind_palette():
-    assert len(palette(4)) == 4
+    import seaborn as sns
+    assert palette(4) == sns.color_palette("colorblind", 4)
+    assert len(set(palette(10))) == 10                           # ten distinct colours
 
 
 def _draw(k=2, name="a"):

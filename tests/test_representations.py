@@ -218,7 +218,12 @@ def test_training_fits_and_stitching_controls(small):
     assert set(cka) == {6} and cka[6].shape == (1,)                 # one pair of seeds
     assert cka[6][0] == pytest.approx(debiased_cka(models.embedding(0), models.embedding(1)))
     out = compare_models(models, 1, models, 0, data, steps=50)
-    assert out["mapped"].shape == (forest.n, 6) and 0 <= out["stitched"] <= 1
+    assert out["mapped"].shape == (forest.n, 6)
+    mapped = torch.as_tensor(out["mapped"], dtype=torch.float32)[None]       # (1, n, 6)
+    assert out["stitched"] == pytest.approx(                   # B's decoder on A's mapped
+        accuracy(models.select(0), data, embed=mapped)[0])     # embedding, recomputed
+    assert out["stitched train"] == pytest.approx(
+        accuracy(models.select(0), data, "train", embed=mapped)[0])
 
 
 def test_stitch_errors(small):
@@ -332,7 +337,9 @@ def test_bilinear_decoder_trains_and_stitches(small):
     assert np.allclose(accuracy(sub, data), accuracy(models, data)[[3, 2]])
     mlp, _ = train_kinship(data, 6, (0,), steps=300, weight_decay=0.1, progress=False)
     res = stitch(mlp.embedding(0), models.select(2), data, steps=50)
-    assert res.mapped.shape == (1, forest.n, 6) and 0 <= res.test_acc[0] <= 1
+    assert res.mapped.shape == (1, forest.n, 6)
+    assert res.test_acc[0] == pytest.approx(
+        accuracy(models.select(2), data, embed=res.mapped)[0])
     with pytest.raises(ValueError, match="decoder must be one of"):
         KinshipModels(forest.n, 3, decoder="transformer")
 

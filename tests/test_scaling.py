@@ -14,10 +14,13 @@ from seqtheory.dimension import (
 
 
 @pytest.mark.parametrize("d", [2, 4])
-def test_mle_recovers_sphere_dimension_within_5_percent(d):
+def test_estimators_recover_sphere_dimension(d):
+    """Measured over seeds 0-4 (MLE, n = 5,000) and 0-7 (TwoNN, n = 20,000): MLE within
+    1.2% of d, TwoNN within 2.2%; normalising the MLE by K instead of K - 1 moves it +5%."""
     X = sample_sphere(5000, d, D=d + 5, seed=0)
-    assert abs(mle_dimension(X, 20) - d) < 0.05 * d
-    assert abs(twonn_dimension(X) - d) < 0.1 * d
+    assert abs(mle_dimension(X, 20) - d) < 0.025 * d
+    X = sample_sphere(20_000, d, D=d + 5, seed=0)
+    assert abs(twonn_dimension(X) - d) < 0.04 * d
 
 
 def test_matches_scikit_dimension_on_the_same_points():

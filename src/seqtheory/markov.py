@@ -73,6 +73,7 @@ def _check_P(P: torch.Tensor, square: bool = False) -> torch.Tensor:
 
 
 def _check_x(x: torch.Tensor, k: int) -> torch.Tensor:
+    k = check_int("k", k, minimum=2)
     if not isinstance(x, torch.Tensor) or x.dtype not in (torch.int64, torch.int32):
         raise TypeError("x must be an integer torch.Tensor of shape (batch, T)")
     if x.dim() != 2 or x.shape[1] < 1:
