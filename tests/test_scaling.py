@@ -459,3 +459,31 @@ def test_scaling_setup_is_frozen_and_validated():
         ScalingSetup(ambient=4)
     with pytest.raises(TypeError, match="setup"):
         run_data_sweep({"sizes": (1,)})
+
+
+# ------------------------------------------- tests added for mutants that survived
+@pytest.mark.parametrize("n", [17, 33, 49])
+def test_knn_distances_every_row_exact_when_n_is_one_more_than_a_multiple_of_16(n):
+    # D5 (_exact_distances: `range(0, len(Z), 16)` -> `range(0, len(Z) - 1, 16)`):
+    # the last point's row must be computed too.
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, 5))
+    got = knn_distances(X, 3)
+    full = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    np.fill_diagonal(full, np.inf)
+    want = np.sort(full, axis=1)[:, :3]
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=0)
+
+
+def test_mle_dimension_uses_every_full_batch():
+    # D8 (mle_dimension: batches over `range(0, len(X) - batch_size, ...)`): a batch that
+    # ends exactly at the last point is a full batch and must be used.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    # batch_size = n: one batch, the whole (permuted) set = the unbatched estimate
+    assert mle_dimension(X, 10, batch_size=200) == pytest.approx(mle_dimension(X, 10), rel=1e-9)
+    # n = 2 * batch_size: the mean over both halves of the permutation
+    from seqtheory.utils import make_rng
+    order = make_rng(0).permutation(200)
+    want = np.mean([mle_dimension(X[order[:100]], 10), mle_dimension(X[order[100:]], 10)])
+    assert mle_dimension(X, 10, batch_size=100) == pytest.approx(want, rel=1e-9)

@@ -1,4 +1,6 @@
 """Unit tests for seqtheory.tokenization: round trips, BPE vs HuggingFace, LZW greedy parse."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -355,3 +357,43 @@ def test_tokenization_setup_validates():
         TokenizationSetup(race_seeds=[0, 1])
     with pytest.raises(ValueError, match="trap_seeds entry"):
         TokenizationSetup(trap_seeds=(-1,))
+
+
+# ------------------------------------------- tests added for mutants that survived
+def _lz78_reference(seq, d, alphabet=2):
+    """Textbook LZ78: non-overlapping phrases, each = longest known phrase + next symbol."""
+    phrases = {(s,): s for s in range(alphabet)}
+    i, n = 0, len(seq)
+    while len(phrases) < d and i < n:
+        j = i + 1
+        while j < n and tuple(seq[i:j + 1]) in phrases:
+            j += 1
+        if j >= n:
+            break
+        phrases[tuple(seq[i:j + 1])] = len(phrases)
+        i = j + 1                      # the next phrase starts after the added symbol
+    return sorted(phrases, key=phrases.get)
+
+
+def test_lzw_train_phrases_do_not_overlap():
+    # T4 (LZW.train: `i = j + 1` -> `i = j`): the parse must restart after the new phrase.
+    seq = [0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 0, 1, 1, 0, 0, 1]
+    # hand parse: 0 | 1 1 0 ... -> phrases 01, 10, 100, 11, 1000, 101
+    want = [[0], [1], [0, 1], [1, 0], [1, 0, 0], [1, 1], [1, 0, 0, 0], [1, 0, 1]]
+    got = [t.tolist() for t in LZW.train(np.array(seq), 8).tokens]
+    assert got == want
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        s = rng.integers(0, 2, 400)
+        got = [tuple(t.tolist()) for t in LZW.train(s, 24).tokens]
+        assert got == _lz78_reference(s.tolist(), 24)
+
+
+def test_unigram_cross_entropy_smooths_tokens_never_seen_in_training():
+    # T7 (dropped `minlength=vocab_size`): unseen high ids must still get smoothing mass.
+    got = unigram_cross_entropy([0, 0, 1], [0, 1], vocab_size=4, n_test_symbols=2)
+    p = np.array([2.5, 1.5, 0.5, 0.5]) / 5.0
+    assert got == pytest.approx(-(math.log2(p[0]) + math.log2(p[1])) / 2)
+    # a test token absent from training (and above the largest training id)
+    got = unigram_cross_entropy([0, 1], [3], vocab_size=4, n_test_symbols=1)
+    assert got == pytest.approx(-math.log2(0.5 / 4.0))

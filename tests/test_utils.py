@@ -128,3 +128,13 @@ def test_derive_seed_pins_the_books_seed_mapping():
     assert derive_seed(1, base=7) == 9116529154688128409
     assert derive_seed(7, base=1) == 793649811123725967
     assert derive_seed(5, base=0) == 5
+
+
+def test_check_float_closed_upper_bound_accepts_the_bound():
+    # U1 (check_float: `value > high` -> `value >= high`): a closed bound is allowed.
+    assert check_float("p", 1.0, low=0.0, high=1.0) == 1.0
+    assert check_float("p", 0.0, low=0.0, high=1.0) == 0.0
+    with pytest.raises(ValueError, match="must be < 1.0"):
+        check_float("p", 1.0, high=1.0, high_open=True)
+    from seqtheory.markov import binary_entropy
+    assert binary_entropy(1.0) == 0.0
