@@ -93,7 +93,9 @@ def main() -> None:
         f"CPU, {args.threads} thread(s)"
     rates = {**ours(args.device, args.steps), **theirs(args.official, args.device, args.steps)}
     base = rates["authors' training_pipeline.train"]
-    print(f"ICL-MC, PAPER configuration, {args.steps} steps on {name} (torch {torch.__version__})")
+    print(f"ICL-MC, {args.steps} steps on {name} (torch {torch.__version__}); the authors' code "
+          "and the first two rows: the PAPER configuration; the default row: learned positions, no "
+          "dropout (not the same work); one run each, ours first")
     for k, v in rates.items():
         print(f"  {k:<60} {v:8.1f} steps/s  ({v / base:.2f}x the authors' code)")
     if args.out:

@@ -48,6 +48,8 @@ def test_exact_distances_and_duplicates():
     assert (knn_distances(tiny, 5) > 0).all()                     # no float32 zeros
     doubled = np.concatenate([X, X[:50]])
     assert knn_distances(doubled, 5).shape == (500, 5) and (knn_distances(doubled, 5) > 0).all()
+    signed = np.array([[0.0, 1.0], [-0.0, 1.0], [1.0, 0.0], [2.0, 3.0]])   # -0.0 is 0.0
+    assert knn_distances(signed, 1).shape == (3, 1)
 
 
 def test_exact_distances_in_the_span_of_low_rank_data():
@@ -75,6 +77,33 @@ def test_exact_distances_in_the_span_of_low_rank_data():
     assert mle_dimension(X, 20) == pytest.approx(
         float(1 / np.mean(1 / ((19) / np.log(brute(X, 20)[:, -1:] / brute(X, 20)[:, :-1]).sum(1)))),
         rel=1e-12)
+
+
+def test_exact_distances_where_float32_cannot_rank():
+    """Cases a float32 search gets wrong unless it checks itself (review of this code):
+    tight clusters far from the rest (spread 1e-4 and 1e-9 at 100 and 1e3: the float64
+    Gram fallback cannot settle the second either), repeated points inside such a cluster,
+    coordinates that overflow (1e20) or underflow (1e-23) float32, a grid of near-ties."""
+    def brute(Z, K):
+        _, first = np.unique(Z, axis=0, return_index=True)
+        Z = Z[np.sort(first)]
+        d = np.sqrt(((Z[:, None] - Z[None]) ** 2).sum(-1))
+        np.fill_diagonal(d, np.inf)
+        return np.sort(d, axis=1)[:, :K]
+
+    rng = np.random.default_rng(8)
+    base = rng.standard_normal((200, 5))
+    far = np.r_[base, 100 + 1e-4 * rng.standard_normal((12, 5))]
+    farther = np.r_[base, 1e3 + 1e-9 * rng.standard_normal((12, 5))]
+    repeated = np.r_[base, 1e3 + 1e-6 * rng.standard_normal((30, 5))]
+    repeated[-1] = repeated[-2]
+    grid = np.stack(np.meshgrid(np.arange(20.0), np.arange(20.0)), -1).reshape(-1, 2)
+    grid += 1e-7 * rng.standard_normal(grid.shape)
+    for Z in (far, farther, repeated, base * 1e20, base * 1e-23, grid):
+        for K in (1, 4):
+            got, want = knn_distances(Z, K), brute(Z, K)
+            assert got.shape == want.shape
+            assert np.allclose(got, want, rtol=1e-12, atol=0)
 
 
 def test_batched_estimate_and_nonlinear_embedding():

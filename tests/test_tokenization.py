@@ -93,6 +93,11 @@ def test_bpe_matches_huggingface_tokenizers_on_a_chunked_corpus():
     assert [ours.token_string(i) for i in ours.encode(test)] == hf_tokens
 
 
+def test_bpe_on_empty_data():
+    assert BPE.train([], 8).merges == [] and BPE.train(np.zeros(0, np.int64), 8).merges == []
+    assert BPE(2, [(0, 1)]).encode([]).size == 0 and LZW.train([], 4, partial=True).vocab_size == 2
+
+
 def test_bpe_details():
     x = source(10_000).numpy()
     bpe, seen = BPE.train(x, 32, snapshots=[2, 8, 32])

@@ -37,8 +37,16 @@ def _check_points(X, name: str = "X") -> np.ndarray:
 def _drop_duplicates(X: np.ndarray) -> np.ndarray:
     """X without repeated rows (first occurrences kept, in their order).
 
-    Exact comparison of whole rows (a random-projection hash is not enough: a matrix-vector
-    product may round identical rows differently, depending on where they sit in X)."""
+    Rows are hashed by their bits with integer arithmetic (exact, so a row hashes the same
+    wherever it sits; a floating-point projection may round identical rows differently);
+    only if two hashes collide are the rows compared exactly (a sort of whole rows)."""
+    X = np.ascontiguousarray(X)
+    mult = np.random.default_rng(0).integers(1, 2**62, X.shape[1], dtype=np.uint64) * 2 + 1
+    h = X.view(np.uint64) @ mult                                    # wraps mod 2**64
+    zeros = np.flatnonzero((X == 0).any(1))                         # -0.0 hashes as 0.0
+    h[zeros] = (X[zeros] + 0.0).view(np.uint64) @ mult
+    if np.unique(h).size == len(h):
+        return X
     _, first = np.unique(X, axis=0, return_index=True)
     if len(first) == len(X):
         return X
@@ -101,9 +109,10 @@ def _keep_best(best_val, best_idx, points, new_val, new_idx) -> None:
     best_idx[points] = torch.gather(idx, 1, top.indices)
 
 
-def _candidates(Y: torch.Tensor, extra: int, chunk: int) -> np.ndarray:
+def _candidates(Y: torch.Tensor, extra: int, chunk: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices (n, extra) of each point's ``extra`` nearest others by float32 squared
-    distances.  Each pair of chunks is compared once (the distance matrix is symmetric)
+    distances, and those squared distances (every other point's is at least the row's
+    largest).  Each pair of chunks is compared once (the distance matrix is symmetric)
     and feeds both chunks' lists; a point's first block goes through ``topk``, later
     ones only contribute entries below its current ``extra``-th best distance (few,
     once a block has been seen), so selection costs far less than the products."""
@@ -136,42 +145,102 @@ def _candidates(Y: torch.Tensor, extra: int, chunk: int) -> np.ndarray:
                     p, q = (r, c) if rows_side else (c, r)
                     _fold(best_val, best_idx, p + p0, d2[r, c], q + q0)
                 worst[seg] = best_val[seg].max(1).values
-    return best_idx.numpy()                                               # (n, extra)
+    return best_idx.numpy(), best_val.numpy()                           # (n, extra) x2
+
+
+def _search(Z: np.ndarray, X: np.ndarray, K: int, extra: int, chunk: int) -> np.ndarray:
+    """Sorted exact distances (n, K) to the K nearest other points (float64).
+
+    ``Z`` holds the points in the coordinates searched (centred, perhaps rotated), ``X``
+    as given: candidates come from float32 squared distances between rows of ``Z``
+    (scaled to at most 1 first: no overflow or underflow), their distances are recomputed
+    by differences of the rows of ``X`` in float64 (no rounding from centring).  A row is
+    certified when every point outside its candidates is provably farther than its K-th
+    neighbour: the float32 values err by at most 2 (D + 2) 2^-24 (|a|^2 + |b|^2), and every
+    other point's value is at least the row's largest candidate value.  Rows that are not
+    certified (near-ties, tight clusters far from the others) are searched again in
+    float64 against all points (:func:`_exact_rows`)."""
+    n, D = Z.shape
+    scale = max(float(Z.max()), -float(Z.min())) or 1.0
+    Zs = torch.empty(Z.shape, dtype=torch.float32)
+    for s in range(0, n, 4096):                          # scaled, cast in pieces
+        Zs[s:s + 4096] = torch.from_numpy(Z[s:s + 4096] / scale)
+    cand, val = _candidates(Zs, extra, chunk)
+    out = np.sort(_exact_distances(X, cand), axis=1)[:, :K]
+    if extra < n - 1:
+        sq = np.einsum("ij,ij->i", Z, Z) / scale ** 2
+        err = 2 * (D + 2) * 2.0**-24 * (sq + sq.max())
+        kth = (out[:, K - 1] / scale) ** 2
+        bad = np.flatnonzero(val.max(1).astype(np.float64) - err <= kth)
+        if bad.size:
+            out[bad] = _exact_rows(Z, X, bad, K)
+    return out
+
+
+def _exact_rows(Z: np.ndarray, X: np.ndarray, rows: np.ndarray, K: int) -> np.ndarray:
+    """Sorted exact distances (len(rows), K) of the given points: float64 Gram distances
+    over all points (error at most 2 (D + 2) 2^-53 (|a|^2 + |b|^2)) pick candidates,
+    differences of ``X`` give the distances; a row still not certified is compared with
+    every point by differences."""
+    n, D = Z.shape
+    sq = np.einsum("ij,ij->i", Z, Z)
+    out = np.empty((len(rows), K))
+    m = min(n - 1, 2 * K + 8)
+    for s in range(0, len(rows), 64):
+        r = rows[s:s + 64]
+        d2 = sq[r, None] + sq[None, :] - 2 * (Z[r] @ Z.T)                 # (b, n)
+        d2[np.arange(len(r)), r] = np.inf
+        cand = np.argpartition(d2, m - 1, axis=1)[:, :m]                  # (b, m)
+        exact = np.sort(_exact_distances_of(X, r, cand), axis=1)
+        err = 2 * (D + 2) * 2.0**-53 * (sq[r] + sq.max())
+        worst = np.take_along_axis(d2, cand, 1).max(1)
+        for i in range(len(r)):
+            if m < n - 1 and worst[i] - err[i] <= exact[i, K - 1] ** 2:
+                d = np.concatenate([np.sqrt(np.sum((X[j:j + 2048] - X[r[i]]) ** 2, axis=1))
+                                    for j in range(0, n, 2048)])
+                d[r[i]] = np.inf
+                exact[i, :K] = np.sort(d)[:K]
+        out[s:s + 64] = exact[:, :K]
+    return out
+
+
+def _exact_distances_of(X: np.ndarray, rows: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """Float64 distances from points ``rows`` of X to their candidates (len(rows), e)."""
+    diff = np.take(X, cand, axis=0) - X[rows, None, :]
+    return np.sqrt(np.einsum("bkd,bkd->bk", diff, diff))
 
 
 def knn_distances(X, K: int, *, unique: bool = True, chunk: int = 2048) -> np.ndarray:
     """Sorted distances (n, K) from every point to its K nearest other points (float64).
 
-    Candidates come from float32 squared distances (in the span of the data, each pair
-    of chunks once); the K nearest are then recomputed exactly in float64.  With
-    ``unique=True`` duplicate points are removed first (a zero distance would make the
-    estimators infinite); the rows are then those of the distinct points, in order.
+    Exact (the distances of a brute-force search): candidates come from float32 squared
+    distances (in the span of the data when its rank is low, each pair of chunks once),
+    the K nearest are recomputed in float64, and rows that float32 cannot settle are
+    searched exactly (see ``_search``).  With ``unique=True`` duplicate points are
+    removed first (a zero distance would make the estimators infinite); the rows are then
+    those of the distinct points, in order.
     """
     X = _check_points(X)
     K = check_int("K", K, minimum=1)
     chunk = check_int("chunk", chunk, minimum=1)
+    if unique:
+        X = _drop_duplicates(X)
     n = X.shape[0]
     if K >= n:
         raise ValueError(f"K must be < the number of (distinct) points, got K={K}, n={n}")
     extra = min(n - 1, K + 2)                     # spare candidates for float32 near-ties
     Xc = X - X.mean(0)
     basis = _span(Xc)
-    Y = Xc if basis is None else Xc @ basis                   # (n, r): same distances
-    cand = _candidates(torch.from_numpy(Y.astype(np.float32)), extra, chunk)   # (n, extra)
-    exact = _exact_distances(Y, cand)
     if basis is not None:
-        # what the dropped directions carry: |residual_i - residual_j| <= 2 max |residual|;
-        # negligible (relative 1e-13 in squared distance) or recomputed in R^D
+        Y = Xc @ basis                                        # (n, r): same distances ...
+        out = _search(Y, X, K, extra, chunk)
+        # ... up to the dropped directions: |residual_i - residual_j| <= 2 max |residual|.
+        # Negligible (1e-13 of the smallest squared distance), or search again in R^D
         lost = 2 * np.sqrt(max(np.einsum("ij,ij->i", R, R).max() for R in (
             Xc[s:s + 1024] - Y[s:s + 1024] @ basis.T for s in range(0, n, 1024))))
-        if not lost ** 2 <= 1e-13 * np.min(exact[:, :K]) ** 2:
-            exact = _exact_distances(Xc, cand)
-    out = np.sort(exact, axis=1)[:, :K]
-    if unique and (out[:, 0] == 0).any():
-        # a repeated point (exact distance 0; a duplicate is always among the candidates:
-        # its float32 distance is the smallest possible): drop repeats and search again
-        return knn_distances(_drop_duplicates(X), K, unique=False, chunk=chunk)
-    return out
+        if lost ** 2 <= 1e-13 * out[:, 0].min() ** 2:
+            return out
+    return _search(Xc, X, K, extra, chunk)
 
 
 def _mle_from_distances(dist: np.ndarray) -> np.ndarray:

@@ -54,7 +54,7 @@ def _chunks(data, alphabet: int) -> tuple[np.ndarray, np.ndarray]:
         parts = [_as_symbols(data, alphabet)]
     seq = np.concatenate(parts) if parts else np.zeros(0, np.int64)
     ok = np.ones(max(seq.size - 1, 0), dtype=bool)
-    ends = np.cumsum([p.size for p in parts])[:-1]
+    ends = np.cumsum([p.size for p in parts], dtype=np.int64)[:-1]
     ok[ends[(ends > 0) & (ends < seq.size)] - 1] = False
     return seq, ok
 
