@@ -1,4 +1,5 @@
 """seqtheory: the library behind the executable book on how transformers learn structure."""
+from .claims import verify
 from .ensemble import Ensemble, ensemble_loss
 from .models import ForwardCache, Transformer, TransformerConfig, attention_to_offset
 from .training import History, TrainConfig, train
@@ -45,4 +46,5 @@ __all__ = [
     "seed_everything",
     "setup_threads",
     "train",
+    "verify",
 ]

@@ -1,0 +1,97 @@
+"""Sphinx extension: the page "What the book checks", from the chapters' claims tables.
+
+The directive ``{claims-overview}`` writes, for every chapter of the table of contents that
+has a module in ``seqtheory.chapters``, one table per section: each claim's sentence, its
+condition, the result that would make it fail, its values over the base seeds recorded in
+``seqtheory/chapters/measured/CHAPTER.json`` (with how many of them satisfy it), and this
+build's values, pasted from the chapter's executed notebook (``verify`` glues them as
+``claim.ID``).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+
+
+def _cell(text: str) -> str:
+    """Text for one cell of a Markdown table."""
+    return text.replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _code(text: str) -> str:
+    text = _cell(text)
+    return f"``{text}``" if "`" in text else f"`{text}`"
+
+
+def toc_chapters(root: Path) -> list[str]:
+    """Page names (``book/NAME`` -> ``NAME``) in the order of ``_toc.yml``."""
+    found = re.findall(r"file:\s*book/([\w-]+)", (root / "_toc.yml").read_text(encoding="utf-8"))
+    return list(dict.fromkeys(found))
+
+
+def _title(md: Path) -> str:
+    for line in md.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return md.stem
+
+
+def overview_markdown(root: Path) -> str:
+    """The page body as MyST Markdown (tables with cross-document glue roles)."""
+    from seqtheory import chapters
+
+    have = set(chapters.names())
+    lines: list[str] = []
+    total = 0
+    for name in toc_chapters(root):
+        if name not in have:
+            continue
+        table = chapters.table(name)
+        record = table.recorded()
+        seeds = sorted(record["runs"], key=int)
+        lines += [f"## {_title(root / 'book' / f'{name}.md')}", "",
+                  f"{len(table.claims)} claims checked by {{doc}}`{name}`; recorded under "
+                  f"{len(seeds)} base seeds ({', '.join(seeds) or 'none'}) by "
+                  f"`{record.get('script', 'python scripts/robustness.py --record')}`.", ""]
+        for section in table.sections():
+            claims = table.section(section)
+            if not claims:
+                continue
+            lines += [f"**Section `{section}`**", "",
+                      "| claim | condition | fails if | over the recorded seeds | this build |",
+                      "|---|---|---|---|---|"]
+            for claim in claims:
+                held, n = table.held(claim, record)
+                spread = "; ".join(f"{k}: {v}" for k, v in table.spread(claim, record).items())
+                scale = "" if claim.scale == "any" else f" *({claim.scale} runs only)*"
+                build = f"{{glue:text}}`{name}.md::claim.{claim.id}:s`"
+                lines.append(
+                    f"| {_cell(claim.sentence)}{scale} | {_code(claim.condition)} | "
+                    f"{_cell(claim.fails_if)} | {_cell(spread)}; holds in {held}/{n} | "
+                    f"{build} |")
+                total += 1
+            lines.append("")
+    return "\n".join([f"The book checks {total} claims.", "", *lines])
+
+
+class ClaimsOverview(SphinxDirective):
+    has_content = False
+
+    def run(self):
+        root = Path(self.env.srcdir)
+        text = overview_markdown(root)
+        container = nodes.container(classes=["claims-overview"])
+        self.state.nested_parse(StringList(text.splitlines(), source="claims-overview"),
+                                self.content_offset, container, match_titles=True)
+        for name in toc_chapters(root):
+            self.env.note_dependency(str(root / "book" / f"{name}.md"))
+        return container.children
+
+
+def setup(app):
+    app.add_directive("claims-overview", ClaimsOverview)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
