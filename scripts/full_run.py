@@ -8,7 +8,8 @@ instead of an exception) and log every outcome (``SEQTHEORY_CHECK_LOG``, see
 cell that raises anything else is reported as an error and the chapter goes on. Writes
 ``_build/full_run.tsv`` (chapter, device, torch, seconds, checks passed / failed, errors,
 check cells not reached, the failures), ``_build/full_run/CHAPTER.checks.jsonl`` (every
-check: held, message, source line) and each executed notebook to
+check: held, message, source line), ``_build/full_run/CHAPTER.claims.jsonl`` (the values of
+every claims section, ``seqtheory.claims.verify``) and each executed notebook to
 ``_build/full_run/CHAPTER.ipynb``:
 
     python scripts/full_run.py                          # every chapter, FULL=1
@@ -62,7 +63,7 @@ def device_name() -> tuple[str, str]:
 
 def cell_outcomes(nb_path: Path) -> tuple[list[dict], int]:
     """The cells of an executed notebook that raised (index, source line, error), and the
-    number of claim-check cells (``check(`` or ``assert``) that never ran (a timeout or a
+    number of claim-check cells (``verify(``, ``check(`` or ``assert``) that never ran (a timeout or a
     dead kernel stops a chapter)."""
     import nbformat
 
@@ -77,8 +78,8 @@ def cell_outcomes(nb_path: Path) -> tuple[list[dict], int]:
             errors.append({"cell": i,
                            "line": failing_line("\n".join(err.get("traceback", []))),
                            "error": f"{err.get('ename')}: {err.get('evalue', '')}"[:200]})
-        elif cell.get("execution_count") is None and ("assert" in cell.source
-                                                      or "check(" in cell.source):
+        elif cell.get("execution_count") is None and any(
+                call in cell.source for call in ("assert", "check(", "verify(")):
             not_reached += 1
     return errors, not_reached
 
@@ -86,8 +87,11 @@ def cell_outcomes(nb_path: Path) -> tuple[list[dict], int]:
 def run_chapter(nb: Path, timeout: int, out_dir: Path) -> dict:
     log = out_dir / f"{nb.stem}.checks.jsonl"
     log.unlink(missing_ok=True)
+    values = out_dir / f"{nb.stem}.claims.jsonl"      # every section's claim values
+    values.unlink(missing_ok=True)
     env = {**os.environ, "FULL": "1", "SEQTHEORY_STATIC_PROGRESS": "1", "MPLBACKEND": "Agg",
-           "SEQTHEORY_STRICT_CHECKS": "0", "SEQTHEORY_CHECK_LOG": str(log)}
+           "SEQTHEORY_STRICT_CHECKS": "0", "SEQTHEORY_CHECK_LOG": str(log),
+           "SEQTHEORY_CLAIMS_RECORD": str(values)}
     out = out_dir / f"{nb.stem}.ipynb"
     proc = subprocess.run([sys.executable, "-c", RUN_ONE, str(nb), str(timeout),
                            str(nb.parent), str(out)], env=env, capture_output=True, text=True)

@@ -99,15 +99,34 @@ def test_every_chapter_has_the_same_setup_cell():
     assert len(set(cells.values())) == 1, "setup cells differ: " + ", ".join(sorted(cells))
 
 
+HIDDEN_TAGS = ("remove-cell", "remove-input")
+MAX_HIDDEN_LINES = 150        # all chapters together, the Colab setup cells aside
+MAX_HIDDEN_CELL = 5
+
+
+def _hidden_cells(md):
+    """The code cells a reader of the site does not see, the first (Colab setup) cell aside."""
+    return [c for c in _code_cells(md)[1:]
+            if any(t in c.metadata.get("tags", []) for t in HIDDEN_TAGS)]
+
+
+def _lines(cell) -> int:
+    return sum(1 for line in cell.source.splitlines() if line.strip())
+
+
 @pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
 def test_chapter_checks_its_claims_and_has_exercises(md):
-    checks = [c for c in _code_cells(md)
-              if "remove-cell" in c.metadata.get("tags", []) and "check(" in c.source]
-    assert checks, f"{md.name} has no hidden cell checking its claims (seqtheory.utils.check)"
+    # claims are checked by the one helper, in short hidden cells, never by bare calls
+    verified = [c for c in _hidden_cells(md)
+                if re.search(r"\bverify\(chapter\.claims\(", c.source)]
+    assert verified, f"{md.name}: no hidden cell verifies its claims (verify(chapter.claims(...)))"
+    long = [(c.source.split("\n")[0], _lines(c)) for c in _hidden_cells(md)
+            if _lines(c) > MAX_HIDDEN_CELL]
+    assert not long, f"{md.name}: hidden cells longer than {MAX_HIDDEN_CELL} lines: {long}"
     bare = [c.source.split("\n")[0] for c in _code_cells(md)
-            if "remove-cell" in c.metadata.get("tags", [])
-            and re.search(r"^\s*assert ", c.source, re.M)]
-    assert not bare, f"{md.name}: hidden cells must use check(), not assert: {bare}"
+            if re.search(r"(^|[^.\w])(check|glue)\(|^\s*assert ", c.source, re.M)]
+    assert not bare, (f"{md.name}: cells calling check(, glue( or assert; claims go through "
+                      f"verify(chapter.claims(...)): {bare}")
     text = md.read_text(encoding="utf-8")
     for heading in ("## Exercises", "## Takeaways", "## References"):
         assert heading in text, f"{md.name} lacks a '{heading}' section"
@@ -118,6 +137,19 @@ def test_chapter_checks_its_claims_and_has_exercises(md):
     assert labels == solved, f"{md.name}: one collapsed solution per exercise, in order"
     stem = md.stem.replace("_", "-")
     assert labels == [f"ex-{stem}-{n}" for n in range(1, len(labels) + 1)], labels
+
+
+def test_hidden_code_stays_small():
+    lines = {md.stem: sum(_lines(c) for c in _hidden_cells(md)) for md in CHAPTERS}
+    assert sum(lines.values()) <= MAX_HIDDEN_LINES, (
+        f"{sum(lines.values())} hidden code lines in the chapters (at most {MAX_HIDDEN_LINES}): "
+        f"{lines}")
+
+
+def test_every_chapter_has_a_claims_module():
+    from seqtheory import chapters
+
+    assert {md.stem for md in CHAPTERS} == set(chapters.names())
 
 
 def test_every_citation_is_in_references_bib():

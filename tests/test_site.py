@@ -131,3 +131,15 @@ def test_student_edition_has_every_exercise_and_no_solution(md):
     assert SOLUTION.findall(html) == []
     assert SOLUTION_CELL.findall(html) == []
     assert "Student edition" in html
+
+
+def test_checks_page_lists_every_claim_with_this_builds_value():
+    from seqtheory import chapters
+
+    text = (HTML / "book" / "checks.html").read_text(encoding="utf-8")
+    claims = [c for name in chapters.names() for c in chapters.table(name).claims]
+    checked = [c for c in claims if c.applies("cpu")]
+    # each claim's row pastes this build's values from its chapter (claim.ID glued by verify)
+    assert text.count("(holds)") == len(checked), (text.count("(holds)"), len(checked))
+    assert "FAILS" not in text and "not recorded" not in text
+    assert f"The book checks {len(claims)} claims." in text

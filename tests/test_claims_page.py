@@ -1,0 +1,30 @@
+"""The page "What the book checks" (_ext/claims_page.py), as the Markdown it generates."""
+import importlib.util
+from pathlib import Path
+
+from seqtheory import chapters
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("claims_page", ROOT / "_ext" / "claims_page.py")
+claims_page = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(claims_page)
+
+
+def test_every_claim_has_a_row_with_its_build_value():
+    text = claims_page.overview_markdown(ROOT)
+    for name in chapters.names():
+        for claim in chapters.table(name).claims:
+            assert f"{{glue:text}}`{name}.md::claim.{claim.id}:s`" in text, claim.id
+    total = sum(len(chapters.table(n).claims) for n in chapters.names())
+    assert text.startswith(f"The book checks {total} claims.")
+
+
+def test_chapters_follow_the_table_of_contents():
+    order = claims_page.toc_chapters(ROOT)
+    assert set(chapters.names()) <= set(order)
+    assert order.index("meet_the_model") < order.index("checks")
+
+
+def test_cells_escape_pipes():
+    assert claims_page._cell("a | b\nc") == "a \\| b c"
+    assert claims_page._code("x | y") == "`x \\| y`"
