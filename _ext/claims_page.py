@@ -65,13 +65,18 @@ def overview_markdown(root: Path) -> str:
                       "| claim | condition | fails if | over the recorded seeds | this build |",
                       "|---|---|---|---|---|"]
             for claim in claims:
-                held, n = table.held(claim, record)
-                spread = "; ".join(f"{k}: {v}" for k, v in table.spread(claim, record).items())
                 scale = "" if claim.scale == "any" else f" *({claim.scale} runs only)*"
+                if claim.applies("cpu"):
+                    held, n = table.held(claim, record)
+                    spread = "; ".join(f"{k}: {v}"
+                                       for k, v in table.spread(claim, record).items())
+                    spread += f"; holds in {held}/{n}"
+                else:
+                    spread = "not in the record (its runs use the default size)"
                 build = f"{{glue:text}}`{name}.md::claim.{claim.id}:s`"
                 lines.append(
                     f"| {_cell(claim.sentence)}{scale} | {_code(claim.condition)} | "
-                    f"{_cell(claim.fails_if)} | {_cell(spread)}; holds in {held}/{n} | "
+                    f"{_cell(claim.fails_if)} | {_cell(spread)} | "
                     f"{build} |")
                 total += 1
             lines.append("")

@@ -108,6 +108,7 @@ def test_recorded_values_are_counted_per_claim(monkeypatch):
 def test_summarise():
     assert summarise([0.1, 0.3, 0.2]) == "0.2 [0.1, 0.3]"
     assert summarise([[1.0, 2.0], [3.0]]) == "2 [1, 3]"
+    assert summarise([[[1.0, 2.0], [3.0]], [4.0]]) == "2.5 [1, 4]"
     assert summarise([True, False, True]) == "true in 2/3"
     assert summarise(["a", "b", "a"]) == "'a' / 'b'"
     assert summarise([]) == "not recorded"

@@ -241,10 +241,18 @@ class ClaimTable:
 
 def summarise(values: list) -> str:
     """A value over seeds in a few characters: ``median [min, max]`` for numbers (lists of
-    numbers pooled), the count of ``True`` for booleans, else the distinct values."""
+    numbers pooled, nested ones too), the count of ``True`` for booleans, else the distinct
+    values."""
     flat: list = []
+
+    def add(v):
+        if isinstance(v, list):
+            for x in v:
+                add(x)
+        else:
+            flat.append(v)
     for v in values:
-        flat.extend(v if isinstance(v, list) else [v])
+        add(v)
     if not flat:
         return "not recorded"
     if all(isinstance(v, bool) for v in flat):
