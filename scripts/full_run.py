@@ -63,8 +63,8 @@ def device_name() -> tuple[str, str]:
 
 def cell_outcomes(nb_path: Path) -> tuple[list[dict], int]:
     """The cells of an executed notebook that raised (index, source line, error), and the
-    number of claim-check cells (``verify(``, ``check(`` or ``assert``) that never ran (a timeout or a
-    dead kernel stops a chapter)."""
+    number of claim-check cells (``verify(``, ``check(`` or ``assert``) that never ran (a
+    timeout or a dead kernel stops a chapter)."""
     import nbformat
 
     nb = nbformat.read(nb_path, as_version=4)

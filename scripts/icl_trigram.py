@@ -6,8 +6,8 @@ d_model = 32, T = 100, batch 64, AdamW 3e-3, constant rate) for several seeds an
 every `eval_every` steps, the held-out loss (256 sequences) and the KL divergence from the
 uniform, unigram, bigram and trigram rules to the model. With a constant learning rate the
 first N steps of a run are exactly the N-step run, so the phases can be read off at any
-budget up to `steps` (the file records the switch to the trigram rule at 2,500 steps, the
-chapter's former live budget, and at the full length).
+budget up to `steps` (the file records the switch to the trigram rule within a 2,500-step
+budget, SHORT_BUDGET, and at the full length).
 
     SEQTHEORY_NUM_THREADS=1 python scripts/icl_trigram.py --jobs 3   # ~4 min on 3 free cores
 
@@ -37,7 +37,7 @@ from seqtheory.utils import cpu_name
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_trigram.json"
 SEEDS = (0, 1, 2)
 NAMES = ("uniform", "unigram", "bigram", "trigram")
-FORMER_BUDGET = 2500   # steps of the chapter's former live run
+SHORT_BUDGET = 2500    # steps: a 2,500-step budget, shorter than the archived runs
 
 
 def truncated_switch(steps, lower, upper, budget: int):
@@ -68,8 +68,8 @@ def one_seed(seed: int, mode: str) -> dict:
             **{f"KL({n}||model)": v.tolist() for n, v in kl.items()},
             "phases": phases(steps, kl),
             "switch": switch_step(h, "trigram", "bigram"),
-            "switch_at_former_budget": truncated_switch(
-                steps.tolist(), kl["trigram"], kl["bigram"], FORMER_BUDGET)}
+            "switch_at_short_budget": truncated_switch(
+                steps.tolist(), kl["trigram"], kl["bigram"], SHORT_BUDGET)}
 
 
 def main() -> None:
@@ -86,13 +86,13 @@ def main() -> None:
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "device": f"CPU ({cpu_name()}, {os.cpu_count()} cores), 1 thread per run",
             "mode": args.mode,
-            "setup": dict(setup.__dict__), "former_budget": FORMER_BUDGET,
+            "setup": dict(setup.__dict__), "short_budget": SHORT_BUDGET,
             "seeds": list(SEEDS), "derived_seeds": [derive_seed(s) for s in SEEDS]}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         runs = list(pool.map(one_seed, SEEDS, [args.mode] * len(SEEDS)))
     for r in runs:
         print(f"seed {r['seed']} | phases {r['phases']} | switch {r['switch']} "
-              f"(at {FORMER_BUDGET}: {r['switch_at_former_budget']}) | {r['cpu_seconds']} s CPU",
+              f"(at {SHORT_BUDGET}: {r['switch_at_short_budget']}) | {r['cpu_seconds']} s CPU",
               flush=True)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"meta": meta, "runs": runs}, default=str))

@@ -114,7 +114,13 @@ def test_summarise():
     assert summarise([]) == "not recorded"
 
 
-def test_measured_keeps_its_table():
+def test_measured_keeps_its_table_and_summarises_the_outcome(monkeypatch):
+    monkeypatch.setenv("SEQTHEORY_STRICT_CHECKS", "0")
+    monkeypatch.delenv("FULL", raising=False)
     table = _table()
     m = table.claims_for("run", 0.01, [0.99])
     assert isinstance(m, Measured) and m.table is table and m.section == "run"
+    assert m.summary() == "demo, section 'run': 4 values, claims not checked"
+    with pytest.warns(UserWarning, match="run.gap"):
+        verify(table.claims_for("run", 0.5, [0.99]))
+    assert verify(m).summary() == "demo, section 'run': 2 of 2 claims hold on this run"

@@ -160,6 +160,18 @@ class Measured(dict):
     def __init__(self, table: "ClaimTable", section: str, values: dict):
         super().__init__({k: plain(v, k) for k, v in values.items()})
         self.table, self.section = table, section
+        self.outcome: dict[str, bool] = {}      # claim id -> held, filled by verify()
+
+    def summary(self) -> str:
+        """One line: how many of the section's claims this run checked and how many held."""
+        name = f"{self.table.chapter}, section {self.section!r}"
+        if not self.outcome:
+            return f"{name}: {len(self)} values, claims not checked"
+        held = sum(self.outcome.values())
+        return f"{name}: {held} of {len(self.outcome)} claims hold on this run"
+
+    def _ipython_display_(self):   # a notebook shows the summary, not the values
+        print(self.summary())
 
 
 class ClaimTable:
@@ -300,6 +312,7 @@ def verify(measured: Measured) -> Measured:
             glue(f"claim.{claim.id}", f"not checked at this run size ({mode})")
             continue
         held = claim.holds(measured)
+        measured.outcome[claim.id] = held
         glue(f"claim.{claim.id}", f"{claim.describe(measured)} ({'holds' if held else 'FAILS'})")
         check(held, f"[{table.chapter}: {claim.id}] {claim.sentence} Needs "
                     f"{claim.condition}; this run: {claim.describe(measured)}.")

@@ -1,0 +1,294 @@
+"""Chain of thought (``book/chain_of_thought.md``): threshold chains make linear models learn."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..chain_of_thought import (
+    FORMATS,
+    MULT_FORMATS,
+    all_bit_strings,
+    multiplication_length,
+    parity_chain,
+)
+from ..claims import Claim, ClaimTable
+
+TABLE = ClaimTable("chain_of_thought", [
+    # --- parity of n bits, every (chain, model) row
+    Claim("parity.no_chain_chance",
+          "Without a chain every model, linear or MLP, stays near chance on unseen strings.",
+          "0.4 <= none_test_lo and none_test_hi <= 0.65",
+          "a model above 0.65 on unseen strings (it learned something about parity without "
+          "a chain), or one far below chance"),
+    Claim("parity.mlp_memorises",
+          "Without a chain the MLP memorises its training strings.",
+          "none_mlp_train >= 0.85",
+          "an MLP too small or too briefly trained to fit 512 strings (mean training "
+          "accuracy below 0.85)"),
+    Claim("parity.linear_cannot_fit",
+          "One linear threshold of the bits cannot even fit the parity of its training "
+          "strings (no chain or running chain).",
+          "linear_train_best <= 0.65",
+          "a linear model that fits more than 0.65 of its training strings, i.e. one that "
+          "is not a single threshold of the bits"),
+    Claim("parity.running_mlp",
+          "With the running-XOR chain the MLP learns parity: every model is near 1 on "
+          "unseen strings.",
+          "running_mlp_worst >= 0.98",
+          "an MLP that does not learn the two-bit XOR steps (any model below 0.98)"),
+    Claim("parity.running_linear_chance",
+          "With the running-XOR chain the linear model stays at chance.",
+          "0.4 <= running_linear_test_lo and running_linear_test_hi <= 0.6",
+          "a linear model that learns an XOR step (above 0.6 on unseen strings)"),
+    Claim("parity.threshold_linear",
+          "With the threshold chain the linear model learns parity on unseen strings.",
+          "threshold_linear_worst >= 0.98",
+          "a linear model that does not learn the threshold steps (any model below 0.98)"),
+    Claim("parity.binary_linear",
+          "The 4-token binary count takes the linear model far above chance.",
+          "binary_linear_worst >= 0.85",
+          "a short chain of thresholds that does not help the linear model (any model below "
+          "0.85), i.e. length rather than linearity of the steps being what matters"),
+    Claim("parity.unary_linear",
+          "The 13-token unary chain takes the linear model far above chance too.",
+          "unary_linear_worst >= 0.85",
+          "a linear model that does not learn the unary thresholds (any model below 0.85)"),
+    Claim("parity.mlp_every_chain",
+          "The MLP is near 1 on every chain.",
+          "mlp_chain_worst >= 0.95",
+          "an MLP model below 0.95 on unseen strings with some chain"),
+    # --- follow-ups: longer training, weights tied across positions
+    Claim("followups.longer_training",
+          "The linear model on the binary chain is still learning: with three times as "
+          "many steps the worst model's error on unseen strings falls by at least a quarter.",
+          "1 - binary_linear_long_worst <= 0.75 * (1 - min(binary_linear_test))",
+          "longer training that stalls (the worst model's error barely changes) or makes a "
+          "model worse"),
+    Claim("followups.shared_linear_chance",
+          "Tied across positions, the linear model is back at chance on the threshold "
+          "chain.",
+          "shared_linear_hi <= 0.65",
+          "a time-homogeneous linear model that learns the threshold chain (any model above "
+          "0.65)"),
+    Claim("followups.shared_mlp_learns",
+          "The MLP with tied weights still learns the threshold chain.",
+          "shared_mlp_worst >= 0.9",
+          "a tied MLP that cannot tell the positions apart (any model below 0.9)"),
+    # --- multiplication at toy size
+    Claim("multiplication.none_fails",
+          "Without a chain no model gets more than a few of the unseen products right.",
+          "mult_none_hi <= 0.2",
+          "an MLP that learns to multiply without a chain (above 0.2 of the unseen pairs)"),
+    Claim("multiplication.none_underfits",
+          "Without a chain the models do not even fit their training pairs.",
+          "mult_none_train_hi <= 0.4",
+          "a model that memorises its training pairs (fits more than 0.4 of them) rather "
+          "than failing to fit"),
+    Claim("multiplication.none_last_digit",
+          "Without a chain the last answer digit, a function of two tokens, is learned.",
+          "mult_none_last_worst >= 0.95",
+          "a model that gets the last digit wrong on more than 5 % of the unseen pairs"),
+    Claim("multiplication.none_middle_digits",
+          "Without a chain the middle answer digits, which depend on every prompt digit, "
+          "are not learned.",
+          "none_middle_best <= 0.6",
+          "a model right on more than 0.6 of the unseen pairs on a middle answer digit"),
+    Claim("multiplication.products_help",
+          "With the products chain the models get a good part of the unseen products "
+          "right, far more than without a chain.",
+          "min(products_test) >= 0.4 and min(products_test) >= mult_none_hi + 0.25",
+          "a products chain that does not help (worst model below 0.4, or less than 0.25 "
+          "above the best model without a chain)"),
+    Claim("multiplication.products_steps",
+          "Every digit-pair product is right on unseen pairs.",
+          "mult_products_step_worst >= 0.99",
+          "a product token below 0.99 for some model: a two-token step the MLP does not "
+          "learn"),
+    Claim("multiplication.middle_digits_errors",
+          "With the products chain the errors sit in the middle answer digits.",
+          "1 <= np.argmin(products_answer) <= len(products_answer) - 2",
+          "the worst answer digit being the first or the last"),
+    Claim("multiplication.middle_digits_band",
+          "The middle answer digits are partly learned: neither like the products nor "
+          "not at all.",
+          "0.6 <= min(products_answer[1:-1]) and max(products_answer[1:-1]) <= 0.85",
+          "a middle digit's mean over the models outside [0.6, 0.85]: learned like the "
+          "products, or not at all"),
+    Claim("multiplication.answer_ends",
+          "The first and last answer digits are right on most pairs given the right chain.",
+          "mult_answer_ends_worst >= 0.9",
+          "the first or the last answer digit below 0.9 (mean over the models)"),
+    Claim("multiplication.sums_help",
+          "Running sums take every model far above the products chain.",
+          "min(sums_test) >= 0.85 and min(sums_test) >= max(products_test) + 0.2",
+          "running sums that do not help (any model below 0.85, or less than 0.2 above the "
+          "best model of the products chain)"),
+    Claim("multiplication.sums_steps",
+          "Every token of the running-sum chain is a learned step.",
+          "mult_sums_step_worst >= 0.9",
+          "a token of some model below 0.9: a step the MLP does not learn, like the "
+          "products chain's answer digits"),
+    # --- exercise 3: the binary count as thresholds
+    Claim("binary_count.thresholds",
+          "The thresholds derived in the text reproduce the binary-count chain, and its "
+          "last digit is the parity.",
+          "thresholds_match and last_digit_is_parity",
+          "a library chain that writes the digits least significant first, or thresholds "
+          "that do not give the count's digits"),
+])
+claims = TABLE.claims_for
+
+#: The paper's multiplication run, from its released code (emalach/LinearLM):
+#: configs/config_linear_prod.json and torch_datasets/product.py.
+PAPER = dict(
+    min_num=1111, max_num=9999,        # factors (the config's max_num=10000 is exclusive)
+    context=307, d=128,                # context length T and embedding width d
+    batch=2048, examples=100_000_000,  # batch size, sequences in its one pass
+)
+
+
+def _f(x) -> float:
+    return float(x)
+
+
+@TABLE.computes("parity")
+def _parity(result) -> dict:
+    """Every (chain, model) row: worst and best models on unseen and training strings."""
+    test, train = result.test_acc, result.train_acc
+    none_test = np.concatenate([test[("none", m)] for m in ("linear", "MLP")])
+    linear_train = np.concatenate([train[(f, "linear")] for f in ("none", "running")])
+    return {
+        "none_mlp_train": _f(train[("none", "MLP")].mean()),
+        "linear_train_best": _f(linear_train.max()),
+        "none_test_lo": _f(none_test.min()),
+        "none_test_hi": _f(none_test.max()),
+        "running_mlp_worst": _f(test[("running", "MLP")].min()),
+        "running_linear_test_lo": _f(test[("running", "linear")].min()),
+        "running_linear_test_hi": _f(test[("running", "linear")].max()),
+        "threshold_linear_worst": _f(test[("threshold", "linear")].min()),
+        "binary_linear_worst": _f(test[("binary", "linear")].min()),
+        "unary_linear_worst": _f(test[("unary", "linear")].min()),
+        "mlp_chain_worst": _f(min(test[(f, "MLP")].min() for f in FORMATS if f != "none")),
+        "test_acc": {f"{f} {m}": test[(f, m)] for f, m in result.models},
+    }
+
+
+@TABLE.computes("followups")
+def _followups(result) -> dict:
+    """The binary chain trained longer, and the threshold chain with tied weights."""
+    return {
+        "binary_linear_long_worst": _f(result.binary_long_test.min()),
+        "binary_linear_test": result.test_acc[("binary", "linear")],
+        "binary_linear_long_test": result.binary_long_test,
+        "shared_linear_hi": _f(result.shared_test["linear"].max()),
+        "shared_mlp_worst": _f(result.shared_test["MLP"].min()),
+        "shared_test": result.shared_test,
+    }
+
+
+def answer_digit_accuracy(step_acc: np.ndarray, digits: int) -> np.ndarray:
+    """Mean over the models of each answer digit's teacher-forced accuracy: (2 * digits,)."""
+    step_acc = np.asarray(step_acc)
+    if step_acc.ndim != 2 or step_acc.shape[1] < 2 * digits:
+        raise ValueError(f"step_acc must be (models, tokens) with at least {2 * digits} "
+                         f"tokens, got shape {step_acc.shape}")
+    return step_acc[:, -2 * digits:].mean(axis=0)
+
+
+def accuracy_range(acc) -> str:
+    """``"lo–hi"`` of the models' accuracies, two decimals (an en dash between)."""
+    acc = np.asarray(acc)
+    return f"{acc.min():.2f}–{acc.max():.2f}"
+
+
+@TABLE.computes("multiplication")
+def _multiplication(mult) -> dict:
+    """The set-up as run, and every chain's accuracies on the test pairs."""
+    s, test, steps = mult.setup, mult.test_acc, mult.step_acc
+    answer = 2 * s.digits                                   # the last tokens are the answer
+    lo, hi = 10 ** (s.digits - 1), 10 ** s.digits - 1
+    prod_answer = answer_digit_accuracy(steps["products"], s.digits)
+    values = {
+        "mult_digits": s.digits,
+        "mult_lo": lo,
+        "mult_hi": hi,
+        "mult_pairs": f"{(hi - lo + 1) ** 2:,}",
+        "mult_train_pct": f"{s.train_frac:.0%}",
+        "mult_answer_digits": answer,
+        "mult_n_products": s.digits ** 2,
+        "mult_seeds": s.seeds,
+        **{f"mult_len_{f}": multiplication_length(s.digits, f) for f in MULT_FORMATS},
+        "mult_hidden": s.hidden,
+        "mult_train_pairs": f"{len(mult.a_train):,}",
+        "mult_steps": f"{s.steps:,}",
+        "mult_none_hi": _f(test["none"].max()),
+        "mult_none_median": _f(np.median(test["none"])),
+        "mult_none_train_hi": _f(mult.train_acc["none"].max()),
+        "mult_none_last_worst": _f(steps["none"][:, -1].min()),
+        "none_middle_best": _f(steps["none"][:, 1:-1].max()),
+    }
+    for f in ("products", "sums"):
+        values[f"mult_{f}_median"] = _f(np.median(test[f]))
+        values[f"mult_{f}_range"] = accuracy_range(test[f])
+        values[f"{f}_test"] = test[f]
+    values.update({
+        "mult_products_step_worst": _f(steps["products"][:, :-answer].min()),
+        "mult_answer_step_worst": _f(prod_answer.min()),
+        "mult_answer_ends_worst": _f(prod_answer[[0, -1]].min()),
+        "mult_sums_step_worst": _f(steps["sums"].min()),
+        "products_answer": prod_answer,
+        "none_test": test["none"],
+        "none_train": mult.train_acc["none"],
+    })
+    return values
+
+
+def masked_weights(context: int, d: int) -> tuple[int, int]:
+    """Weights of a causal linear map over ``context`` positions of ``d``-dimensional
+    embeddings: (effective, d x d for every pair s <= t; stored by a dense (T d)^2 layer)."""
+    return d * d * context * (context + 1) // 2, (context * d) ** 2
+
+
+@TABLE.computes("paper")
+def _paper() -> dict:
+    """The paper's multiplication run (its released configuration), as the text quotes it."""
+    effective, stored = masked_weights(PAPER["context"], PAPER["d"])
+    return {
+        "paper_min": PAPER["min_num"],
+        "paper_max": PAPER["max_num"],
+        "paper_context": PAPER["context"],
+        "paper_d": PAPER["d"],
+        "paper_batch": f"{PAPER['batch']:,}",
+        "paper_examples": f"{PAPER['examples']:,}",
+        "paper_steps": f"{-(-PAPER['examples'] // PAPER['batch']):,}",   # one pass
+        "paper_answer_digits": len(str(PAPER["max_num"] ** 2)),
+        "paper_mult_weights": f"{effective:,}",
+        "paper_mult_stored": f"{stored:,}",
+    }
+
+
+def binary_count_by_thresholds(x: torch.Tensor) -> torch.Tensor:
+    """The binary digits of the count of ones of ``x`` (B, n), most significant first, each
+    computed as the threshold ``b_j = [sum_i x_i - sum_{l>j} 2^l b_l >= 2^j]``: (B, m)."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+        raise TypeError("x must be a (batch, n) tensor of 0/1 bits")
+    count, digits = x.long().sum(dim=1), []
+    m = x.shape[1].bit_length()
+    for j in range(m - 1, -1, -1):
+        earlier = sum(2 ** (m - 1 - k) * b for k, b in enumerate(digits))
+        digits.append(((count - earlier) >= 2 ** j).long())
+    return torch.stack(digits, dim=1)
+
+
+@TABLE.computes("binary_count")
+def _binary_count(n: int = 12) -> dict:
+    """Exercise 3: the thresholds against the library's binary chain, on all 2**n strings."""
+    x = all_bit_strings(n)
+    chain = parity_chain(x, "binary")[:, n:]
+    match = torch.equal(binary_count_by_thresholds(x), chain)
+    parity = torch.equal(chain[:, -1], x.sum(dim=1) % 2)
+    return {
+        "binary_check": f"{match} and {parity} (all {2 ** n:,} strings)",
+        "thresholds_match": match,
+        "last_digit_is_parity": parity,
+    }

@@ -1,0 +1,210 @@
+"""Copying (``book/copying.md``): transformers learn to copy, fixed-state models barely."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..claims import Claim, ClaimTable
+from ..copying import MODEL_NAMES, NUM_LETTERS, encode, max_copy_length
+
+TABLE = ClaimTable("copying", [
+    Claim("setup.one_state_size",
+          "Each of our fixed-state models holds the same number of state numbers (the text "
+          "quotes one state size).",
+          "len(state_sizes) == 1",
+          "a fixed-state model built with a different state (e.g. an LSTM of another hidden "
+          "size)"),
+    Claim("sweep.tuned_rates",
+          "The chapter's CopySetup carries the learning rates the archived sweep picked.",
+          "setup_rates == tuned_rates",
+          "a learning rate in CopySetup.lrs changed without re-running the sweep"),
+    Claim("training.transformer_copies",
+          "The transformer with absolute positions learns to copy within the budget: the "
+          "median over seeds copies nearly all strings of the longest training length, "
+          "and every seed copies most of them.",
+          "np.median(final_transformer) >= 0.9 and min(final_transformer) >= 0.5",
+          "a seed that has not learned the lookup within the step budget (copying fewer "
+          "than half the strings), or a median seed well short of nearly all"),
+    Claim("training.hard_alibi_copies",
+          "The hard-ALiBi transformer learns to copy nearly all strings of the longest "
+          "training length within the budget, on every seed.",
+          "np.median(final_hard_alibi) >= 0.9 and min(final_hard_alibi) >= 0.85",
+          "a seed that has not learned the lookup within the step budget (below 0.85)"),
+    Claim("training.gated_far_behind",
+          "The gated recurrence copies only a small fraction of the strings: the "
+          "transformers copy several times more.",
+          "max(final_gated) <= 0.4 and np.median(final_gated) <= 0.3",
+          "a gated recurrence that copies nearly as many strings as the transformers"),
+    Claim("training.gated_learns_something",
+          "The input-dependent gate helps: the gated recurrence copies some strings.",
+          "np.median(final_gated) >= 0.03",
+          "a gated recurrence that learns nothing, like the S4D-like one"),
+    Claim("training.hard_alibi_twice_length",
+          "On strings twice the longest training length the hard-ALiBi transformer still "
+          "copies most of them.",
+          "np.median(test_hard_alibi) >= 0.5 and min(test_hard_alibi) >= 0.4",
+          "hard-ALiBi collapsing past the training lengths like absolute positions"),
+    Claim("training.absolute_none_twice_length",
+          "The transformer with absolute positions copies (almost) no string twice the "
+          "longest training length.",
+          "max(test_transformer) <= 0.01",
+          "a model that extrapolates its learned positions to unseen lengths"),
+    Claim("lengths.absolute_cliff",
+          "With absolute positions no seed copies strings just past the training range.",
+          "tf_beyond_best <= 0.05",
+          "a model that extrapolates its learned positions to unseen lengths"),
+    Claim("lengths.hard_alibi_no_cliff",
+          "The hard-ALiBi model (median over seeds) copies most strings at every length up "
+          "to twice the training length.",
+          "min(ha_median_upto) >= 0.5",
+          "a cliff past the training lengths, as with absolute positions"),
+    Claim("lengths.hard_alibi_gradual",
+          "The hard-ALiBi accuracy degrades gently: it still copies some strings at the "
+          "longest length of the grid.",
+          "ha_len_last >= 0.1",
+          "hard-ALiBi accuracy dropping to about 0 at the longest length"),
+    Claim("lengths.gated_falls_with_length",
+          "The gated recurrence's accuracy falls with length inside the trained range: it "
+          "copies many of the shortest trained strings and far fewer of the longest.",
+          "gated_len_in >= 0.3 and gated_len_in - gated_len_10 >= 0.2",
+          "accuracy flat inside the trained range, or even short strings rarely copied"),
+    Claim("lengths.lookup_head",
+          "Every seed's hard-ALiBi model has a second-layer head that attends along the copy "
+          "diagonal.",
+          "min(diag) > 0.5",
+          "a seed that copies without a clean lookup head (attention spread out)"),
+])
+claims = TABLE.claims_for
+
+_FIXED = ("LSTM", "linear recurrence", "gated recurrence")
+
+
+def longest_copyable(acc, threshold: float = 0.5) -> int:
+    """Largest L with accuracy >= threshold at every length 1..L (0 if none)."""
+    ok = np.append(np.asarray(acc) >= threshold, False)
+    return int(np.argmin(ok))
+
+
+def longest_by_state(state: list) -> tuple[list, dict]:
+    """The archived state sweep as (state sizes, ``{model: (sizes, seeds) longest lengths}``)."""
+    sizes = sorted({r["state_floats"] for r in state})
+    longest = {
+        name: np.array([[longest_copyable(a) for a in r["acc"]]
+                        for r in sorted((r for r in state if r["model"] == name),
+                                        key=lambda r: r["state_floats"])])
+        for name in ("LSTM", "gated recurrence")
+    }
+    return sizes, longest
+
+
+def copy_prompt(text: str) -> torch.Tensor:
+    """``<BOS> text <SEP> text`` (without ``<EOS>``) as a (1, T) batch of token ids."""
+    return torch.cat([encode(text), encode(text)[:, 1:-1]], dim=1)
+
+
+def diagonal_scores(patterns: torch.Tensor, length: int) -> torch.Tensor:
+    """Per head, the mean attention of the copy's queries on the letter each must write next
+    (query ``q`` on key ``q - length``) in (heads, T, T) patterns."""
+    q = torch.arange(length + 1, patterns.shape[-1])
+    return patterns[:, q, q - length].mean(dim=1)
+
+
+def diagonal_score(model, text: str) -> float:
+    """The best second-layer head's mean attention along the copy diagonal while copying."""
+    patterns = model.attention_patterns(copy_prompt(text))[1][0]  # (heads, T, T)
+    return float(diagonal_scores(patterns, len(text)).max())
+
+
+@TABLE.computes("setup")
+def _setup(setup, models) -> dict:
+    """The sizes the text quotes; ``models`` are the chapter's (untrained) models."""
+    states = sorted({m.state_floats for m in models.values() if hasattr(m, "state_floats")})
+    values = {key: getattr(setup, key)
+              for key in ("min_len", "max_len", "test_len", "steps", "batch_size", "eval_size")}
+    return {**values, "n_seeds": len(setup.seeds), "state_floats": states[0],
+            "string_bits": float(setup.max_len * np.log2(NUM_LETTERS)), "state_sizes": states}
+
+
+@TABLE.computes("sweep")
+def _sweep(sweeps: dict, setup) -> dict:
+    """The archived learning-rate sweep (``copying_sweeps.json``) and the setup's rates."""
+    meta, tuned = sweeps["meta"], sweeps["tuned_lr"]
+    by = {(r["model"], r["lr"]): r for r in sweeps["lr"]}
+    fixed_cells = [r for r in sweeps["lr"] if r["model"] in _FIXED and not r["diverged"]]
+    values = {
+        "sweep_script": meta["script"], "sweep_date": meta["date"],
+        "sweep_device": meta["device"],
+        "tf_lr3_worst": float(min(by["transformer", 3e-3]["acc"])),
+        "tf_lr1_worst": float(min(by["transformer", 1e-3]["acc"])),
+        "fixed_sweep_best": float(max(np.median(r["acc"]) for r in fixed_cells)),
+        "lin_sweep_best": float(max(max(r["acc"]) for r in fixed_cells
+                                    if r["model"] == "linear recurrence")),
+        "tuned_rates": [tuned[n] for n in MODEL_NAMES],
+        "setup_rates": [setup.lr_for(n) for n in MODEL_NAMES],
+    }
+    for short, name in (("lstm", "LSTM"), ("gated", "gated recurrence")):
+        values[f"{short}_lr3"] = float(np.median(np.array(by[name, 3e-3]["acc"])))
+        values[f"{short}_tuned"] = float(np.median(np.array(by[name, tuned[name]]["acc"])))
+    return values
+
+
+@TABLE.computes("training")
+def _training(runs: dict) -> dict:
+    """Experiment 1: accuracy per seed at the longest training length and at twice it."""
+    final = {name: r.final() for name, r in runs.items()}
+    test = {name: r.acc_test_len for name, r in runs.items()}
+    tf, ha, gated = final["transformer"], final["hard-ALiBi"], final["gated recurrence"]
+    return {
+        "tf_acc": float(np.median(tf)), "ha_acc": float(np.median(ha)),
+        "tf_worst": float(min(tf.min(), ha.min())),
+        "fixed_best": float(gated.max()), "gated_acc": float(np.median(gated)),
+        "ha_test": float(np.median(test["hard-ALiBi"])),
+        "ha_test_worst": float(test["hard-ALiBi"].min()),
+        "tf_test_best": float(test["transformer"].max()),
+        "final_transformer": tf, "final_hard_alibi": ha, "final_gated": gated,
+        "test_hard_alibi": test["hard-ALiBi"], "test_transformer": test["transformer"],
+    }
+
+
+@TABLE.computes("lengths")
+def _lengths(by_length: dict, lengths: list, setup, ha_models: list, text: str) -> dict:
+    """Experiment 2: accuracy against length (``by_length[name]``: (seeds, lengths)) and the
+    hard-ALiBi models' lookup heads while copying ``text``."""
+    ha, tf = by_length["hard-ALiBi"], by_length["transformer"]
+    gated = by_length["gated recurrence"]
+    grid = np.array(lengths)
+    beyond, upto = grid > setup.max_len, grid <= setup.test_len
+    mid = int(np.flatnonzero(upto)[-1])  # the longest length up to twice the training length
+    i10 = lengths.index(setup.max_len)
+    i_in = int(np.flatnonzero(grid >= setup.min_len)[0])  # the shortest trained length
+    return {
+        "len_first": lengths[0], "len_in": lengths[i_in], "len_mid": lengths[mid],
+        "len_last": lengths[-1], "len_beyond": lengths[int(np.flatnonzero(beyond)[0])],
+        "ha_len_mid": float(np.median(ha[:, mid])),
+        "ha_len_last": float(np.median(ha[:, -1])),
+        "tf_beyond_best": float(tf[:, beyond].max()),
+        "gated_len_in": float(np.median(gated[:, i_in])),
+        "gated_len_10": float(np.median(gated[:, i10])),
+        "ha_median_upto": np.median(ha, axis=0)[upto],
+        "diag": [diagonal_score(m, text) for m in ha_models],
+    }
+
+
+@TABLE.computes("state")
+def _state(sweeps: dict) -> dict:
+    """Experiment 3 (archived): the longest copyable length against the state size."""
+    meta = sweeps["meta"]
+    sizes, longest = longest_by_state(sweeps["state"])
+    med = {name: np.median(L, axis=1) for name, L in longest.items()}  # (sizes,)
+    used = max(  # bits per state number that the best seed's copies carry, any size
+        float(np.max(L, axis=1)[i] * np.log2(NUM_LETTERS) / x)
+        for L in longest.values() for i, x in enumerate(sizes))
+    zero = [x for i, x in enumerate(sizes) if all(L[i].max() == 0 for L in longest.values())]
+    return {
+        "state_max_len": meta["max_len"], "state_steps": meta["state_steps"],
+        "gated_longest_max": float(med["gated recurrence"][-1]),
+        "lstm_longest_max": float(med["LSTM"][-1]),
+        "state_max": sizes[-1],
+        "bound_max": float(max_copy_length(32 * sizes[-1] + 1)),
+        "bits_used": used, "zero_sizes": " and ".join(map(str, zero)),
+    }

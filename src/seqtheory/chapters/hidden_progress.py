@@ -1,0 +1,245 @@
+"""Hidden progress (``book/hidden_progress.md``): SGD nears a sparse parity under flat accuracy."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb
+
+import numpy as np
+
+from ..claims import Claim, ClaimTable
+from ..utils import spread
+
+TABLE = ClaimTable("hidden_progress", [
+    # ------------------------------------------------------------ the population gradient
+    Claim("gradient.formula",
+          "The gradient from automatic differentiation equals -a_j g_j(S xor {i}) to "
+          "rounding.",
+          "max(grad_err) < 1e-6",
+          "a mistake in the derivation (a sign, a missing gate or output weight) or a "
+          "population gradient that is not the average over all 2^n inputs"),
+    Claim("gradient.hinge_linear",
+          "At initialisation the hinge is linear on (almost) all inputs, so the formula is "
+          "the whole story.",
+          "min(active_frac) > 0.99",
+          "an initialisation large enough that y f(x) >= 1 on many inputs"),
+    Claim("gradient.off_support_nonzero",
+          "Off the support the coefficients are mostly non-zero: the off-support gradient "
+          "does not vanish.",
+          "min(off_nonzero) > 0.5",
+          "off-support gradients that vanish, as a naive reading of orthogonality suggests"),
+    Claim("gradient.fourier_gap",
+          "On average the off-support coefficients are several times smaller than the "
+          "support's: a Fourier gap.",
+          "min(gap_ratio) > 1.5",
+          "no gap: degree k+1 coefficients as large as degree k-1 ones (ratio near 1)"),
+    Claim("gradient.gap_widens",
+          "The gap widens with n.",
+          "min(gap_growth) > 0",
+          "a gap that stays flat or shrinks as n grows"),
+    # ------------------------------------------------------------ experiment 1
+    Claim("plateau.chance_early",
+          "Accuracy sits at chance for hundreds of steps (at most 60% up to step 500).",
+          "max(early_acc_max) < 0.6",
+          "a network that leaves chance before step 500"),
+    Claim("plateau.all_learn",
+          "Every network reaches 99% accuracy within the run, after a plateau of at least "
+          "700 steps.",
+          "all(700 <= s <= steps for s in success)",
+          "a seed that misses 99% by the end of the run, or jumps before step 700"),
+    Claim("plateau.abrupt",
+          "The jump is abrupt: from 60% to 99% takes well under the plateau's length.",
+          "max(jump_frac) < 0.6",
+          "a gradual rise, as long as 60% of the plateau"),
+    Claim("plateau.chance_at_80",
+          "At 80% of each plateau accuracy is still at chance.",
+          "max(acc_there) < 0.57",
+          "accuracy that has already started to climb there"),
+    Claim("plateau.beats_placebo",
+          "At 80% of each plateau the support ratio is above every off-support triple's in "
+          "at least three of the four networks of a run.",
+          "sum(v > 0 for v in placebo_margin) >= 0.75 * len(placebo_margin)",
+          "supports no further ahead than triples without signal in two networks of four"),
+    Claim("plateau.ahead_early",
+          "Every network's support stays above every placebo triple for good from a step "
+          "before its accuracy moves.",
+          "all(math.isfinite(v) for v in lead) and max(lead_frac) < 1",
+          "a support that separates from the noise only when accuracy moves, or not for "
+          "good"),
+    Claim("plateau.all_shrink",
+          "During the plateau every weight shrinks in absolute terms, the support's too.",
+          "max(on_rel) < 1 and max(off_rel) < 1",
+          "support weights that grow in absolute terms"),
+    Claim("plateau.support_shrinks_less",
+          "The support weights shrink less than the others.",
+          "min(shrink_margin) > 0",
+          "support weights that shrink as much as the rest"),
+    # ------------------------------------------------------------ experiment 2
+    Claim("k_sweep.all_learn",
+          "Every network of every k learns within the step budget.",
+          "unsolved == 0",
+          "a network that never reaches 99%"),
+    Claim("k_sweep.sizes",
+          "k = 2 takes a few hundred steps, k = 3 around a thousand, k = 5 several "
+          "thousand.",
+          "med_k2 <= 400 and 600 <= med_k3 <= 2500 and med_k5 >= 3000",
+          "a different ordering, or waiting times of another size than the text quotes"),
+    Claim("k_sweep.steep",
+          "The waiting time grows steeply with k: k = 5 takes more than three times as "
+          "long as k = 3.",
+          "med_k2 < med_k3 < med_k5 and med_k5 > 3 * med_k3",
+          "a mild growth with k (k = 5 within 3x of k = 3)"),
+    Claim("k_sweep.k4_close",
+          "k = 4 is only a little slower than k = 3, well under twice as slow.",
+          "med_k4 < 1.8 * med_k3",
+          "a clean exponent proportional to k: k = 4 half-way between k = 3 and k = 5 on a "
+          "log scale, over twice as slow as k = 3"),
+    # ------------------------------------------------------------ experiment 3
+    Claim("n_sweep.all_learn",
+          "Every network of every n learns within the step budget.",
+          "unsolved == 0",
+          "a network that never reaches 99%"),
+    Claim("n_sweep.small_power",
+          "At fixed k = 3 the waiting time grows like a small power of n (about n^1.2), far "
+          "below C(n, 3).",
+          "0.9 < slope_n < 1.7",
+          "growth linear or slower (slope < 0.9), or much steeper (slope > 1.7)"),
+    Claim("n_sweep.seeds_agree",
+          "The seeds of one n agree closely, where blind search would give sd / mean "
+          "about 1.",
+          "max(cv_n) < 0.4",
+          "waiting times that scatter like a blind search's (sd / mean above 0.4)"),
+])
+claims = TABLE.claims_for
+
+
+# --------------------------------------------------------------------------- analysis
+@dataclass
+class PlateauProgress:
+    """Per seed of experiment 1: where its plateau ends and how far its support is ahead."""
+
+    first_move: np.ndarray       # first evaluation step above `leave` accuracy
+    plateau: np.ndarray          # index of the evaluation at `at` of the way to first_move
+    acc_there: np.ndarray        # test accuracy there
+    ratio_there: np.ndarray      # support ratio (1 at initialisation) there
+    placebo_there: np.ndarray    # largest placebo ratio there
+    lead: np.ndarray             # first step from which the support stays above every placebo
+    on_rel: np.ndarray           # mean |w_i| on the support there, over its initial value
+    off_rel: np.ndarray          # the same off the support
+
+
+def first_step_ahead(ahead, steps) -> float:
+    """First step from which ``ahead`` (a bool per evaluation) stays true; nan if not at the end."""
+    ahead = np.asarray(ahead, dtype=bool)
+    behind = np.flatnonzero(~ahead)
+    if behind.size and behind[-1] == len(ahead) - 1:
+        return np.nan  # not ahead at the end
+    return steps[behind[-1] + 1] if behind.size else steps[0]
+
+
+def plateau_progress(record, placebo, *, leave: float = 0.6, at: float = 0.8) -> PlateauProgress:
+    """Accuracy, support ratio and largest placebo ratio at ``at`` of each seed's plateau."""
+    steps, acc = record.steps, record.accuracy
+    seeds = range(acc.shape[1])
+    ratio = record.support_ratio / record.support_ratio[0]  # 1 at initialisation
+    first_move = np.array([steps[np.argmax(acc[:, m] > leave)] for m in seeds])
+    plateau = np.array([np.searchsorted(steps, at * f) for f in first_move])
+    acc_there = np.array([acc[plateau[m], m] for m in seeds])
+    ratio_there = np.array([ratio[plateau[m], m] for m in seeds])
+    placebo_there = np.array([placebo[:, plateau[m], m].max() for m in seeds])
+    ahead = ratio > placebo.max(axis=0)  # (steps, seeds)
+    lead = np.array([first_step_ahead(ahead[:, m], steps) for m in seeds], dtype=float)
+    support = list(record.support)
+    on_w = record.weight[..., support].mean(-1)  # (steps, seeds): mean |w_i| on the support
+    off_w = np.delete(record.weight, support, axis=-1).mean(-1)
+    on_rel = np.array([on_w[plateau[m], m] / on_w[0, m] for m in seeds])
+    off_rel = np.array([off_w[plateau[m], m] / off_w[0, m] for m in seeds])
+    return PlateauProgress(first_move, plateau, acc_there, ratio_there, placebo_there, lead,
+                           on_rel, off_rel)
+
+
+def relative_spread(steps_to_success: dict) -> np.ndarray:
+    """Standard deviation over mean of the steps to success, per value of the swept variable."""
+    return np.array([v.std() / v.mean() for v in steps_to_success.values()])
+
+
+# --------------------------------------------------------------------------- sections
+@TABLE.computes("gradient")
+def _gradient(rows, active_frac, grad_err) -> dict:
+    """The exact population gradient; ``rows`` as in the chapter's table, one per n."""
+    gap_ratio = [r[5] for r in rows]
+    return {
+        "hp_active": f"{100 * min(active_frac):.1f}%" if min(active_frac) < 1 else "all",
+        "hp_off_max": f"{max(r[3] for r in rows):.3f}",
+        "hp_gap_ratio": " / ".join(f"{r:.1f}" for r in gap_ratio),
+        "hp_gap_ns": ", ".join(str(r[0]) for r in rows),
+        "active_frac": list(active_frac),
+        "off_nonzero": [r[4] for r in rows],
+        "gap_ratio": gap_ratio,
+        "gap_growth": np.diff(gap_ratio),
+        "grad_err": list(grad_err),
+    }
+
+
+@TABLE.computes("plateau")
+def _plateau(result, progress: PlateauProgress) -> dict:
+    """Experiment 1: the plateau, the jump and the hidden progress under it, per seed."""
+    rec, success, p = result.record, result.success, progress
+    jump = success - p.first_move
+    lead_frac = p.lead / p.first_move
+    return {
+        "hp_first_move": spread(p.first_move, 0),
+        "hp_jump": spread(jump, 0),
+        "hp_acc_there": spread(p.acc_there, 3),
+        "hp_ratio_there": spread(p.ratio_there, 3),
+        "hp_placebo_there": spread(p.placebo_there, 3),
+        "hp_lead": spread(p.lead, 0),
+        "hp_lead_frac": spread(lead_frac, 2),
+        "hp_on_rel": spread(p.on_rel, 3),
+        "hp_off_rel": spread(p.off_rel, 3),
+        "early_acc_max": rec.accuracy[rec.steps <= 500].max(axis=0),
+        "steps": result.setup.steps,
+        "success": success,
+        "first_move": p.first_move,
+        "jump": jump,
+        "jump_frac": jump / p.first_move,
+        "acc_there": p.acc_there,
+        "ratio_there": p.ratio_there,
+        "placebo_there": p.placebo_there,
+        "placebo_margin": p.ratio_there - p.placebo_there,
+        "lead": p.lead,
+        "lead_frac": lead_frac,
+        "on_rel": p.on_rel,
+        "off_rel": p.off_rel,
+        "shrink_margin": p.on_rel - p.off_rel,
+    }
+
+
+@TABLE.computes("k_sweep")
+def _k_sweep(sweep) -> dict:
+    """Experiment 2: steps to 99% per support size k."""
+    steps = sweep.steps_to_success
+    out = {f"hp_k{k}": spread(v, 0) for k, v in steps.items()}
+    out.update({f"med_k{k}": float(np.median(v)) for k, v in steps.items()})
+    out["unsolved"] = int(sum(np.isnan(v).sum() for v in steps.values()))
+    return out
+
+
+@TABLE.computes("n_sweep")
+def _n_sweep(sweep) -> dict:
+    """Experiment 3: steps to 99% per number of input bits n, and its power law."""
+    steps, setup = sweep.steps_to_success, sweep.setup
+    slope, _ = sweep.power_law()
+    cv = relative_spread(steps)
+    return {
+        "hp_ns": ", ".join(str(n) for n in setup.ns),
+        "hp_n_eval": setup.n_eval_every,
+        "hp_slope_n": f"{slope:.2f}",
+        "hp_cv_max": f"{cv.max():.2f}",
+        "hp_cv_med": f"{np.median(cv):.2f}",
+        "hp_blind": " and ".join(f"{comb(n, 3):,} (n = {n})" for n in (30, 50)),
+        "hp_measured_3050": " and ".join(
+            f"{np.median(steps[n]):.0f} (n = {n})" for n in (30, 50) if n in steps),
+        "slope_n": slope,
+        "cv_n": cv,
+        "unsolved": int(sum(np.isnan(v).sum() for v in steps.values())),
+    }

@@ -1,0 +1,677 @@
+"""Statistical induction heads (``book/induction_heads.md``): three phases and their circuit."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..claims import Claim, ClaimTable
+from ..incontext import (
+    PAPER,
+    TRIGRAM_SETUP,
+    ICLSetup,
+    history_from_record,
+    phases,
+    rise_step,
+    switch_step,
+)
+from ..utils import spread
+
+#: the three strategies of the main task, in the order the model should visit them
+STRATS = ("uniform", "unigram", "bigram")
+#: the strategies of the second-order (trigram) task
+TRI = ("uniform", "unigram", "bigram", "trigram")
+#: the reference table as the text quotes it: k -> strategy -> expected loss (nats)
+QUOTED = {
+    2: {"uniform": 0.693, "unigram": 0.579, "bigram": 0.511, "oracle": 0.482},
+    3: {"uniform": 1.099, "unigram": 1.006, "bigram": 0.888, "oracle": 0.821},
+}
+#: the tasks of section "Variations": text label -> short name of the glued values
+VARIANTS = {"k=2, α=1": "k2", "k=3, α=1": "k3", "k=5, α=1": "k5", "k=3, α=4": "a4",
+            "doubly stochastic": "ds"}
+#: the depth archive's attention-only architectures and their versions without LayerNorm
+NO_LN = {
+    "2 layers, attention-only": "2 layers, attention-only, no LayerNorm",
+    "4 layers, attention-only": "4 layers, attention-only, no LayerNorm",
+}
+
+TABLE = ClaimTable("induction_heads", [
+    # ------------------------------------------------------------------ reference table
+    Claim("reference.quoted_table",
+          "The reference table the text quotes (for k = 3: uniform 1.099, unigram 1.006, "
+          "bigram 0.888, oracle 0.821 nats) is the Monte-Carlo estimate, within its error.",
+          "max(ref_excess) < 0.0015",
+          "a sampler or strategy that moves an expected loss by more than the Monte-Carlo "
+          "error"),
+    # ------------------------------------------------------------------ three phases
+    Claim("phases.uniform_start",
+          "At initialisation the model predicts uniformly.",
+          "kl_uniform_start < 0.01",
+          "a large initialisation, whose logits are far from zero"),
+    Claim("phases.in_order",
+          "The model visits the uniform, unigram and bigram rules in that order and ends "
+          "at the bigram rule.",
+          "visited == ['uniform', 'unigram', 'bigram'] and first_visits[0] < first_visits[1] "
+          "< first_visits[2] and last_phase == 'bigram'",
+          "a skipped phase, phases out of order, or a run that ends away from the bigram rule"),
+    Claim("phases.unigram_plateau",
+          "At the plateau the model is much closer to the unigram rule than to the others.",
+          "kl_plateau[1] < 0.03 and kl_plateau[1] < 0.3 * min(kl_plateau[0], kl_plateau[2])",
+          "a model that passes between the rules without ever implementing the unigram rule"),
+    Claim("phases.unigram_early",
+          "The model is closest to the unigram rule within a few hundred steps.",
+          "uni_start <= 300",
+          "a model that takes more than 300 steps to reach the unigram rule"),
+    Claim("phases.plateau_lasts",
+          "It stays near the unigram rule for a plateau (at least 300 steps) before the "
+          "switch.",
+          "plateau_len is not None and plateau_len >= 300",
+          "a model that skips the plateau and goes straight to the bigram rule"),
+    Claim("phases.switch_is_quick",
+          "From the last step nearest the unigram rule to within 0.05 nats (KL) of the "
+          "bigram rule takes a few hundred steps.",
+          "switch_width is not None and 0 < switch_width <= 600",
+          "a slow drift to the bigram rule, taking more than 600 steps"),
+    Claim("phases.switch_for_good",
+          "The switch to the bigram rule comes after the plateau and lasts to the end of "
+          "training.",
+          "switch is not None and switch > plateau_step",
+          "a model that falls back towards the unigram rule, or never switches"),
+    Claim("phases.ends_at_bigram",
+          "The model ends close to the bigram rule (KL under 0.045 nats, under half its KL "
+          "to the unigram rule).",
+          "kl_final[2] < 0.045 and kl_final[2] < 0.5 * kl_final[1]",
+          "a model still between the unigram and bigram rules at the end"),
+    Claim("phases.gap",
+          "The final loss is a few hundredths of a nat above the Bayes-optimal (bigram) "
+          "loss.",
+          "0 < gap < 0.045",
+          "a loss below the Bayes rule (a bug) or a model that stays 0.045 nats away"),
+    Claim("phases.last_position",
+          "The model is closest to the true row of P at the last position, which has the "
+          "most context.",
+          "kl_P_last < kl_P_mean",
+          "a model that does not use the longer context"),
+    # ------------------------------------------------------------------ authors' configuration
+    Claim("paper.same_setup",
+          "The archived paper-scale runs used the library's PAPER set-up.",
+          "paper_setup_matches",
+          "a PAPER set-up that differs from the one the archive trained"),
+    Claim("paper.same_task",
+          "Fresh sequences of PAPER's task give the unigram and bigram rules the archived "
+          "losses, within sampling error.",
+          "max(paper_live_excess) < 0.005",
+          "a task sampler or n-gram rule that differs from the archived one"),
+    # ------------------------------------------------------------------ mechanism
+    Claim("mechanism.layer1_waits",
+          "Layer 1's attention to the previous position stays at its initial value during "
+          "the plateau.",
+          "prev_plateau < prev_start + 0.05",
+          "a layer 1 that forms its previous-token head before the switch"),
+    Claim("mechanism.layer1_rises",
+          "Around the switch layer 1's weight on the previous position grows severalfold, "
+          "to between 0.15 and 0.5 (an average over query positions).",
+          "prev_final > 3 * prev_plateau and 0.15 < prev_final < 0.5",
+          "a layer 1 that never forms the head, or a sharp head at every position"),
+    Claim("mechanism.layer2_rises",
+          "Layer 2 gains more than 0.15 of its attention on matching positions.",
+          "ind_final > ind_plateau + 0.15",
+          "a layer 2 that never forms the induction head"),
+    Claim("mechanism.layer2_at_switch",
+          "Layer 2 has covered half of its rise around the switch (within 300 steps of it).",
+          "ind_lead is not None and abs(ind_lead) <= 300",
+          "a layer 2 whose rise is not tied to the switch, e.g. one that rises during the "
+          "plateau"),
+    Claim("mechanism.layer1_follows",
+          "Layer 1 covers half of its rise a few hundred steps after the switch (0 to 600).",
+          "prev_lag is not None and 0 <= prev_lag <= 600",
+          "a layer 1 that rises before the switch, or lags by more than 600 steps"),
+    Claim("mechanism.layer2_first",
+          "Layer 2 is half-way up no later than layer 1.",
+          "None not in (rise_ind, rise_prev) and rise_ind <= rise_prev",
+          "a layer 1 that rises first"),
+    # ------------------------------------------------------------------ knock-outs
+    Claim("knockout.not_nearby",
+          "Averaged over queries, layer 1 puts little weight on the token itself (under "
+          "0.05) or on offsets 2-4 (under 0.15 together).",
+          "off_self < 0.05 and off_near < 0.15",
+          "a layer 1 whose remaining weight goes to the token itself or the next few offsets"),
+    Claim("knockout.far_back",
+          "Most of layer 1's remaining weight lies on keys five or more positions back.",
+          "off_far > 0.45",
+          "a layer 1 that is a previous-token head at every position"),
+    Claim("knockout.sharp_early",
+          "Layer 1 is a previous-token head at the start of the sequence: most of its "
+          "weight on the previous token at the first ten queries, more than half up to a "
+          "position between 15 and 80.",
+          "prev_early > 0.6 and prev_reach is not None and 15 <= prev_reach <= 80",
+          "a layer 1 that is never sharp, or sharp at every position"),
+    Claim("knockout.uniform_late",
+          "Beyond position 60 layer 1's weight on the previous token is about that of "
+          "uniform attention (under 1.5 times 1/(t+1)).",
+          "prev_late_ratio < 1.5",
+          "a layer 1 that stays a previous-token head at late positions"),
+    Claim("knockout.layer1_prev_is_unigram",
+          "Removing layer 1's weight on the previous token brings the loss to about the "
+          "unigram rule's (within 0.05 nats) and far above the intact model's.",
+          "abs(ko_l1_prev - ref_unigram) < 0.05 and ko_l1_prev > ko_none + 0.08",
+          "a model that stays near the bigram rule without the previous-token weight"),
+    Claim("knockout.layer1_controls",
+          "Removing layer 1's weight on the token itself, or replacing its pattern by its "
+          "mean, leaves the loss where it was (within 0.005 nats): a positional head.",
+          "abs(ko_l1_self - ko_none) < 0.005 and abs(ko_l1_mean - ko_none) < 0.005",
+          "a content-dependent layer 1"),
+    Claim("knockout.layer1_uniform",
+          "Uniform attention in layer 1 gives a loss above the unigram rule's.",
+          "ko_l1_unif > ref_unigram",
+          "a layer 1 whose pattern does not matter"),
+    Claim("knockout.layer2_not_unigram",
+          "Without layer 2's matching (mean or uniform pattern) the loss is far above the "
+          "unigram rule's.",
+          "min(ko_l2_mean, ko_l2_unif) > ref_unigram + 0.08",
+          "a trained model that falls back to the unigram rule without its matching head"),
+    Claim("knockout.layer2_near_uniform_guess",
+          "Without layer 2's matching the loss is close to the uniform guess (within 0.1 "
+          "nats).",
+          "max(abs(ko_l2_mean - ref_uniform), abs(ko_l2_unif - ref_uniform)) < 0.1",
+          "a model that stays near the unigram rule, or one far worse than guessing"),
+    # ------------------------------------------------------------------ variations
+    Claim("variations.gain_order",
+          "The gain of the bigram rule over the unigram rule grows with k and shrinks with "
+          "alpha.",
+          "gain_k5 > gain_k3 > gain_a4 and gain_k3 > gain_k2",
+          "a task sampler whose gains do not follow the number of states and the prior"),
+    Claim("variations.live_k3",
+          "The chapter's k = 3 run switches within the archived seeds' range (widened by "
+          "400 steps).",
+          "live_k3 is not None and arch_range_k3[0] - 400 <= live_k3 <= arch_range_k3[1] "
+          "+ 400",
+          "a library or training change that moves the switch far from the archived runs, "
+          "or removes it"),
+    Claim("variations.live_k5",
+          "The chapter's k = 5 run switches within the archived seeds' range (widened by "
+          "400 steps).",
+          "live_k5 is not None and arch_range_k5[0] - 400 <= live_k5 <= arch_range_k5[1] "
+          "+ 400",
+          "a library or training change that moves the switch far from the archived runs, "
+          "or removes it"),
+    # ------------------------------------------------------------------ doubly stochastic
+    Claim("doubly_stochastic.no_unigram_signal",
+          "On doubly stochastic chains the unigram rule is no better than the uniform guess.",
+          "ds_unigram_excess > -0.01",
+          "a Sinkhorn rescaling that leaves a unigram signal"),
+    # ------------------------------------------------------------------ graded prior
+    Claim("graded.signal_shrinks",
+          "The unigram rule's advantage over the uniform guess shrinks as the share p of "
+          "doubly stochastic chains grows.",
+          "min(graded_adv_drops) > 0",
+          "a graded sampler that does not mix the two kinds of chain in these proportions"),
+    Claim("graded.signal_ends",
+          "The advantage is large at p = 0.25 (over 0.08 nats) and about zero at p = 1 "
+          "(under 0.02).",
+          "graded_adv[0] > 0.08 and graded_adv[-1] < 0.02",
+          "i.i.d. chains missing from the mixture, or doubly stochastic chains with a "
+          "unigram signal"),
+    # ------------------------------------------------------------------ trigram
+    Claim("trigram.same_setup",
+          "The archived trigram runs used the library's TRIGRAM_SETUP (CPU size).",
+          "tri_setup_matches",
+          "a TRIGRAM_SETUP that differs from the one the archive trained"),
+    Claim("trigram.same_task",
+          "Fresh second-order sequences give the bigram and trigram rules the archived "
+          "losses, within sampling error.",
+          "max(tri_live_excess) < 0.005",
+          "a second-order source or n-gram rule that differs from the archived one"),
+    # ------------------------------------------------------------------ minimal model
+    Claim("minimal.layer1_gradient_vanishes",
+          "At the minimal model's initialisation (W = 0) layer 1's gradient is exactly "
+          "zero.",
+          "max(grad_w) == 0",
+          "a minimal model in which w reaches the output other than through W"),
+    Claim("minimal.layer2_gradient",
+          "Layer 2's gradient at initialisation is not zero: the start is not a "
+          "stationary point.",
+          "min(grad_W) > 1e-4",
+          "a start that is a stationary point"),
+    Claim("minimal.ds_starts_worse",
+          "On doubly stochastic chains the minimal model starts above the uniform loss "
+          "ln 3, on Dirichlet chains below it.",
+          "min_loss0_ds > ln_k > min_loss0_dir",
+          "two priors that start alike"),
+    Claim("minimal.stronger_push",
+          "Its layer-2 gradient at initialisation is larger on doubly stochastic chains.",
+          "min_grad_ratio > 1.3",
+          "two priors whose initial gradients are alike (ratio under 1.3)"),
+    Claim("minimal.learns",
+          "Both minimal-model runs at the same learning rate learn (their loss falls by more "
+          "than 0.05 nats), and so, more slowly, does the control at the smaller rate.",
+          "min(loss_drop[:2]) > 0.05 and loss_drop[2] > 0.02",
+          "SGD that does not leave the initialisation"),
+    Claim("minimal.layer2_first",
+          "In every run layer 2 starts moving before layer 1 escapes (the control, at its "
+          "smaller rate, may not escape within the 600 steps).",
+          "None not in w_first and None not in escape[:2] "
+          "and all(v is None or v > 0 for v in w_lead)",
+          "a layer 1 that moves first, or a layer that never moves"),
+    Claim("minimal.plateau",
+          "The Dirichlet run's loss barely moves in its first 100 steps.",
+          "plateau_drop < 0.01",
+          "a minimal model without a plateau"),
+    Claim("minimal.ds_sooner",
+          "At the same learning rate the doubly stochastic run escapes sooner.",
+          "None not in (esc_ds, esc_dir) and esc_ds < esc_dir",
+          "a doubly stochastic run that escapes no earlier"),
+    Claim("minimal.control_rescaled",
+          "With its learning rate divided by the ratio of the initial gradients, the doubly "
+          "stochastic run escapes about when slowing the whole equal-rate run by that ratio "
+          "predicts (within 20 %; after the 600 steps where that prediction lies beyond 500).",
+          "esc_ds_scaled is not None and ((esc_ds_lr is None and esc_ds_scaled > 500) or "
+          "(esc_ds_lr is not None and 0.8 < esc_ds_lr / esc_ds_scaled < 1.2))",
+          "a control that escapes much sooner than the rescaled run, as if the smaller step "
+          "size did not slow its start"),
+    # ------------------------------------------------------------------ depth
+    Claim("depth.same_task",
+          "Fresh sequences of each order give the Bayes rule the archived loss, within "
+          "sampling error.",
+          "max(depth_live_excess) < 0.005",
+          "sources or a Bayes rule that differ from the archived ones"),
+    Claim("depth.live_follows_archive",
+          "Retrained now, the first 200 steps of the three-layer MLP model at order 1 "
+          "follow the archived seeds (within half their minimum and twice their maximum).",
+          "live_steps == [0, 100, 200] and min(live_over_lo[1:]) >= 0.5 "
+          "and max(live_over_hi[1:]) <= 2",
+          "a change in learning rate, clipping or initialisation that makes training twice "
+          "as fast or as slow"),
+])
+claims = TABLE.claims_for
+
+
+# ----------------------------------------------------------------------------- helpers
+def first_visits(ph) -> dict:
+    """The earliest step at which each strategy of :func:`~seqtheory.incontext.phases` was
+    the closest."""
+    out: dict = {}
+    for name, first, _ in ph:
+        out.setdefault(name, first)
+    return out
+
+
+def switch_width(steps, kl_bigram, ph, level: float = 0.05) -> int | None:
+    """Steps from the last evaluation closest to the unigram rule to the first with
+    KL(bigram || model) below ``level`` (None without a unigram phase)."""
+    left = [last for name, _, last in ph if name == "unigram"]
+    if not left:
+        return None
+    near_bigram = int(np.asarray(steps)[np.argmax(np.asarray(kl_bigram) < level)])
+    return near_bigram - max(left)
+
+
+def layer1_profile(prev_at) -> dict:
+    """Layer 1's weight on the previous token by query position t = 1, 2, ...: its mean over
+    the first ten queries, the last query with more than half, and its mean ratio to
+    uniform attention's 1/(t+1) beyond t = 60."""
+    prev_at = np.asarray(prev_at)
+    t_query = np.arange(1, len(prev_at) + 1)
+    sharp = t_query[prev_at > 0.5]
+    return {"prev_early": float(prev_at[:10].mean()),
+            "prev_late_ratio": float((prev_at[60:] * (t_query[60:] + 1)).mean()),
+            "prev_reach": float(sharp.max()) if sharp.size else None}
+
+
+def first_step(hist, name: str, level: float) -> int | None:
+    """The first evaluated step at which metric ``name`` reaches ``level`` (None if never)."""
+    steps, values = hist.metric(name)
+    if not (values >= level).any():
+        return None
+    return int(steps[np.argmax(values >= level)])
+
+
+def archived_switches(archive: dict) -> dict:
+    """Task -> archived switch step per seed (None: no switch) of ``icl_variations.json``."""
+    out: dict = {}
+    for r in archive["runs"]:
+        out.setdefault(r["variant"], []).append(r["switch"])
+    return out
+
+
+def unigram_plateaus(runs) -> list:
+    """Steps from the first visit of the unigram rule to the switch, per archived run."""
+    return [r["switch"] - first_visits(phases(
+        r["steps"], {n: r[f"KL({n}||model)"] for n in STRATS}))["unigram"] for r in runs]
+
+
+def graded_summary(graded: dict) -> dict:
+    """The archived graded-prior sweep (``icl_graded.json``) per p (ascending): switch steps
+    per seed (a run without a switch counts as the budget), their medians, and the doubly
+    stochastic sequences seen before the switch."""
+    fracs = sorted(graded["meta"]["fractions"])
+    budget = graded["meta"]["setup"]["steps"]
+    switch: dict = {}
+    for r in sorted(graded["runs"], key=lambda r: r["ds_fraction"]):
+        switch.setdefault(r["seed"], []).append(r["switch"])
+    steps = {s: np.array([budget if v is None else v for v in sw], float)
+             for s, sw in switch.items()}
+    seen = {s: np.array(fracs) * 64 * v for s, v in steps.items()}
+    return {"fracs": fracs, "budget": budget, "switch": switch,
+            "med_switch": np.median(np.array(list(steps.values())), axis=0),
+            "med_seen": np.median(np.array(list(seen.values())), axis=0),
+            "seen_lo_vs_hi": [v[0] > v[-1] for v in seen.values()]}
+
+
+def trigram_summary(archive: dict) -> dict:
+    """Per archived trigram run (``icl_trigram.json``): the phases among the first three
+    rules, the steps closest to the bigram rule, its smallest KL, the switch to the trigram
+    rule, the final loss above the trigram rule's and the final KLs to both rules."""
+    every = archive["meta"]["setup"]["eval_every"]
+    out: dict = {k: [] for k in ("visited", "first", "bigram_len", "bigram_min", "switch",
+                                 "gap", "kl_trigram_final", "kl_bigram_final")}
+    for r in archive["runs"]:
+        h = history_from_record(r, TRI)
+        st = h.metric("loss")[0]
+        kl = {n: h.metric(f"KL({n}||model)")[1] for n in TRI}
+        ph = phases(st, kl)
+        first = first_visits(ph)
+        out["visited"].append([n for n in TRI[:3] if n in first])
+        out["first"].append([first.get(n) for n in TRI[:3]])
+        out["bigram_len"].append(sum(last - f + every for n, f, last in ph if n == "bigram"))
+        out["bigram_min"].append(kl["bigram"].min())
+        out["switch"].append(switch_step(h, "trigram", "bigram"))
+        out["gap"].append(r["loss"][-1] - r["reference_loss"]["trigram"])
+        out["kl_trigram_final"].append(r["KL(trigram||model)"][-1])
+        out["kl_bigram_final"].append(r["KL(bigram||model)"][-1])
+    return out
+
+
+def final_kl_runs(depth: dict) -> dict:
+    """(order, architecture) -> final KL from the Bayes rule per seed, from
+    ``icl_depth.json``."""
+    out: dict = {}
+    for r in depth["runs"]:
+        out.setdefault((r["order"], r["architecture"]), []).append(r["kl_bayes"][-1])
+    return {key: np.array(v) for key, v in out.items()}
+
+
+def live_excess(live: dict, archived: dict) -> list:
+    """Per rule, how far a fresh loss lies from the archived one beyond 4 standard errors:
+    |loss now - archived| - 4 se, with ``live`` mapping a rule to (loss now, standard error)
+    and ``archived`` to the archived loss (below 0.005 nats: the same within sampling
+    error)."""
+    return [abs(now - archived[n]) - 4 * se for n, (now, se) in live.items()]
+
+
+# ----------------------------------------------------------------------------- sections
+@TABLE.computes("reference")
+def _reference(ref) -> dict:
+    """``ref``: k -> strategy -> (mean, standard error), from ``reference_losses``."""
+    rows = [(k, name) for k in QUOTED for name in QUOTED[k]]
+    return {"ref_mean": [ref[k][n][0] for k, n in rows],
+            "ref_excess": [abs(ref[k][n][0] - QUOTED[k][n]) - 4 * ref[k][n][1]
+                           for k, n in rows]}
+
+
+@TABLE.computes("phases")
+def _phases(history, evaluator) -> dict:
+    """The main run's phases, plateau, switch and final distances."""
+    steps = history.metric("loss")[0]
+    kl = {n: history.metric(f"KL({n}||model)")[1] for n in STRATS}
+    ph = phases(steps, kl)
+    first = first_visits(ph)
+    switch = switch_step(history)
+    plateau = int(np.argmin(kl["unigram"]))
+    uni_start = first.get("unigram", np.inf)
+    width = switch_width(steps, kl["bigram"], ph)
+    return {
+        "uni_start": float(uni_start),
+        "plateau_len": None if switch is None else float(switch - uni_start),
+        "switch": None if switch is None else float(switch),
+        "switch_width": None if width is None else float(width),
+        "gap": float(history.final("loss") - evaluator.reference_loss["bigram"]),
+        "kl_uniform_start": kl["uniform"][0],
+        "visited": [n for n in STRATS if n in first],
+        "first_visits": [first.get(n) for n in STRATS],
+        "last_phase": ph[-1][0],
+        "plateau_step": int(steps[plateau]),
+        "kl_plateau": [kl[n][plateau] for n in STRATS],
+        "kl_final": [kl[n][-1] for n in STRATS],
+        "kl_P_mean": history.final("KL(P||model)"),
+        "kl_P_last": history.final("KL(P||model) @last"),
+    }
+
+
+@TABLE.computes("paper")
+def _paper(paper: dict, cpu_switch, paper_live: dict) -> dict:
+    """The archived paper-scale runs (``icl_paper.json``), the CPU configuration's archived
+    switch steps, and ``paper_live``: rule -> (loss on fresh sequences, standard error)."""
+    pmeta = paper["meta"]
+    setup = ICLSetup(**{**pmeta["setup"], "betas": tuple(pmeta["setup"]["betas"])})
+    paper_switch = [r["switch"] for r in paper["runs"]]
+    return {
+        "paper_switch": spread(paper_switch, 0),
+        "paper_cpu_switch": spread(cpu_switch, 0),
+        "paper_nseeds": float(len(paper["runs"])),
+        "paper_steps": float(pmeta["setup"]["steps"]),
+        "paper_date": pmeta["date"],
+        "paper_device": pmeta["device"],
+        "paper_torch": pmeta["torch"],
+        "paper_concurrent": float(pmeta["concurrent"]),
+        "paper_seconds": float(np.median([r["seconds"] for r in paper["runs"]])),
+        "paper_ratio": float(np.median(paper_switch) / np.median(cpu_switch)),
+        "paper_setup_matches": setup == PAPER,
+        "paper_live_excess": live_excess(paper_live, paper["runs"][0]["reference_loss"]),
+    }
+
+
+@TABLE.computes("mechanism")
+def _mechanism(history) -> dict:
+    """Both layers' attention statistics at the plateau and at the end, and the steps at
+    which each has covered half of its rise, relative to the switch."""
+    steps, kl_unigram = history.metric("KL(unigram||model)")
+    plateau = int(np.argmin(kl_unigram))
+    switch = switch_step(history)
+    prev = history.metric("layer-1 previous-token attention")[1]
+    ind = history.metric("layer-2 induction attention")[1]
+    rise_prev = rise_step(steps, prev, plateau)
+    rise_ind = rise_step(steps, ind, plateau)
+    return {
+        "prev_plateau": float(prev[plateau]),
+        "prev_final": float(prev[-1]),
+        "ind_plateau": float(ind[plateau]),
+        "ind_final": float(ind[-1]),
+        "rise_prev": None if rise_prev is None else float(rise_prev),
+        "rise_ind": None if rise_ind is None else float(rise_ind),
+        "prev_start": prev[0],
+        "ind_lead": None if None in (rise_ind, switch) else rise_ind - switch,
+        "prev_lag": None if None in (rise_prev, switch) else rise_prev - switch,
+    }
+
+
+@TABLE.computes("knockout")
+def _knockout(by_offset, prev_at, knock: dict, ref: dict) -> dict:
+    """Layer 1's weight by distance (``by_offset``: offsets 0-4, then further) and by query
+    position (``prev_at``), the knock-out losses and the rules' losses."""
+    names = {"ko_none": "none", "ko_l1_prev": "layer 1: no previous-token weight",
+             "ko_l1_self": "layer 1: no weight on itself (control)",
+             "ko_l1_mean": "layer 1: mean pattern", "ko_l1_unif": "layer 1: uniform",
+             "ko_l2_mean": "layer 2: mean pattern", "ko_l2_unif": "layer 2: uniform"}
+    return {
+        "off_self": float(by_offset[0]),
+        "off_prev": float(by_offset[1]),
+        "off_near": float(by_offset[2:5].sum()),
+        "off_far": float(by_offset[5]),
+        **layer1_profile(prev_at),
+        **{key: knock[name] for key, name in names.items()},
+        "ref_uniform": ref["uniform"],
+        "ref_unigram": ref["unigram"],
+        "ref_bigram": ref["bigram"],
+    }
+
+
+@TABLE.computes("variations")
+def _variations(gains: dict, archive: dict, live_switch: dict) -> dict:
+    """The tasks' gains, the archived switch steps (``icl_variations.json``) and this
+    chapter's live runs' switch steps (task -> step)."""
+    ameta = archive["meta"]
+    arch = archived_switches(archive)
+    k3 = [r for r in archive["runs"] if r["variant"] == "k=3, α=1"]
+    out = {f"gain_{VARIANTS[label]}": g for label, g in gains.items()}
+    k5_earlier = sum(a < b for a, b in zip(arch["k=5, α=1"], arch["k=3, α=1"], strict=True))
+    out.update({
+        "k5_earlier": float(k5_earlier),
+        "arch_nseeds": float(len(ameta["seeds"])),
+        "arch_device": ameta["device"],
+        "arch_torch": ameta["torch"],
+        "arch_date": ameta["date"],
+    })
+    for label, key in VARIANTS.items():
+        ok = [v for v in arch[label] if v is not None]
+        out[f"arch_switch_{key}"] = spread(ok, 0) if ok else "none"
+    out["arch_plateau_k3"] = spread(unigram_plateaus(k3), 0)
+    for label, mine in live_switch.items():
+        key = VARIANTS[label]
+        out[f"live_{key}"] = mine
+        out[f"arch_range_{key}"] = [min(arch[label]), max(arch[label])]
+    return out
+
+
+@TABLE.computes("doubly_stochastic")
+def _doubly_stochastic(ds_ref: dict, archive: dict) -> dict:
+    """The doubly stochastic task's reference losses and the archived comparison with the
+    Dirichlet task, seed by seed."""
+    by_seed: dict = {}
+    for r in archive["runs"]:
+        by_seed.setdefault(r["seed"], {})[r["variant"]] = r["switch"]
+    earlier = [v["doubly stochastic"] is not None and v["doubly stochastic"] < v["k=3, α=1"]
+               for v in by_seed.values()]
+    return {
+        "ds_earlier": float(sum(earlier)),
+        "ds_none": float(sum(v["doubly stochastic"] is None for v in by_seed.values())),
+        "ds_n": float(len(earlier)),
+        "ds_unigram_excess": ds_ref["unigram"] - ds_ref["uniform"],
+    }
+
+
+@TABLE.computes("graded")
+def _graded(graded_ref: dict, graded: dict) -> dict:
+    """The graded prior's reference losses (p -> losses) and the archived sweep
+    (``icl_graded.json``)."""
+    gmeta = graded["meta"]
+    s = graded_summary(graded)
+    fracs = s["fracs"]
+    adv = [graded_ref[f]["uniform"] - graded_ref[f]["unigram"] for f in sorted(graded_ref)]
+    return {
+        "graded_adv": adv,
+        "graded_adv_drops": [a - b for a, b in zip(adv, adv[1:], strict=False)],
+        "graded_adv_hi": adv[0],
+        "graded_adv_lo": adv[-1],
+        "graded_fracs": ", ".join(f"{f:g}" for f in fracs),
+        "graded_nseeds": float(len(s["switch"])),
+        "graded_budget": float(s["budget"]),
+        "graded_date": gmeta["date"],
+        "graded_device": gmeta["device"],
+        "graded_torch": gmeta["torch"],
+        "graded_med_sw": "; ".join(
+            f"p = {f:g}: {m:.0f}"
+            for f, m in zip(fracs[::-1], s["med_switch"][::-1], strict=True)),
+        "graded_unswitched": float(sum(v is None for sw in s["switch"].values() for v in sw)),
+        "graded_med_seen": "; ".join(
+            f"p = {f:g}: {m:,.0f}"
+            for f, m in zip(fracs[::-1], s["med_seen"][::-1], strict=True)),
+        "graded_more_lo": float(sum(s["seen_lo_vs_hi"])),
+    }
+
+
+@TABLE.computes("trigram")
+def _trigram(archive: dict, tri_live: dict) -> dict:
+    """The archived trigram runs (``icl_trigram.json``) and ``tri_live``: rule -> (loss on
+    fresh sequences, standard error, archived loss)."""
+    tmeta = archive["meta"]
+    setup = ICLSetup(**{**tmeta["setup"], "n_heads": tuple(tmeta["setup"]["n_heads"])})
+    s = trigram_summary(archive)
+    reached = [v for v in s["switch"] if v is not None]
+    return {
+        "tri_switch": spread(reached, 0),
+        "tri_gap": spread(s["gap"], 3),
+        "tri_nseeds": float(len(archive["runs"])),
+        "tri_budget": float(tmeta["setup"]["steps"]),
+        "tri_date": tmeta["date"],
+        "tri_device": tmeta["device"],
+        "tri_torch": tmeta["torch"],
+        "tri_bigram_len": spread(s["bigram_len"], 0),
+        "tri_bigram_min": spread(s["bigram_min"], 3),
+        "tri_n_reached": float(len(reached)),
+        "tri_cpu_per_k": float(np.median([r["cpu_seconds"] for r in archive["runs"]]))
+        / tmeta["setup"]["steps"] * 1000,
+        "tri_setup_matches": setup == TRIGRAM_SETUP.pick("cpu"),
+        "tri_live_excess": live_excess({n: v[:2] for n, v in tri_live.items()},
+                                       {n: v[2] for n, v in tri_live.items()}),
+    }
+
+
+@TABLE.computes("minimal")
+def _minimal(init: dict, minimal: dict, grad_ratio: float, k: int) -> dict:
+    """The minimal model: ``init`` (prior -> loss, |grad w|, |grad W| at initialisation),
+    the ratio of the initial layer-2 gradients, and the SGD runs (label -> History)."""
+    matched = "doubly stochastic, lr / ratio"
+    escape = {p: first_step(h, "layer-1 weight on distance 1", 0.5) for p, h in minimal.items()}
+    w_first = {p: first_step(h, "W diagonal contrast", 0.25) for p, h in minimal.items()}
+    losses = {p: h.metric("loss")[1] for p, h in minimal.items()}
+    esc_ds = escape["doubly_stochastic"]
+
+    def as_float(v):
+        return None if v is None else float(v)
+
+    return {
+        "min_loss0_dir": init["dirichlet"][0],
+        "min_loss0_ds": init["doubly_stochastic"][0],
+        "min_grad_ratio": grad_ratio,
+        "ln_k": float(np.log(k)),
+        "grad_w": [v[1] for v in init.values()],
+        "grad_W": [v[2] for v in init.values()],
+        "esc_dir": as_float(escape["dirichlet"]),
+        "esc_ds": as_float(esc_ds),
+        "esc_ds_lr": as_float(escape[matched]),
+        "esc_ds_scaled": None if esc_ds is None else float(esc_ds * grad_ratio),
+        "escape": list(escape.values()),
+        "w_first": list(w_first.values()),
+        "w_lead": [None if None in (e, w) else e - w
+                   for e, w in zip(escape.values(), w_first.values(), strict=True)],
+        "loss_drop": [v[0] - v[-1] for v in losses.values()],
+        "plateau_drop": losses["dirichlet"][0] - losses["dirichlet"][4],
+    }
+
+
+@TABLE.computes("depth")
+def _depth(depth: dict, live_ref: dict, live_history) -> dict:
+    """The archived depth runs (``icl_depth.json``), ``live_ref`` (order -> Bayes-rule loss
+    on fresh sequences, standard error, archived loss) and the live run's History."""
+    meta = depth["meta"]
+    final_runs = final_kl_runs(depth)
+    with_ln = [p for p in meta["parts"]
+               if not any("no LayerNorm" in a for a in p["architectures"])]
+    new_part = next(p for p in with_ln if p["date"] != "not recorded")
+    no_ln = [p for p in meta["parts"] if any("no LayerNorm" in a for a in p["architectures"])]
+    no_ln4 = [p for p in no_ln if NO_LN["4 layers, attention-only"] in p["architectures"]]
+    out = {
+        "depth_torch": meta["torch"],
+        "depth_when": f"{new_part['date']} ({new_part['device']})",
+        "noln_when": f"{no_ln[0]['date']} ({no_ln[0]['device']})",
+        "noln4_when": f"{no_ln4[0]['date']} ({no_ln4[0]['device']})",
+    }
+    for m in (1, 2, 3):
+        for key, arch in (("ln2", "2 layers, attention-only"),
+                          ("ln4", "4 layers, attention-only")):
+            out[f"{key}_m{m}"] = spread(final_runs[m, arch], 3)
+            out[f"no{key}_m{m}"] = spread(final_runs[m, NO_LN[arch]], 3)
+    steps, kl = live_history.metric("KL(bigram||model)")
+    arch_mlp = [r for r in depth["runs"]
+                if r["order"] == 1 and r["architecture"] == "3 layers, MLP"]
+    at = np.array([[r["kl_bayes"][r["steps"].index(s)] if s in r["steps"] else np.nan
+                    for s in steps] for r in arch_mlp])  # (seeds, steps)
+    return {**out,
+            "depth_live_excess": live_excess({m: v[:2] for m, v in live_ref.items()},
+                                             {m: v[2] for m, v in live_ref.items()}),
+            "depth_live_steps": float(steps[-1]),
+            "live_steps": steps,
+            "live_kl": kl,
+            "arch_kl_lo": at.min(0),
+            "arch_kl_hi": at.max(0),
+            "live_over_lo": kl / at.min(0),
+            "live_over_hi": kl / at.max(0)}

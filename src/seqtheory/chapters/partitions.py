@@ -1,0 +1,414 @@
+"""Learning partitions (``book/partitions.md``): SAT recovers hidden classes, GD needs more."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..claims import Claim, ClaimTable
+from ..partitions import (
+    adjusted_rand_index,
+    kmeans,
+    planted_problem,
+    same_partition,
+    sample,
+    samples_for,
+    separation_rates,
+    solve_partitions,
+    train_embeddings,
+)
+
+#: the explorer's default view: N tokens per slot, K classes, S samples, I = 3 slots
+EXPLORE = {"N": 24, "K": 3, "S": 600}
+EXPLORE_INSTANCES = 10          # instances the explorer's slider offers (0..9)
+
+TABLE = ClaimTable("partitions", [
+    # ------------------------------------------------------------------ theory: rho
+    Claim("rho.derivation",
+          "The derived E rho (about 1/2) matches rho averaged over the g of 40 planted "
+          "instances.",
+          "abs(rho_formula - rho_theory) < 0.04",
+          "a wrong derivation, e.g. rho = 1/3 or 2/3 (the sampling noise of 40 instances is "
+          "about 0.02)"),
+    Claim("rho.count",
+          "Counting on samples which appearances rule out a wrong class gives the same rho.",
+          "abs(rho_count - rho_formula) < 0.01",
+          "separation_rates measuring something else than the chance that a sample rules "
+          "out a wrong class (e.g. ignoring the other slots' class frequencies)"),
+    # ------------------------------------------------------------------ Experiment 1
+    Claim("sat.none_at_2",
+          "Almost no instance is recovered at c = 2.",
+          "rate2 <= 0.05",
+          "recovery as soon as every token has been seen (c of 1 to 2), more than 5% of "
+          "the instances at c = 2"),
+    Claim("sat.most_at_8",
+          "Most instances are recovered by c = 8 (pooled over the four sizes).",
+          "late_rate >= 0.75",
+          "a threshold beyond c = 8 for a quarter of the instances or more"),
+    Claim("sat.grows",
+          "The samples per token at the threshold, S50 / N, grow with ln N (a clearly "
+          "positive slope, higher at N = 128 than at N = 16), as S proportional to N ln N "
+          "predicts.",
+          "s50_slope >= 0.5 and s50_last > s50_first",
+          "S proportional to N: a flat line, slope near 0, no rise from N = 16 to 128"),
+    Claim("sat.union_bound",
+          "The union bound with every instance's own rho matches the measured S50 / N "
+          "within 25% at every N.",
+          "max(pred_errs) <= 0.25",
+          "recovery limited by something other than single-token errors, which the union "
+          "bound does not count"),
+    Claim("sat.average_rho_below",
+          "The union bound with the average rho lies below the data at every N.",
+          "min(simple_gap) > 0",
+          "the average-rho formula reaching the measured S50 / N at some N"),
+    # ------------------------------------------------------------------ Experiment 2
+    Claim("effort.colouring_grows",
+          "On colouring instances at mean degree 4.6 the solver's effort grows much faster "
+          "than the instances, from the smallest to the largest graphs (3.5 times the "
+          "variables).",
+          "hard_growth > 5",
+          "effort growing no faster than the instance size (5-fold or less)"),
+    Claim("effort.degree_peak",
+          "For 200 vertices the colouring effort peaks near mean degree 4.6.",
+          "4.3 <= deg_peak <= 5.0",
+          "a peak at degree 3, 4 or 6: no hard region near the colourability threshold"),
+    Claim("effort.planted_peak",
+          "Planted instances are hardest near c = 1.",
+          "0.5 <= c_peak <= 1.5",
+          "the effort peaking at c of 2 or more, near the recovery threshold"),
+    Claim("effort.peak_falls",
+          "By c = 4 the planted effort has fallen far below its peak at c = 1.",
+          "peak_ratio >= 4",
+          "no peak: about the same effort at c = 1 and c = 4"),
+    Claim("effort.planted_easy",
+          "At the largest size, planted instances at c = 4 need far fewer conflicts than "
+          "colouring instances with as many variables.",
+          "easy_big < hard_big / 3",
+          "planted instances within a factor of 3 of the colouring effort"),
+    # ------------------------------------------------------------------ Experiment 3
+    Claim("gd.learns",
+          "Gradient descent recovers at least 7 in 8 instances from some c on, at every "
+          "size trained.",
+          "all(c is not None for c in gd_full_all)",
+          "a size at which gradient descent stays below 7 of 8 at the largest c"),
+    Claim("gd.chance_at_lo",
+          "At c = 4 gradient descent recovers (almost) no instance and its clusters are "
+          "no better than chance.",
+          "gd_lo <= 1 / 8 and gd_lo_ari < 0.1",
+          "gradient descent picking up the partition at c = 4 (2 or more of 8, or a mean "
+          "adjusted Rand index of 0.1 or more)"),
+    Claim("gd.behind_sat",
+          "At c = 8 gradient descent recovers far fewer instances than the solver.",
+          "gd8 <= sat8 - 0.3",
+          "gradient descent within 0.3 of the solver at c = 8"),
+    Claim("gd.most_fail_at_8",
+          "At c = 8 gradient descent fails on half of the instances or more.",
+          "gd8 <= 0.5",
+          "gradient descent recovering most instances at c = 8"),
+    Claim("gd.optimisation",
+          "The instances gradient descent fails on at c = 8 stop at a training loss well "
+          "above the planted partition's 0.",
+          "gd8_failed >= 2 and loss8_fail >= 0.02",
+          "failures at near-zero loss (median below 0.02): the samples, not the optimiser, "
+          "would be at fault"),
+    Claim("gd.information",
+          "On the very samples gradient descent failed on at c = 8, the exact solver (not "
+          "told g) recovers the partition uniquely in most cases.",
+          "sat_same_ok >= gd8_failed / 2",
+          "the solver recovering fewer than half of them: the failure could be "
+          "information, not optimisation"),
+    Claim("gd.no_doubling",
+          "The c that gradient descent needs does not grow like the sufficient bound's "
+          "(2.5 times from N = 16 to N = 32).",
+          "gd_full is not None and gd_full_small is not None and gd_full < 2 * gd_full_small",
+          "the needed c doubling from N = 16 to N = 32"),
+    Claim("gd.bound",
+          "Gradient descent needs several times fewer samples than the paper's "
+          "sufficient N^2 ln^2 N.",
+          "bound_ratio is not None and bound_ratio >= 5",
+          "gradient descent needing within 5x of N^2 ln^2 N samples"),
+    # ------------------------------------------------------------------ variations
+    Claim("variations.imbalance_costs",
+          "Imbalanced classes are recovered much less often than balanced ones at the same "
+          "c (pooled over c = 4-10 at N = 32).",
+          "mean_bal - mean_imb >= 0.1",
+          "imbalance costing less than 0.1 of the recovery rate"),
+    Claim("variations.rho_min_orders",
+          "The smallest separation rate rho_min of an instance orders the imbalanced "
+          "thresholds well.",
+          "corr_rho <= -0.5",
+          "a rank correlation above -0.5: rho_min does not explain the spread"),
+    Claim("variations.rho_beats_size",
+          "rho_min predicts the threshold better than the size of the smallest class does.",
+          "corr_rho < corr_small - 0.2",
+          "rho_min explaining the thresholds no better than the smallest class (less than "
+          "0.2 stronger)"),
+    Claim("variations.two_classes_impossible",
+          "With g and K unknown, K' = 2 is impossible in every instance at c = 10.",
+          "k_two == 1",
+          "an instance with a consistent 2-class partition"),
+    Claim("variations.three_classes_unique",
+          "With g and K unknown, K' = 3 gives the planted partition uniquely in most "
+          "instances at c = 10; a few stay ambiguous.",
+          "k_three >= 0.6 * k_trials",
+          "K' = 3 ambiguous (or not the planted partition) in 40% of the instances or more"),
+    Claim("variations.noise",
+          "With 5% of the labels flipped, gradient descent still recovers most instances "
+          "at c = 32.",
+          "noisy_gd > 0.75",
+          "label noise costing gradient descent a quarter of the instances or more"),
+    # ------------------------------------------------------------------ explorer
+    Claim("explore.determined",
+          "The explorer's default view shows an instance whose samples determine its "
+          "partition: the solver says unique and correct.",
+          "explore_verdict == 'unique, correct'",
+          "the solver ambiguous on every one of the explorer's instances at c = 7.9, "
+          "where Experiment 1 recovers most instances"),
+])
+claims = TABLE.claims_for
+
+
+# ----------------------------------------------------------------------------- helpers
+def rank_corr(a, b) -> float:
+    """Spearman rank correlation of two sequences (ties get their average rank)."""
+    def ranks(v):
+        v = np.asarray(v)
+        order = np.argsort(v, kind="stable")
+        r = np.empty(len(v))
+        r[order] = np.arange(len(v))
+        _, inv, counts = np.unique(v, return_inverse=True, return_counts=True)
+        return (np.bincount(inv, r) / counts)[inv]
+    return float(np.corrcoef(ranks(a), ranks(b))[0, 1])
+
+
+def smallest_class(problems, K: int) -> np.ndarray:
+    """Each instance's smallest class over its slots, as a fraction of N."""
+    return np.array([min(np.bincount(row, minlength=K).min() for row in p.labels) / p.N
+                     for p in problems])
+
+
+def min_separation(problems) -> np.ndarray:
+    """Each instance's smallest separation rate rho over slots and pairs of classes."""
+    return np.array([separation_rates(p)[:, ~np.eye(p.K, dtype=bool)].min() for p in problems])
+
+
+def first_full(rates: dict, need: float = 7 / 8):
+    """The smallest c from which the rate is at least ``need`` at every larger c (or None)."""
+    cs = sorted(rates)
+    ok = [c for c in cs if all(rates[d] >= need for d in cs if d >= c)]
+    return min(ok) if ok else None
+
+
+def explore_view(N: int, K: int, S: int, instance: int = 0, *, train: bool = True,
+                 device=None) -> SimpleNamespace:
+    """One explorer view: planted instance ``instance`` (I = 3), its S samples, the SAT
+    verdict, and (``train``) embeddings after 300 steps of gradient descent."""
+    pb = planted_problem(N, K, 3, seed=instance)
+    x, y = sample(pb, S, seed=1 + 100 * instance)
+    res = solve_partitions(x, y, N, K, g=pb.g)
+    ok = res.status == "unique" and same_partition(res.labels, pb.labels)
+    fit = (train_embeddings([x], [y], N, 3, m=K, steps=300, lr=0.05, device=device)
+           if train else None)
+    return SimpleNamespace(problem=pb, x=x, y=y, verdict="unique, correct" if ok
+                           else res.status, fit=fit)
+
+
+def first_determined(N: int = EXPLORE["N"], K: int = EXPLORE["K"], S: int = EXPLORE["S"],
+                     tries: int = EXPLORE_INSTANCES) -> int:
+    """The first of the explorer's instances whose samples determine its partition (the
+    solver's answer is unique and the planted one); 0 if none of ``tries`` is."""
+    for instance in range(tries):
+        if explore_view(N, K, S, instance, train=False).verdict == "unique, correct":
+            return instance
+    return 0
+
+
+def draw_setup(problem, x, y):
+    """The figure of the data-generating process for one sample ``x`` (2 tokens), label ``y``
+    of a two-slot instance with K = 2: tokens coloured by class, their classes, the cell of
+    g they pick, the label."""
+    import matplotlib.pyplot as plt
+
+    from ..plotting import palette
+
+    col, n_tok = palette(2), problem.N
+    fig, ax = plt.subplots(figsize=(8, 3.2), constrained_layout=True)
+    ax.set_axis_off()
+    ax.set(xlim=(-0.5, 13.5), ylim=(-0.6, 2.9))
+    arrow = dict(arrowstyle="->", color="0.3")
+    for i, token in enumerate(x):
+        row = 2.0 - 1.6 * i
+        ax.text(-0.4, row + 0.45, f"slot {i + 1}: tokens", fontsize="small", va="bottom")
+        for n in range(n_tok):
+            ax.scatter(n * 0.6, row, s=160, color=col[problem.labels[i, n]], zorder=2)
+            ax.text(n * 0.6, row, str(n), ha="center", va="center", fontsize=7, color="w")
+        ax.scatter(token * 0.6, row, s=420, facecolors="none", edgecolors="k", lw=1.5)
+        cls = problem.labels[i, token]
+        ax.annotate("", (6.0, row), (token * 0.6 + 0.3, row), arrowprops=arrow)
+        ax.text(6.1, row, f"class {cls}", va="center", color=col[cls], fontweight="bold")
+    for a in range(2):
+        for b in range(2):
+            pick = (a, b) == (problem.labels[0, x[0]], problem.labels[1, x[1]])
+            ax.add_patch(plt.Rectangle((8.6 + b * 0.8, 1.2 - a * 0.8), 0.8, 0.8,
+                                       fill=pick, color="0.85", ec="k", lw=1))
+            ax.text(9.0 + b * 0.8, 1.6 - a * 0.8, str(problem.g[a, b]), ha="center",
+                    va="center", fontweight="bold" if pick else "normal")
+    ax.text(9.4, 2.15, "table g\n(rows: slot 1 class,\ncolumns: slot 2 class)",
+            ha="center", va="bottom", fontsize="small")
+    ax.annotate("", (8.55, 1.2), (7.5, 2.0), arrowprops=arrow)
+    ax.annotate("", (8.55, 0.8), (7.5, 0.4), arrowprops=arrow)
+    ax.annotate("", (11.6, 1.2), (10.3, 1.2), arrowprops=arrow)
+    ax.text(11.7, 1.2, f"label y = {y}", va="center", fontsize="large")
+    return fig
+
+
+# ----------------------------------------------------------------------------- sections
+@TABLE.computes("rho")
+def _rho(rho_formula, rho_count, rho_theory) -> dict:
+    """rho three ways: derived, averaged from g, counted on samples."""
+    return {"rho_formula": float(rho_formula), "rho_count": float(rho_count),
+            "rho_theory": float(rho_theory)}
+
+
+@TABLE.computes("symmetries")
+def _symmetries(n_sym) -> dict:
+    """How many random g (of 200) have a relabelling symmetry."""
+    return {"n_sym": int(n_sym)}
+
+
+@TABLE.computes("sat")
+def _sat(sat, pred_s50, simple_s50) -> dict:
+    """Experiment 1: recovery rates, the growth of S50 / N and the union-bound predictions."""
+    setup = sat.setup
+    log_n = np.log(setup.sizes)
+    s50 = sat.s50()
+    slope, intercept = np.polyfit(log_n, s50, 1)
+    pred_errs = np.abs(np.asarray(pred_s50) / s50 - 1)
+    c50 = s50 / log_n
+    return {
+        "sat_trials": int(setup.trials),
+        "late_rate": float(np.mean([sat.rate_at(N, 8) for N in setup.sizes])),
+        "rate2": float(np.mean([sat.rate_at(N, 2) for N in setup.sizes])),
+        "rate2_by_n": [sat.rate_at(N, 2) for N in setup.sizes],
+        "s50_slope": float(slope),
+        "s50_icpt": float(intercept),
+        "pred_err": float(pred_errs.max()),
+        "pred_errs": pred_errs,
+        "c50_first": float(c50[0]),
+        "c50_last": float(c50[-1]),
+        "s50_first": float(s50[0]),
+        "s50_last": float(s50[-1]),
+        "s50": s50,
+        "simple_gap": s50 - np.asarray(simple_s50, dtype=float),  # data minus formula
+    }
+
+
+@TABLE.computes("effort")
+def _effort(hardness) -> dict:
+    """Experiment 2: how the solver's effort grows and where it peaks."""
+    setup = hardness.setup
+    hard = np.asarray(hardness.by_size["colouring, degree 4.6"])
+    easy = np.asarray(hardness.by_size["planted, c = 4"])
+    small_n, large_n = hard[:, 0].min(), hard[:, 0].max()
+    growth = hard[hard[:, 0] == large_n, 1].mean() / hard[hard[:, 0] == small_n, 1].mean()
+    N_e = max(setup.effort_sizes)
+    med_c = {c: np.median(hardness.by_c[N_e, c]) for c in setup.effort_cs}
+    by_degree = hardness.by_degree
+    return {
+        "hard_growth": float(growth),
+        "hard_big": float(np.median(hard[hard[:, 0] == large_n, 1])),
+        "easy_big": float(np.median(easy[easy[:, 0] == easy[:, 0].max(), 1])),
+        "vars_big": int(large_n),
+        "vars_e": int(setup.I * N_e * setup.K),
+        "c_peak": float(max(med_c, key=med_c.get)),
+        "peak_ratio": float(med_c[1.0] / med_c[4.0]),
+        "peak_c1": float(med_c[1.0]),
+        "peak_c4": float(med_c[4.0]),
+        "deg_peak": float(max(by_degree, key=lambda d: np.median(by_degree[d]))),
+        "N_e": int(N_e),
+    }
+
+
+@TABLE.computes("gd")
+def _gd(gd, sat) -> dict:
+    """Experiment 3: gradient descent against the solver, and why it fails at c = 8."""
+    setup = gd.setup
+    N, n_small, c_lo = setup.gd_N, min(setup.gd_sizes), min(setup.gd_cs)
+    full_by_n = {n: first_full({c: gd[n, c].recovery for c in setup.gd_cs})
+                 for n in setup.gd_sizes}
+    cell8 = gd[N, 8]
+    failed8 = cell8.final_loss[~cell8.recovered]
+    # the exact solver on the very samples gradient descent failed on, g unknown
+    sat_same_ok = 0
+    for r in np.flatnonzero(~cell8.recovered):
+        res = solve_partitions(*cell8.samples[r], N, cell8.problems[r].K)
+        sat_same_ok += res.status == "unique" and same_partition(res.labels,
+                                                                 cell8.problems[r].labels)
+    gd_full = full_by_n[N]
+    return {
+        "gd_runs": int(setup.gd_runs),
+        "gd_steps": int(setup.gd_steps),
+        "gd_lo": float(gd[N, c_lo].recovery),
+        "gd_lo_ari": float(gd[N, c_lo].ari),
+        "gd_lo_loss": float(np.median(gd[N, c_lo].final_loss)),
+        "sat_lo": float(np.mean([sat.rate_at(n, c_lo) for n in sat.setup.sizes])),
+        "sat8": float(np.mean([sat.rate_at(n, 8) for n in sat.setup.sizes])),
+        "gd8": float(cell8.recovery),
+        "gd8_failed": int(failed8.size),
+        "loss8_fail": float(np.median(failed8)) if failed8.size else 0.0,
+        "sat_same_ok": int(sat_same_ok),
+        "gd_full": gd_full,
+        "gd_full_small": full_by_n[n_small],
+        "gd_full_all": [full_by_n[n] for n in setup.gd_sizes],
+        "gd_full_S": samples_for(gd_full, N) if gd_full is not None else None,
+        "bound_ratio": (N**2 * math.log(N) ** 2 / samples_for(gd_full, N)
+                        if gd_full is not None else None),
+        "anim_recovered": int(gd[N, 16].recovered.sum()) if (N, 16) in gd.cells else 0,
+    }
+
+
+@TABLE.computes("variations")
+def _variations(sat, imb, unknown_k, noisy_gd) -> dict:
+    """Imbalanced classes, unknown g and K, and label noise, at N = 32."""
+    cs_var = (4, 6, 8, 10)
+    K = imb.setup.K
+    thr_c = imb.thresholds[32] / (32 * math.log(32))
+    problems = imb.problems[32]
+    k_trials = len(unknown_k)
+    return {
+        "mean_bal": float(np.mean([sat.rate_at(32, c) for c in cs_var])),
+        "mean_imb": float(np.mean([imb.rate_at(32, c) for c in cs_var])),
+        "imb_unrec": int((imb.thresholds[32] > samples_for(16, 32)).sum()),
+        "n_imb": len(imb.thresholds[32]),
+        "corr_small": rank_corr(thr_c, smallest_class(problems, K)),
+        "corr_rho": rank_corr(thr_c, min_separation(problems)),
+        "k_two": float(np.mean([s == "unsatisfiable" for s, _ in unknown_k])),
+        "k_three": int(sum(bool(ok) for _, ok in unknown_k)),
+        "k_trials": int(k_trials),
+        "noisy_gd": float(noisy_gd.recovery),
+    }
+
+
+@TABLE.computes("explore")
+def _explore(instance: int, *, device=None) -> dict:
+    """The explorer's default view: SAT verdict and k-means on slot 1's embeddings."""
+    N, K, S = EXPLORE["N"], EXPLORE["K"], EXPLORE["S"]
+    view = explore_view(N, K, S, instance, device=device)
+    labels = kmeans(view.fit.embeddings[0, 0], K)
+    return {
+        "explore_c": S / (N * math.log(N)),
+        "explore_instance": int(instance),
+        "explore_verdict": view.verdict,
+        "explore_ari": float(adjusted_rand_index(labels, view.problem.labels[0])),
+    }
+
+
+@TABLE.computes("exercise")
+def _exercise(ex4: dict) -> dict:
+    """Exercise 4: recovery and median final loss at c = 16 for each embedding size m."""
+    out = {}
+    for m, (rec, loss) in sorted(ex4.items()):
+        out[f"ex4_rec_{m}"] = float(rec)
+        out[f"ex4_loss_{m}"] = float(loss)
+    return out

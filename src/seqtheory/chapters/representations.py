@@ -1,0 +1,400 @@
+"""Universality of representations (``book/representations.md``): separately trained
+kinship models share an embedding up to an affine map at mid sizes, not at the smallest."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..claims import Claim, ClaimTable
+from ..knowledge_graphs import KINSHIP, accuracy, automorphism_count, seen_closure
+from ..utils import spread, to_numpy
+
+__all__ = ["TABLE", "claims", "implied_fraction", "closure_errors", "max_terms_per_pair",
+           "automorphism_text", "SMALL_DIMS"]
+
+SMALL_DIMS = (2, 3, 4)   # the smallest sizes that generalize (Experiment 2)
+MID_DIMS = (8, 16)       # the sizes where another seed stitches (Experiment 2)
+
+TABLE = ClaimTable("representations", [
+    # ------------------------------------------------------------------ the split
+    Claim("split.implied",
+          "Every held-out fact is implied by the seen ones.",
+          "implied == 1.0",
+          "a closure rule missing or broken, or a split that hides a parent link in both "
+          "directions together with every sibling and spouse route to it"),
+    Claim("split.closure_sound",
+          "The closure of the seen facts recovers only true links, so a term it derives is "
+          "the true term.",
+          "closure_errors == 0",
+          "a wrong closure rule, e.g. 'an uncle's sibling is a parent'"),
+    Claim("split.one_term",
+          "In a forest without intermarriage the derived relations are mutually exclusive: "
+          "each ordered pair has one kinship term.",
+          "max_terms <= 1",
+          "a generator that lets relatives marry, or a derived relation that overlaps "
+          "another"),
+    # ------------------------------------------------------------------ Experiment 1
+    Claim("zone.interior_max",
+          "Without weight decay the median held-out accuracy peaks at an interior "
+          "embedding size.",
+          "0 < best_index < n_dims - 1",
+          "a curve that peaks at d = 1 or at d = 32 (no Goldilocks zone)"),
+    Claim("zone.peak_height",
+          "The peak lies well above both ends of the curve (d = 1 and d = 32).",
+          "best_acc - max(first_acc, last_acc) > 0.08",
+          "a flat curve, where the best size is best only by noise"),
+    Claim("zone.d1_underfits",
+          "With d = 1 the models cannot fit their training pairs, on any seed, with or "
+          "without weight decay.",
+          "train_d1_max < 0.97",
+          "a d = 1 model that fits (nearly) every training pair"),
+    Claim("zone.fit_from_d3",
+          "From d = 3 on every seed fits every training pair (no weight decay).",
+          "train_min_d3 > 0.99",
+          "a mid-sized or large model that leaves training pairs unfitted (too few steps, "
+          "a bad learning rate)"),
+    Claim("zone.weight_decay_lifts",
+          "Weight decay lifts the large models (d >= 16) back up.",
+          "wd_lift_big > 0.05",
+          "weight decay that leaves the memorizing large models where they are"),
+    Claim("zone.starved_lower",
+          "Starving the models of data lowers the median curve, on average over sizes.",
+          "starve_drop > 0.15",
+          "half the pairs doing about as well as the full training set"),
+    Claim("zone.starved_from_d2",
+          "Starving the models of data lowers the median curve at every size from d = 2 "
+          "on (at d = 1 the models underfit even with all the pairs, and the drop can be "
+          "small).",
+          "min(np.array(median_wd0[1:]) - median_starved[1:]) > 0.05",
+          "a size d >= 2 at which half the pairs do as well as the full training set"),
+    # ------------------------------------------------------------------ Experiment 2
+    Claim("stitching.mid_sizes",
+          "At d = 8 and 16 another seed's embedding, mapped affinely, drives B's decoder "
+          "to most of B's own accuracy: the median shortfall varies from run to run (often "
+          "under 0.1) but stays below 0.35 (both weight decays).",
+          "max(mid_shortfall) < 0.35",
+          "another seed that no longer stitches at d = 8 or 16"),
+    Claim("stitching.mid_vs_small",
+          "Another seed falls less short of B's own accuracy at d = 8 and 16 than at any "
+          "of d = 2-4 (medians, both weight decays).",
+          "max(mid_shortfall) < min(small_shortfall)",
+          "mid-sized models that stitch no better than the small ones"),
+    Claim("stitching.above_controls",
+          "At d = 8 another seed stitches far above both controls (random embeddings, the "
+          "model of the relabelled genealogy).",
+          "min(gap8) > 0.35",
+          "a control that stitches about as well as another seed"),
+    Claim("stitching.controls_low",
+          "At d = 8 both controls score near zero through the same map.",
+          "ctrl8 < 0.1",
+          "an affine map that can place random points where B's decoder wants them at "
+          "d = 8"),
+    Claim("stitching.small_fail",
+          "At d = 2-4 another seed's embedding, even after training the map, falls well "
+          "short of B's own accuracy (both weight decays).",
+          "min(small_shortfall) > 0.15",
+          "small models that stitch as well as they perform alone"),
+    Claim("stitching.small_ratio",
+          "At d = 2-4 another seed reaches only a fraction of B's own accuracy.",
+          "ratio_hi < 0.8",
+          "a small size at which stitching reaches nearly B's own accuracy"),
+    Claim("stitching.small_generalize",
+          "With weight decay the models of d = 2-4 are among the best at held-out facts.",
+          "best_own_wd1 - small_own_wd1 < 0.15",
+          "small models that generalize clearly worse than the best size"),
+    Claim("stitching.random_control_32",
+          "At d = 32 stitching from random embeddings scores far above zero: the control "
+          "fails.",
+          "rand32 > 0.2",
+          "a random control near zero at d = 32 (the map too small to place 44 people)"),
+    Claim("stitching.cka_below_one",
+          "Where another seed stitches nearly perfectly (d = 8, 16), debiased CKA between "
+          "seeds stays well below 1.",
+          "cka_mid_hi < 0.9",
+          "seeds at d = 8, 16 that agree up to a rotation (CKA near 1)"),
+    Claim("stitching.cka_random_small",
+          "Debiased CKA of a trained embedding against a random one stays small at every "
+          "size: each median over seeds within 0.2 of 0, the sampling scatter of CKA "
+          "between unrelated embeddings of 44 people.",
+          "cka_random_abs < 0.2",
+          "a trained embedding that correlates with random points (a biased estimator, "
+          "or plain CKA at large d)"),
+    # ------------------------------------------------------------------ Experiment 2, small
+    Claim("small.restarts",
+          "Restarts recover only a small part of the gap between the affine stitch of the "
+          "small models and B's own accuracy: less than a third of it at every size "
+          "(medians).",
+          "max((np.array(med_affine_best) - med_affine_start) "
+          "/ (np.array(med_own) - med_affine_start)) < 1 / 3",
+          "random starts that rescue the affine stitch (an optimisation failure, or a "
+          "symmetry that misled the least-squares start)"),
+    Claim("small.affine_short",
+          "Even the best of the restarted affine stitches falls well short of B's own "
+          "accuracy at every small size.",
+          "affine_shortfall > 0.15",
+          "a restarted affine stitch that reaches B's own accuracy"),
+    Claim("small.nonlinear_gain",
+          "A small non-linear stitch beats the best affine one at every small size.",
+          "nl_gain_lo > 0.12",
+          "a non-linear stitch that gains little over the affine one"),
+    Claim("small.nonlinear_ratio",
+          "The non-linear stitch reaches most of B's own accuracy at d = 3 and 4.",
+          "nl_ratio_lo > 0.65",
+          "a non-linear stitch far below B's own accuracy at d = 3 or 4"),
+    Claim("small.nonlinear_control",
+          "The non-linear stitch stays far above the same stitch fed with random points.",
+          "nl_gap_lo > 0.25",
+          "a non-linear stitch that does about as well from random points"),
+    Claim("small.nonlinear_d2",
+          "At d = 2 even the non-linear stitch stays below B's own accuracy.",
+          "nl_short_d2 > 0.03",
+          "a non-linear stitch that matches B's own accuracy at d = 2"),
+    # ------------------------------------------------------------------ Experiment 3
+    Claim("invariance.seed_above_controls",
+          "Another seed of size 8 stitches far above both controls, for every model B.",
+          "min(seed_minus_ctrl) > 0.4",
+          "another seed that stops stitching, or a control that starts to, for some B"),
+    Claim("invariance.seed_cka_below_one",
+          "Another seed's debiased CKA stays well below 1, for every model B.",
+          "max(seed_cka_values) < 0.9",
+          "seeds that agree up to a rotation (CKA near 1)"),
+    Claim("invariance.controls_cka_small",
+          "The controls' debiased CKA with B is small for every model B: within 0.2 of 0, "
+          "the sampling scatter of CKA between unrelated embeddings of 44 people.",
+          "ctrl_cka_max < 0.2",
+          "a control whose embedding correlates with B's"),
+    # ------------------------------------------------------------------ Experiment 4
+    Claim("families.bilinear_generalizes",
+          "The bilinear models generalize (median held-out accuracy above 0.8).",
+          "bil_med > 0.8",
+          "bilinear decoders that do not learn the genealogy"),
+    Claim("families.bilinear_like_mlp",
+          "The bilinear models generalize about as well as the MLP ones at d = 8.",
+          "bil_med > mlp8_med - 0.1",
+          "bilinear models clearly worse than the MLP ones"),
+    Claim("families.stitch_ratio",
+          "Stitching across sizes and decoder families reaches most of B's own accuracy "
+          "(median per case).",
+          "ratio_min > 0.55",
+          "stitching across sizes or families that falls towards the random control"),
+    Claim("families.above_random",
+          "Stitching across sizes and families stays far above the random control.",
+          "x4_gap_lo > 0.45",
+          "a case in which random embeddings stitch about as well as another model"),
+    Claim("families.almost_affine",
+          "A flexible stitch learns maps that are more nearly affine for trained sources "
+          "than for random ones.",
+          "score_gap_min > 0.15",
+          "maps as far from affine for trained models as for random points"),
+])
+claims = TABLE.claims_for
+
+
+# --------------------------------------------------------------------------- the split
+def implied_fraction(split) -> tuple[float, int]:
+    """Fraction of the held-out facts of ``split`` that its training pairs imply, and their
+    number."""
+    closure = seen_closure(split)
+    pairs, terms = (to_numpy(t) for t in split.select("test_facts"))
+    return float(np.mean(closure[pairs[:, 0], pairs[:, 1]] == terms)), len(terms)
+
+
+def closure_errors(forest, split) -> int:
+    """Number of ordered pairs to which the closure of ``split``'s training pairs gives a
+    term other than the true one (0 for sound closure rules)."""
+    truth, closure = forest.kinship(), seen_closure(split)
+    implied = closure > 0
+    return int((truth[implied] != closure[implied]).sum())
+
+
+def max_terms_per_pair(forest) -> int:
+    """Largest number of derived relations (parent to cousin) that hold for one ordered
+    pair; great-ancestor is defined as 'ancestor and none of the others', so it is left
+    out."""
+    overlap = sum(forest.matrix(t).astype(int) for t in KINSHIP[1:10])
+    return int(np.max(overlap))
+
+
+@TABLE.computes("split")
+def _split(task) -> dict:
+    """The held-out facts of the main split and of the starved one, and the closure."""
+    implied, n_held = implied_fraction(task.data)
+    implied_half, n_held_half = implied_fraction(task.fraction_data[min(task.fraction_data)])
+    return {
+        "n_held": n_held,
+        "n_people": int(task.forest.n),
+        "implied": implied,
+        "implied_half": implied_half,
+        "n_held_half": n_held_half,
+        "closure_errors": closure_errors(task.forest, task.data),
+        "max_terms": max_terms_per_pair(task.forest),
+    }
+
+
+# --------------------------------------------------------------------------- Experiment 1
+@TABLE.computes("zone")
+def _zone(result) -> dict:
+    """Median held-out accuracy over seeds per size; training fit; weight decay; less data."""
+    setup, held_out, train_acc = result.setup, result.held_out, result.train_acc
+    dims = np.array(setup.dims)
+    med0, med1 = (np.median(held_out[wd], 1) for wd in (0.0, 0.1))
+    best = int(med0.argmax())
+    med_starved = np.median(result.starved[min(setup.fractions)], 1)
+    big = dims >= 16
+    return {
+        "n_seeds": len(setup.seeds),
+        "n_dims": len(dims),
+        "best_index": best,
+        "best_d": int(dims[best]),
+        "best_acc": float(med0[best]),
+        "best_spread": spread(held_out[0.0][best]),
+        "first_acc": float(med0[0]),
+        "last_acc": float(med0[-1]),
+        "last_acc_wd": float(med1[-1]),
+        "median_wd0": med0,
+        "median_wd1": med1,
+        "median_starved": med_starved,
+        "train_d1_max": float(max(train_acc[wd][0].max() for wd in train_acc)),
+        "train_min_d3": float(train_acc[0.0][dims >= 3].min()),
+        "wd_lift_big": float((med1[big] - med0[big]).min()),
+        "starve_drop": float(np.mean(med0 - med_starved)),
+        "starve_drop_min": float((med0 - med_starved).min()),
+    }
+
+
+# --------------------------------------------------------------------------- Experiment 2
+@TABLE.computes("stitching")
+def _stitching(result) -> dict:
+    """Medians over the seeds of B of each stitching source, per weight decay (lists follow
+    ``setup.weight_decays``), and the debiased CKA across seeds and against random points."""
+    setup = result.setup
+    wds = list(setup.weight_decays)
+    i8, i16, i32 = (setup.dims.index(d) for d in (8, 16, 32))
+    mid = [setup.dims.index(d) for d in MID_DIMS]
+    small = [setup.dims.index(d) for d in SMALL_DIMS]
+    med = {wd: {k: np.median(v, 1) for k, v in result.stitched[wd].items()} for wd in wds}
+    cka_med = {wd: np.median(result.cka[wd], 1) for wd in wds}
+    cka_random_med = np.array([np.median(result.cka_random[wd], 1) for wd in wds])
+    ratio_small = np.array([med[wd]["across seeds"][small] / med[wd]["own"][small]
+                            for wd in wds])
+    ctrl8 = [max(med[wd]["random"][i8], med[wd]["other graph"][i8]) for wd in wds]
+    cka_mid = np.array([cka_med[wd][[i8, i16]] for wd in wds])
+    return {
+        "wd_table": max(wds),
+        "x8_wd0": float(med[0.0]["across seeds"][i8]),
+        "own8_wd0": float(med[0.0]["own"][i8]),
+        "x8_wd1": float(med[0.1]["across seeds"][i8]),
+        "own8_wd1": float(med[0.1]["own"][i8]),
+        "ctrl8": float(max(ctrl8)),
+        "ratio_lo": float(ratio_small.min()),
+        "ratio_hi": float(ratio_small.max()),
+        "small_own_wd1": float(med[0.1]["own"][small].max()),
+        "best_own_wd1": float(med[0.1]["own"].max()),
+        "rand32": float(min(med[wd]["random"][i32] for wd in wds)),
+        "cka_mid_lo": float(cka_mid.min()),
+        "cka_mid_hi": float(cka_mid.max()),
+        "mid_shortfall": [float((med[wd]["own"][mid] - med[wd]["across seeds"][mid]).max())
+                          for wd in wds],
+        "gap8": [float(med[wd]["across seeds"][i8] - c) for wd, c in zip(wds, ctrl8, strict=True)],
+        "small_shortfall": [
+            float((med[wd]["own"][small] - med[wd]["across seeds"][small]).min())
+            for wd in wds],
+        "cka_random_med": cka_random_med.reshape(-1),
+        "cka_random_abs": float(np.abs(cka_random_med).max()),
+    }
+
+
+@TABLE.computes("small")
+def _small(rows: dict, forest, n_restarts: int, stitch_steps: int) -> dict:
+    """Restarted and non-linear stitches of the small models: ``rows`` maps each row of the
+    chapter's table to a (sizes, seeds of B) array, sizes ``SMALL_DIMS``."""
+    med = {k: np.median(v, 1) for k, v in rows.items()}  # (sizes,) medians over B
+    own = med["B alone"]
+    best_affine = med["affine, best of 4 starts"]
+    nl, nl_random = med["non-linear stitch"], med["non-linear, random A"]
+    r2 = med["affine R² of the non-linear map"]
+    n_aut = automorphism_count(forest)
+    return {
+        "n_aut": n_aut,
+        "n_aut_text": automorphism_text(n_aut),
+        "n_restarts": n_restarts,
+        "n_starts": n_restarts + 1,
+        "stitch_steps": stitch_steps,
+        "restart_change": float(np.abs(best_affine - med["affine, least-squares start"]).max()),
+        "affine_shortfall": float((own - best_affine).min()),
+        "nl_ratio_lo": float((nl / own)[1:].min()),  # d = 3, 4
+        "nl_gain_lo": float((nl - best_affine).min()),
+        "nl_gap_lo": float((nl - nl_random).min()),
+        "nl_rand_hi": float(nl_random.max()),
+        "nl_short_d2": float(own[0] - nl[0]),
+        "r2_small_lo": float(r2.min()),
+        "r2_small_hi": float(r2.max()),
+        "med_own": own,
+        "med_affine_start": med["affine, least-squares start"],
+        "med_affine_best": best_affine,
+        "med_nonlinear": nl,
+        "med_nonlinear_random": nl_random,
+    }
+
+
+def automorphism_text(n_aut: int) -> str:
+    """The count with thousands separators, plus '(2 to the power k)' when it is one."""
+    k = n_aut.bit_length() - 1
+    return f"{n_aut:,}" + (f" (2 to the power {k})" if n_aut == 1 << k else "")
+
+
+# --------------------------------------------------------------------------- Experiment 3
+@TABLE.computes("invariance")
+def _invariance(table: dict, names: list, own) -> dict:
+    """The demonstration's table (``table``: measure -> (models B, sources ``names``)) and
+    B's own held-out accuracy ``own``, per model B."""
+    acc, deb = np.asarray(table["stitched held-out acc"]), np.asarray(table["debiased CKA"])
+    col = {name: j for j, name in enumerate(names)}
+    seed_acc, seed_cka = acc[:, col["another seed"]], deb[:, col["another seed"]]
+    controls = [col["model of the other graph"], col["random embedding"]]
+    ctrl_acc = acc[:, controls].max(1)  # the better control, per model B
+    ctrl_cka = deb[:, controls]
+    squashed = col["B squashed (invertible linear map)"]
+    return {
+        "own8": spread(own),
+        "squash_cka": spread(np.asarray(table["linear CKA"])[:, squashed]),
+        "squash_acc": spread(acc[:, squashed]),
+        "seed_cka": spread(seed_cka),
+        "seed_acc": spread(seed_acc),
+        "ctrl_acc_max": float(ctrl_acc.max()),
+        "ctrl_cka_max": float(np.abs(ctrl_cka).max()),
+        "seed_minus_ctrl": seed_acc - ctrl_acc,
+        "seed_cka_values": seed_cka,
+        "ctrl_cka_values": ctrl_cka.T.reshape(-1),  # other graph per B, then random per B
+    }
+
+
+# --------------------------------------------------------------------------- Experiment 4
+@TABLE.computes("families")
+def _families(table: dict, result) -> dict:
+    """Stitching across sizes and decoder families: ``table`` maps each case (family of A,
+    d_A, family of B, d_B) to its rows (each one value per model B)."""
+    cases = list(table)
+    med = {c: {k: float(np.median(v)) for k, v in table[c].items()} for c in cases}
+    ratio = {c: med[c]["A = another model"] / med[c]["B alone"] for c in cases}
+    gap = {c: med[c]["A = another model"] - med[c]["A = random"] for c in cases}
+    sizes = [c for c in cases if c[0] == c[2]]
+    families = [c for c in cases if c[0] != c[2]]
+    bil_acc = accuracy(result.bilinear, result.data)
+    mlp8_acc = result.stitched[0.1]["own"][result.setup.dims.index(8)]
+    return {
+        "bil_own": spread(bil_acc),
+        "mlp8_own": spread(mlp8_acc),
+        "bil_med": float(np.median(bil_acc)),
+        "mlp8_med": float(np.median(mlp8_acc)),
+        "size_ratio_lo": min(ratio[c] for c in sizes),
+        "fam_ratio_lo": min(ratio[c] for c in families),
+        "ratio_min": min(ratio.values()),
+        "x4_gap_lo": min(gap.values()),
+        "x4_rand_hi": max(med[c]["A = random"] for c in cases),
+        "score_lo": min(med[c]["almost-affine score"] for c in cases),
+        "score_rand_hi": max(med[c]["score, A = random"] for c in cases),
+        "score_gap_min": min(med[c]["almost-affine score"] - med[c]["score, A = random"]
+                             for c in cases),
+        "ratio_per_case": [ratio[c] for c in cases],
+        "gap_per_case": [gap[c] for c in cases],
+    }

@@ -1,0 +1,392 @@
+"""Tokenization on Markov sources (``book/tokenization.md``): the unigram trap, characters
+versus tokens, and how close unigram models over tokens get to the entropy rate."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..claims import Claim, ClaimTable
+from ..markov import switching_entropy_rate, switching_unigram_entropy
+from ..tokenization import TRAP_CONDITIONS, block_unigram_entropy, token_lengths
+from ..utils import spread
+
+TABLE = ClaimTable("tokenization", [
+    # ---------------------------------------------------------------- experiment 1
+    Claim("trap.plateau",
+          "With tied embeddings and p + q > 1 the model sits at the unigram loss from step "
+          "200 to step 500 (median over seeds of the largest distance below 0.01 nats).",
+          "np.median(plateau_dev) < 0.01",
+          "the tied p + q > 1 model learns the chain directly, or is stuck above the "
+          "unigram loss (the learned chain is 0.068 nats below it)"),
+    Claim("trap.escapes",
+          "The trap is not permanent: some trapped run leaves the plateau within the run.",
+          "trap_n_escaped >= 1",
+          "every seed is still on the unigram plateau at the last step"),
+    Claim("trap.controls",
+          "The untied model and the p + q < 1 chain go straight to the entropy rate: within "
+          "0.02 nats of it at their last step, on every seed (the held-out sample alone moves "
+          "the measured loss by up to about 0.01 nats).",
+          "max(control_untied) < 0.02 and max(control_pq_below_1) < 0.02",
+          "a control seed that plateaus too, at its unigram loss (0.047 nats above H untied, "
+          "0.128 for p + q < 1) or partway there"),
+    # ---------------------------------------------------------------- experiment 2
+    Claim("race.chars_on_plateau",
+          "After a hundred steps the character model is still on the unigram plateau "
+          "(about 1 bit per character).",
+          "np.median(c100) > 0.97",
+          "a character model that leaves the plateau within 100 steps"),
+    Claim("race.tokens_ahead",
+          "After a hundred steps the token model is far below the character model, on every "
+          "seed (by more than 0.1 bits per character).",
+          "max(t100) < min(c100) - 0.1",
+          "a token seed that is not 0.1 bits ahead of every character seed"),
+    Claim("race.cheaper_steps",
+          "Each step of the token model is cheaper (its sequences are shorter).",
+          "np.median(ms_tokens) < np.median(ms_characters)",
+          "a token step that costs as much as a character step"),
+    Claim("race.uses_context",
+          "Within a hundred steps the token model is below the unigram model over its own "
+          "tokens: it uses context across tokens.",
+          "max(t100) < race_unigram - 0.03",
+          "a token seed that is not 0.03 bits below the unigram model over BPE-64 tokens"),
+    Claim("race.matches_archive",
+          "The archived runs are runs of the live race's set-up: the live character runs lie "
+          "within 0.02 bits of the archived runs' range at the live race's last step "
+          "(125 at most).",
+          "min(archive_chars) - 0.02 < min(live_chars) and "
+          "max(live_chars) < max(archive_chars) + 0.02",
+          "the library's race (model, data or tokenizer) no longer reproduces the archived "
+          "set-up"),
+    # ---------------------------------------------------------------- experiment 3
+    Claim("sweep.beats_unigram",
+          "With d >= 64 a unigram model over BPE tokens beats the character-level unigram "
+          "loss (1 bit) by a wide margin, at every order m.",
+          "worst_bpe < 0.95",
+          "some order and dictionary size near 1 bit per character"),
+    Claim("sweep.approaches_H",
+          "For m = 4 BPE with d = 1024 approaches H: on average less than 12% above it.",
+          "np.mean(bpe1024_streams) < 1.12 * H",
+          "a mean more than 12% above H (then 'approaches H' would be wrong)"),
+    Claim("sweep.small_bpe_worse",
+          "Small BPE dictionaries (d = 4) are worse than no tokenization at m = 4, on every "
+          "stream.",
+          "min(bpe4_streams) > 1.05",
+          "a stream on which BPE-4 comes within 0.05 bits of 1 bit per character"),
+    Claim("sweep.blocks_exact",
+          "Fixed blocks match the exact formula: on every m and d the measured and exact "
+          "losses agree within 0.004 bits per character.",
+          "block_dev_max < 0.004",
+          "a wrong formula, tokenizer or estimator (twice the measured estimation noise)"),
+    Claim("sweep.blocks_46",
+          "At m = 4, r = 6 the measured loss of blocks is the predicted one (0.9073).",
+          "abs(block_dev_46) < 0.002",
+          "a wrong formula for r > m, or noisy block frequencies"),
+    Claim("sweep.lzw_085",
+          "LZW reaches about 0.85 bits per character at d = 1024 for m = 4 (mean over the "
+          "streams).",
+          "abs(np.mean(lzw1024_streams) - 0.85) < 0.01",
+          "a mean outside 0.84-0.86"),
+    Claim("sweep.lzw_slower",
+          "LZW gets there more slowly in d than BPE: BPE is below LZW at d = 64 and 1024 on "
+          "average over the streams.",
+          "np.mean(bpe1024_streams) < np.mean(lzw1024_streams) and "
+          "np.mean(bpe64_streams) < np.mean(lzw64_streams)",
+          "LZW at or below BPE at d = 64 or 1024"),
+    Claim("sweep.lzw_stable",
+          "LZW is much less sensitive to the training stream than BPE: its range over the "
+          "streams at d = 1024 is smaller.",
+          "np.ptp(lzw1024_streams) < np.ptp(bpe1024_streams)",
+          "LZW's results spread as much over the streams as BPE's"),
+    Claim("sweep.k1_flat",
+          "At m = 1 BPE gains less than a hundredth of a bit from d = 256 to d = 1024.",
+          "k1_gain < 0.01",
+          "BPE still improving fast at d = 1024 for m = 1"),
+    Claim("sweep.k1_above_noise",
+          "At m = 1 BPE-1024 stays above H by more than five times the estimation noise.",
+          "k1_gap > 5 * max(max(abs(v) for v in noise), 0.001)",
+          "a gap at m = 1 within a few times the estimation noise of the block losses"),
+    Claim("sweep.k1_like_blocks",
+          "At m = 1 BPE-1024 does about as well as blocks of 10 bits: it is within 0.01 bits "
+          "of their exact loss, whose gap to H is 0.028.",
+          "abs(k1_vs_exact) < 0.01",
+          "BPE at m = 1 differing from the exact block loss by a third of its gap to H"),
+    Claim("sweep.k1_like_measured_blocks",
+          "At m = 1 BPE-1024 is also within 0.01 bits of the measured loss of blocks of 10 "
+          "bits.",
+          "k1_blocks < 0.01",
+          "BPE at m = 1 differing from the measured blocks by a third of their gap to H"),
+    # ---------------------------------------------------------------- the gap in 1 / log d
+    Claim("gap.one_over_log",
+          "At m = 4 BPE's gap times log2 d is nearly constant for d = 64 to 1024: its gap "
+          "falls like 1/log d (spread below 15%).",
+          "max(bpe_slopes) / min(bpe_slopes) < 1.15",
+          "a BPE gap that does not fall like 1/log d"),
+    Claim("gap.below_blocks",
+          "BPE's constant is smaller than that of fixed blocks (by more than 0.1).",
+          "max(bpe_slopes) < block_slope - 0.1",
+          "BPE no better than blocks of the same size"),
+    Claim("gap.bpe_closer",
+          "At d = 1024 plain BPE gets closer to H than LZW: its epsilon = 1 - H/loss is "
+          "smaller by more than 0.03.",
+          "eff_bpe < eff_lzw - 0.03",
+          "BPE's epsilon within 0.03 of LZW's, or above it"),
+    # ---------------------------------------------------------------- short stream
+    Claim("overfit.bpe_rises",
+          "With 10^5 training characters BPE's test loss rises from d = 256 to d = 1024 "
+          "(by more than 0.01 bits at m = 1, 2 and 0.001 at m = 4).",
+          "bpe_rises[0] > 0.01 and bpe_rises[1] > 0.01 and bpe_rises[2] > 0.001",
+          "BPE not getting worse from d = 256 to 1024 on the short stream"),
+    Claim("overfit.lzw_no_rise",
+          "LZW's test loss does not rise from d = 256 to d = 1024 on the short stream "
+          "(beyond the estimation noise, 0.002 bits), at any m.",
+          "max(lzw_rises) < 0.002",
+          "LZW getting worse by more than 0.002 bits on some m"),
+    Claim("overfit.long_no_rise",
+          "With 10^6 training characters BPE's test loss does not rise from d = 256 to "
+          "d = 1024 (beyond 0.002 bits), at any m.",
+          "max(long_rises) < 0.002",
+          "BPE overfitting the long stream too"),
+    # ---------------------------------------------------------------- the tokens
+    Claim("vocab.complements",
+          "The 12 most used BPE-64 tokens (m = 4) include 8-character tokens, and at least a "
+          "third of these have a second half that is the complement of the first (one in 16 "
+          "random 8-bit strings has).",
+          "n_eight > 0 and 3 * n_compl >= n_eight",
+          "no 8-character token among the 12, or fewer than a third of them of the form "
+          "x + complement(x)"),
+])
+claims = TABLE.claims_for
+
+
+# ----------------------------------------------------------------------- analysis helpers
+def escape_steps(steps, loss, level: float, margin: float = 0.02) -> list:
+    """First evaluated step at which each seed's loss (evals, seeds) is below
+    ``level - margin`` (None: it never is)."""
+    below = np.asarray(loss) < level - margin
+    return [int(np.asarray(steps)[np.argmax(col)]) if col.any() else None for col in below.T]
+
+
+def plateau_distance(steps, loss, level: float, start: int = 200, stop: int = 500):
+    """Each seed's largest distance from ``level`` over the evaluations at steps
+    ``start`` .. ``stop`` (loss: (evals, seeds))."""
+    steps = np.asarray(steps)
+    window = np.asarray(loss)[(steps >= start) & (steps <= stop)]
+    return np.abs(window - level).max(0)
+
+
+def at_step(runs, step: int) -> np.ndarray:
+    """bits/char of every seed (one History each) at one evaluation step."""
+    out = []
+    for h in runs:
+        steps, bits = h.metric("bits/char")
+        out.append(bits[steps == step][0])
+    return np.array(out)
+
+
+def race_stats(result) -> dict:
+    """Per kind of the race: bits/char of every seed at step 100 (``b100``) and at the last
+    step (``end``), and milliseconds per training step (``ms``)."""
+    return {
+        kind: dict(
+            b100=at_step(runs, 100),
+            end=np.array([h.final("bits/char") for h in runs]),
+            ms=np.array([h.seconds / len(h.steps) * 1e3 for h in runs]),
+        )
+        for kind, runs in result.histories.items()
+    }
+
+
+def escape_step(run: dict, below: float = 0.95):
+    """First evaluated step of an archived run whose loss is below ``below`` bits/char
+    (None: never)."""
+    hit = np.flatnonzero(np.array(run["bits_per_char"]) < below)
+    return run["steps"][hit[0]] if hit.size else None
+
+
+def archive_summary(archive: dict, below: float = 0.95) -> dict:
+    """The archived race: each character run's escape step, every run's final loss per kind,
+    the characters seen at each escape, and the token runs' loss after the median of those."""
+    runs = {kind: archive["runs"][kind] for kind in ("characters", "tokens")}
+    escape = [escape_step(r, below) for r in runs["characters"]]
+    end = {kind: np.array([r["bits_per_char"][-1] for r in rs]) for kind, rs in runs.items()}
+    seen = [r["chars_seen"][r["steps"].index(e)]
+            for r, e in zip(runs["characters"], escape, strict=True) if e is not None]
+    tok_at_same = np.array([np.interp(np.median(seen), r["chars_seen"], r["bits_per_char"])
+                            for r in runs["tokens"]])
+    return {"escape": escape, "end": end, "seen_at_escape": seen, "tok_at_same": tok_at_same}
+
+
+def loss_table(sweep: dict) -> dict:
+    """``{(order, tokenizer, d): bits per character}`` from ``{order: unigram_sweep rows}``."""
+    return {(order, r["tokenizer"], r["d"]): r["bits_per_symbol"]
+            for order, rows in sweep.items() for r in rows}
+
+
+def gap_slopes(table: dict, H: float, order: int = 4, sizes=(64, 256, 1024),
+               tokenizers=("BPE", "LZW", "blocks")) -> dict:
+    """Gap to the entropy rate times log2 d, per tokenizer, at ``order`` and ``sizes``."""
+    return {name: np.array([(table[order, name, d] - H) * math.log2(d) for d in sizes])
+            for name in tokenizers}
+
+
+def epsilon(table: dict, H: float, order: int = 4, d: int = 1024,
+            tokenizers=("BPE", "LZW")) -> dict:
+    """``1 - H / loss`` per tokenizer at ``order`` and dictionary size ``d``."""
+    return {name: 1 - H / table[order, name, d] for name in tokenizers}
+
+
+def dictionary_rise(table: dict, small: int = 256, large: int = 1024,
+                    tokenizers=("BPE", "LZW"), orders=(1, 2, 4)) -> dict:
+    """``{(tokenizer, order): loss(large) - loss(small)}`` (positive: the larger is worse)."""
+    return {(name, order): table[order, name, large] - table[order, name, small]
+            for name in tokenizers for order in orders}
+
+
+def is_complement_pair(token: str) -> bool:
+    """Whether the second half of a token string is the bitwise complement of its first."""
+    half, flip = len(token) // 2, {"0": "1", "1": "0"}
+    return len(token) % 2 == 0 and token[half:] == "".join(flip[c] for c in token[:half])
+
+
+# ----------------------------------------------------------------------- sections
+@TABLE.computes("trap")
+def _trap(result) -> dict:
+    """Experiment 1 (a TrapResult): the plateau, the escapes and the two controls."""
+    p, q = TRAP_CONDITIONS["p+q>1, tied"][:2]
+    U = switching_unigram_entropy(p, q, base=math.e)
+    steps, loss = result.losses("p+q>1, tied")
+    escape = escape_steps(steps, loss, U)
+    dev = plateau_distance(steps, loss, U)
+
+    def control(label):
+        cp, cq = TRAP_CONDITIONS[label][:2]
+        return result.losses(label)[1][-1] - switching_entropy_rate(cp, cq, base=math.e)
+
+    return {
+        "trap_n_escaped": sum(e is not None for e in escape),
+        "trap_n_seeds": len(escape),
+        "trap_steps": result.setup.trap_steps,
+        "control_steps": result.setup.control_steps,
+        "trap_dev": spread(dev, 3),
+        "plateau_dev": dev,
+        "escape_steps": escape,
+        "control_pq_below_1": control("p+q<1, tied"),
+        "control_untied": control("p+q>1, untied"),
+    }
+
+
+@TABLE.computes("race")
+def _race(result, archive: dict) -> dict:
+    """Experiment 2 (a RaceResult) and the archived longer race it is compared with."""
+    setup, stats = result.setup, race_stats(result)
+    c, t = stats["characters"], stats["tokens"]
+    cmp_step = min(setup.lm_steps, 125)
+    arch = archive_summary(archive)
+    escaped = [e for e in arch["escape"] if e is not None]
+    return {
+        "race_n_seeds": len(result.seeds),
+        "lm_steps": setup.lm_steps,
+        "race_c100": spread(c["b100"], 3),
+        "race_t100": spread(t["b100"], 3),
+        "race_c_end": spread(c["end"], 3),
+        "race_t_end": spread(t["end"], 3),
+        "race_unigram": result.unigram_bits,
+        "race_chars_per_row": int(round(
+            result.chars_seen["tokens"][0][-1] / setup.lm_steps / setup.batch_size, -1)),
+        "c100": c["b100"], "t100": t["b100"], "c_end": c["end"], "t_end": t["end"],
+        "ms_characters": c["ms"], "ms_tokens": t["ms"],
+        "live_chars": at_step(result.histories["characters"], cmp_step),
+        "archive_chars": [r["bits_per_char"][r["steps"].index(cmp_step)]
+                          for r in archive["runs"]["characters"]],
+        "arch_steps": archive["meta"]["steps"],
+        "arch_date": archive["meta"]["date"],
+        "arch_device": archive["meta"]["device"],
+        "arch_escape": spread(escaped, 0),
+        "arch_c_end": spread(arch["end"]["characters"], 3),
+        "arch_t_end": spread(arch["end"]["tokens"], 3),
+        "arch_seen": f"{np.median(arch['seen_at_escape']) / 1e6:.1f}",
+        "arch_tok_same": spread(arch["tok_at_same"], 3),
+    }
+
+
+@TABLE.computes("sweep")
+def _sweep(sweep: dict, streams: dict, p: float, q: float) -> dict:
+    """Experiment 3: ``{order: unigram_sweep rows}`` and ``{(tokenizer, d): [bits per
+    character on each m = 4 stream]}``."""
+    H = switching_entropy_rate(p, q)
+    table = loss_table(sweep)
+    bpe = {d: np.array(streams["BPE", d]) for d in (4, 64, 1024)}
+    lzw = {d: np.array(streams["LZW", d]) for d in (4, 64, 1024)}
+    block_dev = {(o, d): table[o, "blocks", d] - block_unigram_entropy(p, q, o, round(
+        math.log2(d))) for (o, name, d) in table if name == "blocks"}
+    noise = [block_dev[o, 1024] for o in (1, 2, 4)]
+    k1_exact = block_unigram_entropy(p, q, 1, 10)
+    return {
+        "bpe1024_gap": float(bpe[1024].mean() / H - 1),
+        "bpe4_lo": float(bpe[4].min()),
+        "bpe4_hi": float(bpe[4].max()),
+        "lzw1024": float(lzw[1024].mean()),
+        "k1_gain": float(table[1, "BPE", 256] - table[1, "BPE", 1024]),
+        "k1_gap": float(table[1, "BPE", 1024] - H),
+        "exact_46": block_unigram_entropy(p, q, 4, 6),
+        "meas_46": table[4, "blocks", 64],
+        "noise_lo": float(min(noise)),
+        "noise_hi": float(max(noise)),
+        "k1_exact_gap": k1_exact - H,
+        "k1_exact_gain": block_unigram_entropy(p, q, 1, 8) - k1_exact,
+        "k1_vs_exact": float(table[1, "BPE", 1024] - k1_exact),
+        "H": H,
+        "worst_bpe": max(table[o, "BPE", d] for o in (1, 2, 4) for d in (64, 256, 1024)),
+        "bpe4_streams": bpe[4], "bpe64_streams": bpe[64], "bpe1024_streams": bpe[1024],
+        "lzw64_streams": lzw[64], "lzw1024_streams": lzw[1024],
+        "block_dev_max": max(abs(v) for v in block_dev.values()),
+        "block_dev_46": block_dev[4, 64],
+        "noise": noise,
+        "k1_blocks": abs(table[1, "blocks", 1024] - table[1, "BPE", 1024]),
+    }
+
+
+@TABLE.computes("gap")
+def _gap(sweep: dict, p: float, q: float) -> dict:
+    """The gap to H against 1/log2 d at m = 4: BPE's slope, the blocks' and epsilon."""
+    H = switching_entropy_rate(p, q)
+    table = loss_table(sweep)
+    slopes, eff = gap_slopes(table, H), epsilon(table, H)
+    return {
+        "bpe_slope": spread(slopes["BPE"], 2),
+        "block_slope": 4 * (switching_unigram_entropy(p, q) - H),
+        "eff_bpe": float(eff["BPE"]),
+        "eff_lzw": float(eff["LZW"]),
+        "bpe_slopes": slopes["BPE"],
+    }
+
+
+@TABLE.computes("overfit")
+def _overfit(sweep: dict, short: dict) -> dict:
+    """loss(d = 1024) - loss(d = 256) with 10^5 (``short``) and 10^6 (``sweep``) training
+    characters, per order m = 1, 2, 4."""
+    rise = dictionary_rise(loss_table(short))
+    long = dictionary_rise(loss_table(sweep), tokenizers=("BPE",))
+    bpe_rises = [rise["BPE", o] for o in (1, 2, 4)]
+    lzw_rises = [rise["LZW", o] for o in (1, 2, 4)]
+    long_rises = [long["BPE", o] for o in (1, 2, 4)]
+    return {
+        "bpe_rise": f"{bpe_rises[0]:.3f} and {bpe_rises[1]:.3f}",
+        "bpe_rise4": float(bpe_rises[2]),
+        "lzw_fall_min": float(-max(lzw_rises)),
+        "long_rise_max": float(max(long_rises)),
+        "bpe_rises": bpe_rises, "lzw_rises": lzw_rises, "long_rises": long_rises,
+    }
+
+
+@TABLE.computes("vocab")
+def _vocab(tokenizer, top) -> dict:
+    """The 8-character tokens among the most used tokens ``top`` of a BPE dictionary."""
+    lengths = token_lengths(tokenizer)
+    eight = [tokenizer.token_string(i) for i in top if lengths[i] == 8]
+    return {
+        "n_eight": len(eight),
+        "n_compl": sum(is_complement_pair(t) for t in eight),
+        "eight": eight,
+    }

@@ -1,0 +1,315 @@
+"""Width and luck (``book/width_and_luck.md``): parities trade data, width, steps and luck."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..claims import Claim, ClaimTable
+from ..parity import (
+    coverage_distribution,
+    expected_lucky_neurons,
+    fisher_two_sided,
+    lucky_neuron_probability,
+)
+
+TABLE = ClaimTable("width_and_luck", [
+    # ------------------------------------------------------------ the lottery arithmetic
+    Claim("lottery.sampled_coverage",
+          "The coverage distribution P(J = j) of the formula matches 32,768 sampled sparse "
+          "neurons of ParityMLPs (each class within 4 binomial standard errors).",
+          "max(coverage_z) < 4",
+          "sparse masks that are not uniform s-subsets, e.g. biased towards the low "
+          "coordinates where the support is"),
+    # ------------------------------------------------------------ the live grid
+    Claim("grid.floor_200",
+          "(Almost) nothing learns from 200 examples, whatever the width or initialisation.",
+          "wl_200 <= 1",
+          "two or more runs that learn from 200 examples"),
+    Claim("grid.dense_400_rare",
+          "At m = 400 dense networks (almost) never succeed within 6,000 steps.",
+          "wl_400_dense <= 2",
+          "three or more dense runs at m = 400 that succeed",
+          scale="cpu"),
+    Claim("grid.sparse_400_ahead",
+          "At m = 400 sparsely initialised networks succeed in a good share of runs, well "
+          "ahead of the dense ones.",
+          "wl_400_sparse - wl_400_dense >= 3",
+          "sparse networks no better than dense ones at m = 400 (fewer than 3 of 12 runs "
+          "ahead)",
+          scale="cpu"),
+    Claim("grid.dense_more_data",
+          "With 600-800 examples dense networks mostly succeed too.",
+          "wl_dense_more >= wl_more_of / 2",
+          "fewer than half of the dense runs at m = 600 and 800 succeed"),
+    Claim("grid.width_pays",
+          "From 400 examples on the widest networks tend to succeed more often than the "
+          "narrowest: with four seeds per cell they are never behind by more than two runs "
+          "(the archive shows the effect clearly).",
+          "wl_wide_n - wl_narrow_n >= -2",
+          "width that hurts: the narrowest networks ahead of the widest by three runs or "
+          "more"),
+    # ------------------------------------------------------------ the mechanism
+    Claim("mechanism.enough_networks",
+          "Enough wide sparse networks succeed to measure where their support weight sits.",
+          "wl_mech_n >= 10",
+          "fewer than 10 successful sparse networks of width 128 and 512"),
+    Claim("mechanism.share_rises",
+          "In wide successful sparse networks the tickets' share of the support weight rises "
+          "well above its initial share.",
+          "wide_final_median - wide_init_median >= 0.2",
+          "learned support weight that does not concentrate on the tickets (a median rise "
+          "below 0.2)"),
+    Claim("mechanism.rises_in_most",
+          "The share rose in the great majority of wide successful sparse networks.",
+          "wide_rise_fraction >= 0.75",
+          "a rise in fewer than three in four networks (about half would rise by chance)"),
+    Claim("mechanism.tickets_hold_most",
+          "After training the tickets hold most of the support weight, far above their "
+          "neuron fraction.",
+          "wide_final_median >= 0.5",
+          "a median final share below one half (the neuron fraction, about 0.09, is the "
+          "no-preference baseline once the initial weights decay)"),
+    Claim("mechanism.narrow_weaker",
+          "In the narrowest networks the share rises less than in the wide ones.",
+          "wl_mech_n32 >= 4 and narrow_final_median - narrow_init_median "
+          "< wide_final_median - wide_init_median",
+          "narrow networks that concentrate as much as the wide ones, or too few successful "
+          "ones to tell"),
+    Claim("mechanism.narrow_between",
+          "In the narrowest networks the tickets still carry more than their number, but a "
+          "smaller share than in the wide networks.",
+          "narrow_neuron_fraction < narrow_final_median < wide_final_median",
+          "narrow tickets holding as much of the support weight as wide ones, or no more "
+          "than their neuron fraction"),
+    # ------------------------------------------------------------ the archived frontier
+    Claim("frontier.same_setup",
+          "The archived run trained the chapter's networks: same task, sparsity, optimiser, "
+          "weight decay and success criterion.",
+          "setup_mismatch == []",
+          "a change of the library's set-up (e.g. its weight decay) without regenerating "
+          "the archive"),
+    Claim("slice.agrees",
+          "The live runs agree with the archive's cells of the same width, sample size and "
+          "number of steps (no Fisher test below 1e-3).",
+          "min(slice_p) >= 1e-3",
+          "code that drifted from the archive, e.g. sparse m = 400 live 0 of 12 against "
+          "28 of 48"),
+])
+claims = TABLE.claims_for
+
+FRONT_W = 512                 # width of the frontier's samples x steps panels
+#: (width, steps) pairs of about equal compute, width x steps ~ 640,000 neuron-steps
+EQUAL_COMPUTE = ((32, 20000), (128, 5000), (512, 1250), (2048, 500))
+#: the set-up fields the archive must share with the chapter's networks
+SHARED_FIELDS = ("n", "k", "sparsity", "lr", "weight_decay", "success")
+
+
+# --------------------------------------------------------------------------- the archive
+def arch_count(arch: dict, init: str, width: int, m: int, step=None) -> int:
+    """Successful seeds of one archived cell after ``step`` steps (default: the last recorded)."""
+    steps = np.asarray(arch["eval_steps"])
+    if step is None:
+        t = len(steps) - 1
+    else:
+        hit = np.flatnonzero(steps == step)
+        if not hit.size:
+            raise ValueError(f"step must be a recorded step of the archive (every "
+                             f"{arch['meta']['eval_every']}), got {step}")
+        t = int(hit[0])
+    return int(arch["successes"][init][str(width)][str(m)][t])
+
+
+def pooled_arch(arch: dict, init: str, widths, m: int, step=None) -> tuple[int, int]:
+    """Successful archived runs of one (init, m), summed over ``widths``, and the runs in all."""
+    return (sum(arch_count(arch, init, w, m, step) for w in widths),
+            arch["meta"]["seeds"] * len(widths))
+
+
+def min_samples(arch: dict, init: str, width: int, step: int):
+    """Smallest archived m with a success rate of at least 1/2 after ``step`` (None if none)."""
+    half = arch["meta"]["seeds"] / 2
+    ok = [m for m in arch["meta"]["samples"] if arch_count(arch, init, width, m, step) >= half]
+    return min(ok) if ok else None
+
+
+def steps_to_half(arch: dict, init: str, width: int, m: int) -> int:
+    """First recorded step at which one archived cell succeeds in half its seeds (-1: never)."""
+    half = arch["meta"]["seeds"] / 2
+    return int(next((t for t in np.asarray(arch["eval_steps"])
+                     if arch_count(arch, init, width, m, t) >= half), -1))
+
+
+def equal_compute_counts(arch: dict, init: str, m: int = 600,
+                         pairs=EQUAL_COMPUTE) -> list[int]:
+    """Successful seeds at ``m`` for each (width, steps) pair of about equal compute."""
+    return [arch_count(arch, init, w, m, t) for w, t in pairs]
+
+
+def archive_floor(arch: dict, max_m: int = 200) -> tuple[int, int]:
+    """Successes of the archived runs with at most ``max_m`` examples, at any recorded step,
+    and the number of such runs."""
+    meta = arch["meta"]
+    small = [m for m in meta["samples"] if m <= max_m]
+    hits = sum(arch_count(arch, i, w, m, t) for i in meta["inits"] for w in meta["widths"]
+               for m in small for t in arch["eval_steps"])
+    return hits, meta["seeds"] * len(meta["widths"]) * len(meta["inits"]) * len(small)
+
+
+def width_comparison(arch: dict) -> dict:
+    """Archived successes of narrow (8-32) against wide (1024-2048) networks: sparse at
+    m = 300 and dense at m = 400, as ``{init: (narrow, runs, wide, runs)}``."""
+    widths = arch["meta"]["widths"]
+    narrow, wide = [w for w in widths if w <= 32], [w for w in widths if w >= 1024]
+    return {init: (*pooled_arch(arch, init, narrow, m), *pooled_arch(arch, init, wide, m))
+            for init, m in (("sparse", 300), ("dense", 400))}
+
+
+def setup_mismatch(arch: dict, setup) -> list[str]:
+    """The shared set-up fields in which the archived run differs from ``setup``."""
+    saved = arch["meta"]["setup"]
+    return [f for f in SHARED_FIELDS if saved.get(f) != getattr(setup, f)]
+
+
+def slice_pvalues(result, arch: dict) -> dict:
+    """Fisher's test of the live runs against the archive's cells of the same widths, m and
+    steps: ``{(init, m): p}``."""
+    setup, meta = result.setup, arch["meta"]
+    widths = [w for w in setup.widths if w in meta["widths"]]  # FULL=1 goes beyond them
+    out = {}
+    for init in ("dense", "sparse"):
+        for m in [m for m in setup.samples if m in meta["samples"]]:
+            live = result.count([m], [init], widths)
+            a, na = pooled_arch(arch, init, widths, m, setup.steps)
+            out[(init, m)] = fisher_two_sided(live, len(widths) * setup.seeds, a, na)
+    return out
+
+
+# --------------------------------------------------------------------------- sections
+@TABLE.computes("lottery")
+def _lottery(setup, freq, sampled: int) -> dict:
+    """The lottery odds, and the sampled coverage ``freq`` of ``sampled`` sparse neurons."""
+    n, k, s = setup.n, setup.k, setup.sparsity
+    exact = coverage_distribution(n, k, s)
+    se = np.sqrt(exact * (1 - exact) / sampled)
+    return {
+        "wl_p_power": f"{(s / n) ** k:.4f}",
+        "wl_p_full": f"{lucky_neuron_probability(n, k, s):.4f}",
+        "wl_p_partial": f"{exact[k - 1]:.3f}",
+        "wl_p_one_narrow": f"{expected_lucky_neurons(min(setup.widths), n, k, s):.2f}",
+        "coverage_z": np.abs(np.asarray(freq) - exact) / se,
+    }
+
+
+@TABLE.computes("grid")
+def _grid(result) -> dict:
+    """Successful runs of the live grid, pooled over seeds (and widths or sample sizes)."""
+    setup = result.setup
+    widths, seeds = setup.widths, setup.seeds
+    both, larger = ["dense", "sparse"], [400, 600, 800]
+    wide, narrow = max(widths), min(widths)
+    return {
+        "wl_200": result.count([200], both),
+        "wl_200_of": 2 * len(widths) * seeds,
+        "wl_400_dense": result.count([400], ["dense"]),
+        "wl_400_sparse": result.count([400], ["sparse"]),
+        "wl_400_of": len(widths) * seeds,
+        "wl_wide": wide,
+        "wl_narrow": narrow,
+        "wl_dense_more": result.count([600, 800], ["dense"]),
+        "wl_more_of": 2 * len(widths) * seeds,
+        "wl_wide_n": result.count(larger, both, [wide]),
+        "wl_narrow_n": result.count(larger, both, [narrow]),
+        "wl_width_of": 2 * len(larger) * seeds,
+    }
+
+
+@TABLE.computes("mechanism")
+def _mechanism(setup, mech: dict) -> dict:
+    """Where the support weight of the successful sparse networks sits; ``mech`` maps each
+    width to one (coverage J, final |w_S|, share at init, final share) per network."""
+    wide = [t for w in setup.widths if w >= 128 for t in mech[w]]
+    share_ini = np.array([t[2] for t in wide])
+    share_fin = np.array([t[3] for t in wide])
+    gain = share_fin - share_ini
+    narrow = mech[min(setup.widths)]
+    n_ini = np.median([t[2] for t in narrow]) if narrow else np.nan
+    n_fin = np.median([t[3] for t in narrow]) if narrow else np.nan
+    n_frac = np.mean([np.mean(t[0] >= setup.k - 1) for t in narrow]) if narrow else np.nan
+    decay = (1 - setup.lr * setup.weight_decay) ** setup.steps
+    return {
+        "wl_mech_n": len(wide),
+        "wl_mech_init": f"{np.median(share_ini):.2f}",
+        "wl_mech_final": f"{np.median(share_fin):.2f}",
+        "wl_mech_range": f"{share_fin.min():.2f}–{share_fin.max():.2f}",
+        "wl_mech_up": int((gain > 0).sum()),
+        "wl_mech_frac": f"{np.mean([np.mean(t[0] >= setup.k - 1) for t in wide]):.2f}",
+        "wl_mech_n32": len(narrow),
+        "wl_mech_n32_init": f"{n_ini:.2f}",
+        "wl_mech_n32_final": f"{n_fin:.2f}",
+        "wl_mech_n32_frac": f"{n_frac:.2f}",
+        "wl_decay": f"{decay:.4f} (about e^{round(float(np.log(decay)))})",
+        "wide_init_median": float(np.median(share_ini)),
+        "wide_final_median": float(np.median(share_fin)),
+        "wide_rise_fraction": float((gain > 0).mean()),
+        "narrow_init_median": float(n_ini),
+        "narrow_final_median": float(n_fin),
+        "narrow_neuron_fraction": float(n_frac),
+    }
+
+
+@TABLE.computes("frontier")
+def _frontier(arch: dict, setup) -> dict:
+    """The archived frontier: what the text quotes from it, and whether it is this set-up's."""
+    meta = arch["meta"]
+    samples, widths, inits, seeds = meta["samples"], meta["widths"], meta["inits"], meta["seeds"]
+    width = width_comparison(arch)
+    sp_narrow, sp_n, sp_wide, sp_w = width["sparse"]
+    de_narrow, de_n, de_wide, de_w = width["dense"]
+    p_width = max(fisher_two_sided(sp_narrow, sp_n, sp_wide, sp_w),
+                  fisher_two_sided(de_narrow, de_n, de_wide, de_w))
+    msteps = {i: [min_samples(arch, i, FRONT_W, t) for t in (2000, 6000, 20000)]
+              for i in ("dense", "sparse")}
+    sp300, de300 = pooled_arch(arch, "sparse", widths, 300), pooled_arch(arch, "dense", widths, 300)
+    eq = {i: equal_compute_counts(arch, i) for i in ("dense", "sparse")}
+    budget = EQUAL_COMPUTE[0][0] * EQUAL_COMPUTE[0][1]
+    last_w, last_t = EQUAL_COMPUTE[-1]
+    out = {
+        "wf_samples": "{" + ", ".join(map(str, samples)) + "}",
+        "wf_widths": "{" + ", ".join(map(str, widths)) + "}",
+        "wf_seeds": seeds,
+        "wf_runs": f"{seeds * len(samples) * len(widths) * len(inits):,}",
+        "wf_steps": f"{meta['steps']:,}",
+        "wf_every": meta["eval_every"],
+        "wf_date": meta["date"],
+        "wf_device": meta["device"],
+        "wf_sp_narrow": f"{sp_narrow} of {sp_n}",
+        "wf_sp_wide": f"{sp_wide} of {sp_w}",
+        "wf_de_narrow": f"{de_narrow} of {de_n}",
+        "wf_de_wide": f"{de_wide} of {de_w}",
+        "wf_p_width": f"{p_width:.0e}",
+        "wf_m_dense": " → ".join(map(str, msteps["dense"])),
+        "wf_m_sparse": " → ".join(map(str, msteps["sparse"])),
+        "wf_floor_runs": archive_floor(arch)[1],
+        "wf_sp300": f"{sp300[0]} of {sp300[1]}",
+        "wf_de300": f"{de300[0]} of {de300[1]}",
+        "wf_eq_dense": ", ".join(map(str, eq["dense"])),
+        "wf_eq_sparse": ", ".join(map(str, eq["sparse"])),
+        "wf_half_dense": f"{steps_to_half(arch, 'dense', FRONT_W, max(samples)):,}",
+        "wf_half_sparse": f"{steps_to_half(arch, 'sparse', FRONT_W, max(samples)):,}",
+        "wf_eq_budget": f"{budget:,}",
+        "wf_eq_fair": f"{budget / last_w:.0f}",
+        "wf_eq_ratio": f"{last_t / (budget / last_w):.1f}",
+        "setup_mismatch": setup_mismatch(arch, setup),
+    }
+    for i in ("dense", "sparse"):
+        half = {w: steps_to_half(arch, i, w, max(samples)) for w in widths}
+        beyond = [half[w] for w in widths if w >= 32]
+        out[f"wf_steps_w_{i}"] = " / ".join(f"{half[w]:,}" for w in widths)
+        out[f"wf_steps_beyond_{i}"] = f"{min(beyond):,}–{max(beyond):,}"
+    return out
+
+
+@TABLE.computes("slice")
+def _slice(result, arch: dict) -> dict:
+    """The live runs against the archive's cells of the same width, m and steps."""
+    p = slice_pvalues(result, arch)
+    return {"wf_slice_p": f"{min(p.values()):.2f}", "slice_p": list(p.values())}

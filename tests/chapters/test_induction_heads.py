@@ -1,0 +1,272 @@
+"""seqtheory.chapters.induction_heads: the page's numbers from made-up runs, and the archives
+it plots (``src/seqtheory/data/icl_*.json``) against what its text says about them."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from seqtheory.chapters import induction_heads as chapter
+from seqtheory.incontext import PAPER
+from seqtheory.training import History
+from seqtheory.utils import load_data
+
+STEPS = list(range(0, 2001, 50))
+
+
+def _failed(section, values):
+    return {c.id for c in chapter.TABLE.section(section) if not c.holds(values)}
+
+
+def _main_history(switch=800, plateau=True):
+    """A run that is uniform at step 0, near the unigram rule until ``switch`` (from step
+    50, or not at all without ``plateau``) and at the bigram rule from then on."""
+    evals = []
+    for s in STEPS:
+        if s == 0:
+            kl = {"uniform": 0.001, "unigram": 0.1, "bigram": 0.15}
+        elif s < switch:
+            kl = {"uniform": 0.1, "unigram": 0.01, "bigram": 0.05}
+        else:
+            kl = {"uniform": 0.2, "unigram": 0.1, "bigram": 0.02}
+        prev = 0.04 if s <= switch else min(0.3, 0.04 + 0.26 * (s - switch) / 400)
+        ind = 0.4 if s < switch else 0.75
+        evals.append({"step": s, "loss": 0.9, "KL(P||model)": 0.1, "KL(P||model) @last": 0.05,
+                      **{f"KL({n}||model)": v for n, v in kl.items()},
+                      "layer-1 previous-token attention": prev,
+                      "layer-2 induction attention": ind})
+    if not plateau:
+        for e in evals[1:]:
+            e.update({"KL(unigram||model)": 0.1, "KL(bigram||model)": 0.02})
+    return History(evals=evals)
+
+
+EVALUATOR = SimpleNamespace(reference_loss={"uniform": 1.099, "unigram": 1.006,
+                                            "bigram": 0.88})
+
+
+# ----------------------------------------------------------------------------- helpers
+def test_first_visits_keeps_the_earliest_step_of_each_strategy():
+    ph = [("uniform", 0, 0), ("unigram", 50, 300), ("bigram", 350, 350),
+          ("unigram", 400, 500), ("bigram", 550, 900)]
+    assert chapter.first_visits(ph) == {"uniform": 0, "unigram": 50, "bigram": 350}
+
+
+def test_switch_width_runs_from_the_last_unigram_step_to_near_bigram():
+    ph = [("uniform", 0, 0), ("unigram", 50, 300), ("bigram", 350, 500)]
+    steps = [0, 50, 100, 150, 200, 250, 300, 350, 400, 450, 500]
+    kl_bigram = [0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.08, 0.06, 0.04, 0.03]
+    assert chapter.switch_width(steps, kl_bigram, ph) == 450 - 300
+    assert chapter.switch_width(steps, kl_bigram, [("bigram", 0, 500)]) is None
+
+
+def test_layer1_profile_of_a_head_sharp_for_twenty_positions():
+    t = np.arange(1, 99)
+    prev_at = np.where(t <= 20, 0.9, 1 / (t + 1)).astype(np.float32)
+    prof = chapter.layer1_profile(prev_at)
+    assert prof["prev_early"] == pytest.approx(0.9)
+    assert prof["prev_reach"] == 20.0
+    assert prof["prev_late_ratio"] == pytest.approx(1.0)
+    assert chapter.layer1_profile(np.full(98, 0.1))["prev_reach"] is None
+
+
+def test_first_step_finds_the_first_evaluation_at_the_level():
+    h = History(evals=[{"step": s, "m": v} for s, v in zip((0, 25, 50, 75), (0, 0.3, 0.6, 0.9),
+                                                           strict=True)])
+    assert chapter.first_step(h, "m", 0.5) == 50
+    assert chapter.first_step(h, "m", 0.95) is None
+
+
+def test_archived_switches_and_plateaus_per_task():
+    run = {"variant": "a", "switch": 300, "steps": [0, 50, 100, 300],
+           "KL(uniform||model)": [0.0, 0.2, 0.2, 0.3], "KL(unigram||model)": [0.1, 0.01, 0.02, 0.1],
+           "KL(bigram||model)": [0.2, 0.05, 0.05, 0.02]}
+    archive = {"runs": [run, {**run, "switch": None}, {**run, "variant": "b"}]}
+    assert chapter.archived_switches(archive) == {"a": [300, None], "b": [300]}
+    assert chapter.unigram_plateaus([run]) == [250]
+
+
+def test_graded_summary_counts_a_run_without_switch_as_the_budget():
+    graded = {"meta": {"fractions": [1.0, 0.5], "setup": {"steps": 1000}},
+              "runs": [{"ds_fraction": f, "seed": s, "switch": sw}
+                       for s, pair in ((0, (400, None)), (1, (200, 600)))
+                       for f, sw in zip((1.0, 0.5), pair, strict=True)]}
+    s = chapter.graded_summary(graded)
+    assert s["fracs"] == [0.5, 1.0]
+    assert s["switch"] == {0: [None, 400], 1: [600, 200]}
+    assert list(s["med_switch"]) == [800.0, 300.0]
+    assert list(s["med_seen"]) == pytest.approx([0.5 * 64 * 800, 64 * 300])
+    assert s["seen_lo_vs_hi"] == [True, True]
+
+
+def test_final_kl_runs_and_live_excess():
+    depth = {"runs": [{"order": 1, "architecture": "a", "kl_bayes": [0.2, v]} for v in (0.1, 0.3)]}
+    assert list(chapter.final_kl_runs(depth)[1, "a"]) == [0.1, 0.3]
+    excess = chapter.live_excess({"x": (1.0, 0.01), "y": (0.5, 0.001)}, {"x": 1.02, "y": 0.6})
+    assert excess == pytest.approx([0.02 - 0.04, 0.1 - 0.004])
+
+
+# ----------------------------------------------------------------------------- sections
+def test_phases_values_of_a_clean_run_hold_every_claim():
+    values = chapter.claims("phases", _main_history(), EVALUATOR)
+    assert (values["uni_start"], values["switch"], values["plateau_len"]) == (50.0, 800.0, 750.0)
+    assert values["switch_width"] == 50.0 and values["gap"] == pytest.approx(0.02)
+    assert values["visited"] == ["uniform", "unigram", "bigram"]
+    assert not _failed("phases", values)
+
+
+def test_a_run_without_plateau_fails_its_claims():
+    values = chapter.claims("phases", _main_history(plateau=False), EVALUATOR)
+    assert {"phases.in_order", "phases.plateau_lasts"} <= _failed("phases", values)
+
+
+def test_mechanism_rises_around_the_switch():
+    values = chapter.claims("mechanism", _main_history())
+    assert values["ind_lead"] == 0 and values["prev_lag"] == 200
+    assert values["prev_final"] == pytest.approx(0.3)
+    assert not _failed("mechanism", values)
+    late = chapter.claims("mechanism", _main_history(switch=2000))
+    assert "mechanism.layer1_rises" in _failed("mechanism", late)
+
+
+def _knock(l2):
+    return {"none": 0.907, "layer 1: no previous-token weight": 1.027,
+            "layer 1: no weight on itself (control)": 0.907, "layer 1: mean pattern": 0.907,
+            "layer 1: uniform": 1.058, "layer 2: mean pattern": l2, "layer 2: uniform": l2}
+
+
+def test_knockout_values_and_a_layer_2_that_falls_back_to_unigram():
+    t = np.arange(1, 99)
+    prev_at = np.where(t <= 36, 0.9, 0.9 / (t + 1)).astype(np.float32)
+    by_offset = np.array([0.008, 0.30, 0.02, 0.02, 0.02, 0.64], np.float32)
+    values = chapter.claims("knockout", by_offset, prev_at, _knock(1.14), EVALUATOR.reference_loss)
+    assert values["off_near"] == pytest.approx(0.06) and values["prev_reach"] == 36.0
+    assert values["ko_l2_unif"] == 1.14 and values["ref_unigram"] == 1.006
+    assert not _failed("knockout", values)
+    fallback = chapter.claims("knockout", by_offset, prev_at, _knock(1.01),
+                              EVALUATOR.reference_loss)
+    assert "knockout.layer2_not_unigram" in _failed("knockout", fallback)
+
+
+def _minimal_history(escape_at, w_at, drop=0.1):
+    return History(evals=[{"step": s, "loss": 1.06 - (drop if s >= escape_at else 0.0),
+                           "layer-1 weight on distance 1": 0.9 if s >= escape_at else 0.0,
+                           "W diagonal contrast": 1.0 if s >= w_at else 0.0}
+                          for s in range(0, 601, 25)])
+
+
+def test_minimal_control_that_escapes_too_soon_fails():
+    init = {"dirichlet": (1.06, 0.0, 9.7e-4), "doubly_stochastic": (1.19, 0.0, 1.75e-3)}
+    runs = {"dirichlet": _minimal_history(350, 175),
+            "doubly_stochastic": _minimal_history(250, 125),
+            "doubly stochastic, lr / ratio": _minimal_history(450, 200)}
+    values = chapter.claims("minimal", init, runs, 1.8, 3)
+    assert (values["esc_dir"], values["esc_ds"], values["esc_ds_lr"]) == (350.0, 250.0, 450.0)
+    assert values["esc_ds_scaled"] == pytest.approx(450.0)
+    assert not _failed("minimal", values)
+    # a large ratio: the control need not escape within the 600 steps
+    runs["doubly stochastic, lr / ratio"] = _minimal_history(10_000, 300, drop=0.0)
+    values = chapter.claims("minimal", init, runs, 2.8, 3)
+    assert _failed("minimal", values) == {"minimal.learns"}
+    # a control as quick as the equal-rate run: the smaller rate did not slow it
+    runs["doubly stochastic, lr / ratio"] = _minimal_history(300, 200)
+    values = chapter.claims("minimal", init, runs, 1.8, 3)
+    assert _failed("minimal", values) == {"minimal.control_rescaled"}
+
+
+def test_reference_values_follow_the_quoted_table():
+    ref = {k: {n: (v + 0.001, 0.001) for n, v in row.items()} for k, row in chapter.QUOTED.items()}
+    assert not _failed("reference", chapter.claims("reference", ref))
+    ref[3]["bigram"] = (0.90, 0.001)
+    assert _failed("reference", chapter.claims("reference", ref)) == {"reference.quoted_table"}
+
+
+# ----------------------------------------------------------------------------- archives
+def test_archive_sections_reproduce_the_quoted_archived_numbers():
+    """The values the text pastes from the archives, as the chapter's sections compute them."""
+    variations = load_data("icl_variations.json")
+    cpu_switch = [r["switch"] for r in variations["runs"] if r["variant"] == "k=3, α=1"]
+    paper = chapter.claims("paper", load_data("icl_paper.json"), cpu_switch,
+                           {"unigram": (1.0, 0.01), "bigram": (0.9, 0.01)})
+    assert (paper["paper_switch"], paper["paper_cpu_switch"]) == ("1100 [1050, 1150]",
+                                                                  "750 [600, 800]")
+    assert paper["paper_setup_matches"]
+    var = chapter.claims("variations", dict.fromkeys(chapter.VARIANTS, 0.1), variations,
+                         {"k=3, α=1": 750, "k=5, α=1": 650})
+    assert (var["arch_switch_k5"], var["arch_plateau_k3"], var["k5_earlier"]) == (
+        "650 [650, 850]", "700 [550, 750]", 1.0)
+    ds = chapter.claims("doubly_stochastic", {"uniform": 1.099, "unigram": 1.12}, variations)
+    assert (ds["ds_earlier"], ds["ds_none"], ds["ds_n"]) == (1.0, 1.0, 3.0)
+    trigram = load_data("icl_trigram.json")
+    tri = chapter.claims("trigram", trigram, {"bigram": (0.57, 0.005, 0.57)})
+    assert (tri["tri_switch"], tri["tri_bigram_len"], tri["tri_n_reached"]) == (
+        "1250 [750, 1950]", "500 [200, 600]", 3.0)
+    assert tri["tri_setup_matches"]
+
+
+def test_archive_paper_scale_switches_later_than_the_cpu_configuration():
+    paper = load_data("icl_paper.json")
+    variations = load_data("icl_variations.json")
+    paper_switch = [r["switch"] for r in paper["runs"]]
+    cpu_switch = chapter.archived_switches(variations)["k=3, α=1"]
+    assert all(v is not None for v in paper_switch)
+    assert min(paper_switch) > max(cpu_switch)
+    assert all(r["steps"][-1] == PAPER.steps for r in paper["runs"])
+    assert "GPU" in paper["meta"]["device"]
+
+
+def test_archive_variations_median_switches_follow_the_gains():
+    arch = chapter.archived_switches(load_data("icl_variations.json"))
+    med = {label: float(np.median(v)) for label, v in arch.items() if None not in v}
+    assert med["k=5, α=1"] < med["k=3, α=1"] < med["k=2, α=1"] < med["k=3, α=4"]
+    later = {label: sum(a > b for a, b in zip(arch[label], arch["k=3, α=1"], strict=True))
+             for label in ("k=2, α=1", "k=3, α=4")}
+    assert later == {"k=2, α=1": 3, "k=3, α=4": 3}
+
+
+def test_archive_doubly_stochastic_is_no_consistent_speed_up():
+    ds = chapter.claims("doubly_stochastic", {"uniform": 1.0, "unigram": 1.0},
+                        load_data("icl_variations.json"))
+    assert ds["ds_earlier"] < ds["ds_n"]
+
+
+def test_archive_graded_prior_switches_later_as_p_falls():
+    s = chapter.graded_summary(load_data("icl_graded.json"))
+    med_sw, med_seen = s["med_switch"], s["med_seen"]
+    assert all(a >= b for a, b in zip(med_sw, med_sw[1:], strict=False))
+    assert med_sw[0] > 2 * med_sw[-1]
+    assert all(0.7 < m / med_seen[-1] < 1.3 for m in med_seen[1:-1])
+    assert med_seen[0] > med_seen[-1] and sum(s["seen_lo_vs_hi"]) >= 2
+
+
+def test_archive_trigram_runs_pass_all_four_phases():
+    archive = load_data("icl_trigram.json")
+    s = chapter.trigram_summary(archive)
+    for visited, first, length, low in zip(s["visited"], s["first"], s["bigram_len"],
+                                          s["bigram_min"], strict=True):
+        assert visited == ["uniform", "unigram", "bigram"]
+        assert first[0] < first[1] < first[2]
+        assert length >= 100 and low < 0.05
+    assert all(v is not None for v in s["switch"])
+    assert max(s["switch"]) - min(s["switch"]) > 1000
+    assert all(0 < g < 0.01 for g in s["gap"])
+    assert all(t < 0.5 * b for t, b in zip(s["kl_trigram_final"], s["kl_bigram_final"],
+                                           strict=True))
+    budget = archive["meta"]["short_budget"]
+    for r in archive["runs"]:
+        assert r["switch_at_short_budget"] == (r["switch"] if r["switch"] <= budget else None)
+
+
+def test_archive_depth_runs_compare_as_the_text_says():
+    final = chapter.final_kl_runs(load_data("icl_depth.json"))
+    mlp, ln2, ln4 = "3 layers, MLP", "2 layers, attention-only", "4 layers, attention-only"
+    noln2, noln4 = chapter.NO_LN[ln2], chapter.NO_LN[ln4]
+    med = {key: np.median(v) for key, v in final.items()}
+    assert all((final[m, mlp] < 0.05).all() for m in (1, 2, 3))
+    assert med[2, ln2] > 2 * med[2, ln4] and med[3, ln2] > 2 * med[3, mlp]
+    assert final[3, ln4].min() > final[3, mlp].max()
+    assert final[3, ln4].max() < final[3, ln2].min()
+    for m in (1, 2, 3):
+        assert final[m, noln2].min() > final[m, ln2].max()
+        assert final[m, noln4].min() > final[m, ln4].max()
+    for m in (1, 2):
+        assert final[m, noln4].max() < final[m, noln2].min()
