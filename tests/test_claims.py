@@ -124,3 +124,16 @@ def test_measured_keeps_its_table_and_summarises_the_outcome(monkeypatch):
     with pytest.warns(UserWarning, match="run.gap"):
         verify(table.claims_for("run", 0.5, [0.99]))
     assert verify(m).summary() == "demo, section 'run': 2 of 2 claims hold on this run"
+
+
+def test_over_seeds_reads_the_record(monkeypatch):
+    table = _table()
+    record = {"runs": {"0": {"run": {"gap": 0.01}}, "1": {"run": {"gap": 0.03}},
+                       "2": {"run": {"gap": 0.02}}}}
+    monkeypatch.setattr(table, "recorded", lambda: record)
+    assert table.over_seeds("run", "gap") == [0.01, 0.03, 0.02]
+    assert table.seeds_text() == "0\u20132"
+    with pytest.raises(KeyError, match="no recorded values"):
+        table.over_seeds("run", "nope")
+    record["runs"] = {"0": {}, "4": {}}
+    assert table.seeds_text() == "0, 4"

@@ -25,6 +25,6 @@ def test_chapters_follow_the_table_of_contents():
     assert order.index("meet_the_model") < order.index("checks")
 
 
-def test_cells_escape_pipes():
-    assert claims_page._cell("a | b\nc") == "a \\| b c"
-    assert claims_page._code("x | y") == "`x \\| y`"
+def test_cells_are_single_lines():
+    assert claims_page._text("a b\n  c.") == "a b c"
+    assert claims_page._code("x |\n y") == "`x | y`"

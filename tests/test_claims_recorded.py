@@ -45,3 +45,17 @@ def test_recorded_values_satisfy_every_claim(name):
                 problems.append(f"{claim.id} under seed {seed}: {claim.describe(values)} "
                                 f"(needs {claim.condition})")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", chapters.names())
+def test_glued_names_are_unique_in_a_chapter(name):
+    # verify() glues every scalar value under its name: two sections with one name would
+    # glue one key twice, which the book build (-W) refuses
+    where: dict[str, set] = {}
+    for sections in chapters.table(name).recorded()["runs"].values():
+        for section, values in sections.items():
+            for key, value in values.items():
+                if value is None or isinstance(value, (bool, int, float, str)):
+                    where.setdefault(key, set()).add(section)
+    repeated = {k: sorted(s) for k, s in where.items() if len(s) > 1}
+    assert not repeated, f"{name}: values glued by several sections: {repeated}"

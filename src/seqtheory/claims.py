@@ -234,6 +234,23 @@ class ClaimTable:
             return {"chapter": self.chapter, "runs": {}}
         return json.loads(path.read_text(encoding="utf-8"))
 
+    def over_seeds(self, section: str, name: str) -> list:
+        """The recorded values of ``name`` in ``section``, one per recorded base seed: what
+        a sentence such as "over base seeds 0-9 the slope ranged from a to b" pastes."""
+        runs = self.recorded()["runs"]
+        vals = [r[section][name] for r in runs.values() if name in r.get(section, {})]
+        if not vals:
+            raise KeyError(f"no recorded values of {name!r} in section {section!r} of "
+                           f"{self.chapter} (python scripts/robustness.py --record)")
+        return vals
+
+    def seeds_text(self) -> str:
+        """The recorded base seeds in a few characters: ``"0-9"`` or ``"0, 2, 5"``."""
+        seeds = sorted(int(s) for s in self.recorded()["runs"])
+        if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+            return f"{seeds[0]}\u2013{seeds[-1]}"
+        return ", ".join(map(str, seeds))
+
     def spread(self, claim: Claim, record: dict | None = None) -> dict[str, str]:
         """Each value the claim reads, summarised over the recorded seeds."""
         runs = (record or self.recorded())["runs"]

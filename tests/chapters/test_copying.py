@@ -62,14 +62,6 @@ def test_diagonal_score_takes_the_best_second_layer_head():
     assert chapter.diagonal_score(Model(), "abc") == pytest.approx(1.0)
 
 
-def test_gated_decay_is_mamba_zero_order_hold_step():
-    # sigmoid(g) = exp(-softplus(-g)) and 1 - sigmoid(g) = 1 - exp(-Delta), as the text says
-    g = torch.linspace(-8, 8, 101)
-    delta = torch.nn.functional.softplus(-g)
-    assert torch.allclose(torch.sigmoid(g), torch.exp(-delta), atol=1e-6)
-    assert torch.allclose(torch.sigmoid(-g), 1 - torch.exp(-delta), atol=1e-6)
-
-
 # ----------------------------------------------------------------- live sections
 def _runs(tf=(1.0, 1.0, 0.99), ha=(0.95, 0.94, 0.97), gated=(0.15, 0.1, 0.13),
           tf_test=(0.0, 0.0, 0.0), ha_test=(0.78, 0.74, 0.8)):

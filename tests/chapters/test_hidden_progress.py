@@ -57,7 +57,8 @@ def test_plateau_progress_reads_each_seed_at_80_percent_of_its_plateau():
     assert p.first_move.tolist() == [850, 850]
     assert p.plateau.tolist() == [14, 14]                      # step 700 >= 0.8 * 850
     assert p.acc_there.tolist() == [0.5, 0.5]
-    assert p.lead.tolist() == [50.0, 50.0]                     # ahead from the first step on
+    assert p.lead.tolist() == [50.0, 50.0]  # ahead from the second evaluation on (at step 0
+    #                                        every ratio, support and placebo, is 1)
     assert p.on_rel == pytest.approx([1 - 0.5e-4 * 700] * 2, rel=1e-6)
     assert p.off_rel == pytest.approx([1 - 1e-4 * 700] * 2, rel=1e-6)
     assert np.all(p.ratio_there > p.placebo_there)

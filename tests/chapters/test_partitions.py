@@ -53,6 +53,7 @@ def test_explore_view_and_first_determined():
     view = chapter.explore_view(8, 2, 200, 0, train=False)
     assert view.fit is None and view.x.shape == (200, 3)
     assert view.verdict == "unique, correct"       # 200 samples pin down 8 tokens per slot
+    assert chapter.explore_verdicts(8, 2, 200, tries=3) == ["unique, correct"] * 3
     assert chapter.first_determined(8, 2, 200, tries=3) == 0
     # one sample determines nothing: no instance qualifies, the default falls back to 0
     assert chapter.explore_view(8, 2, 1, 0, train=False).verdict == "ambiguous"
@@ -106,6 +107,12 @@ def test_a_flat_threshold_fails_the_growth_claim():
     s50 = sat.s50()
     values = chapter.claims("sat", sat, s50, s50 - 5)
     assert _failed("sat", values) == {"sat.grows"}
+    # S50 / N rising with a slope below 0.75 per unit of ln N (0.59) is too flat
+    sat = _sat_result({16: [200] * 10, 32: [413] * 10})
+    s50 = sat.s50()
+    values = chapter.claims("sat", sat, s50, s50 - 5)
+    assert values["s50_last"] > values["s50_first"] and values["s50_slope"] < 0.75
+    assert _failed("sat", values) == {"sat.grows"}
     # an average-rho formula above the data fails its claim too
     values = chapter.claims("sat", _growing(), _growing().s50(), _growing().s50() + 1)
     assert "sat.average_rho_below" in _failed("sat", values)
@@ -142,6 +149,16 @@ def test_effort_values_and_claims():
 def test_effort_peaking_at_the_threshold_fails():
     values = chapter.claims("effort", _effort(peak_at=4.0))
     assert {"effort.planted_peak", "effort.peak_falls"} <= _failed("effort", values)
+
+
+def test_effort_growing_ten_fold_or_less_fails():
+    hardness = _effort()
+    hard = hardness.by_size["colouring, degree 4.6"].copy()
+    hard[2:, 1] = [90, 130]                  # 110 / 11: a 10-fold growth
+    hardness.by_size = {**hardness.by_size, "colouring, degree 4.6": hard}
+    values = chapter.claims("effort", hardness)
+    assert values["hard_growth"] == pytest.approx(10.0)
+    assert "effort.colouring_grows" in _failed("effort", values)
 
 
 class _GD:
@@ -214,10 +231,28 @@ def test_variations_values_and_claims():
             "variations.noise"} <= _failed("variations", worse)
 
 
-def test_an_ambiguous_default_view_fails_its_claim():
-    (claim,) = _claims("explore")
-    assert claim.holds({"explore_verdict": "unique, correct"})
-    assert not claim.holds({"explore_verdict": "ambiguous"})
+def test_explore_counts_the_instances_the_samples_determine():
+    # 200 samples determine each of the first three instances with N = 8, K = 2
+    values = chapter.claims("explore", 0, N=8, K=2, S=200, tries=3)
+    assert values["explore_verdict"] == "unique, correct"
+    assert (values["explore_n_determined"], values["explore_n_instances"]) == (3, 3)
+    assert values["explore_c"] == pytest.approx(200 / (8 * math.log(8)))
+    assert not _failed("explore", values)
+
+
+def test_explore_with_few_determined_instances_fails():
+    # 30 samples: only instance 1 of the first four is determined; a default view on it is
+    # correct, but one of four is fewer than half
+    assert chapter.explore_verdicts(8, 2, 30, tries=4) == [
+        "ambiguous", "unique, correct", "ambiguous", "ambiguous"]
+    values = chapter.claims("explore", 1, N=8, K=2, S=30, tries=4)
+    assert values["explore_verdict"] == "unique, correct"
+    assert values["explore_n_determined"] == 1
+    assert _failed("explore", values) == {"explore.most_determined"}
+    # one sample determines nothing, the default view included
+    none = chapter.claims("explore", 0, N=8, K=2, S=1, tries=2)
+    assert none["explore_n_determined"] == 0 and none["explore_verdict"] == "ambiguous"
+    assert _failed("explore", none) == {"explore.most_determined"}
 
 
 def test_exercise_values_are_floats():

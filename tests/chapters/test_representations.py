@@ -3,9 +3,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 from seqtheory.chapters import representations as chapter
-from seqtheory.knowledge_graphs import KINSHIP, FamilyForest, KinshipModels
+from seqtheory.knowledge_graphs import KINSHIP, FamilyForest, KinshipData, KinshipModels
 from seqtheory.representations import SETUP, kinship_task
 
 DIMS = (1, 2, 3, 4, 6, 8, 16, 32)
@@ -30,9 +31,24 @@ def _per_size(values, jitter=0.02):
 
 # --------------------------------------------------------------------------- the split
 def test_implied_fraction_counts_the_held_out_facts(task):
-    implied, n = chapter.implied_fraction(task.data)
+    _, n = chapter.implied_fraction(task.data)
     assert n == int(task.data.select("test_facts")[1].numel())
-    assert 0.0 <= implied <= 1.0
+
+
+def test_implied_fraction_on_two_hand_made_families():
+    # family 1: parents 0, 1 and children 2, 3; family 2: the couple 4, 5.  Seen: 0 is 2's
+    # parent, 1 is 3's parent, 2 and 3 are siblings.  Held out: 0 is 3's parent and 1 is
+    # 2's (a parent of one sibling is a parent of the other: implied), 4 and 5 are spouses
+    # (nothing seen about them: not implied), and the unrelated pair (0, 4), which is not
+    # a fact and does not count.
+    term = {t: KINSHIP.index(t) for t in ("none", "parent", "spouse", "sibling")}
+    rows = [(0, 2, "parent", True), (1, 3, "parent", True), (2, 3, "sibling", True),
+            (0, 3, "parent", False), (1, 2, "parent", False), (4, 5, "spouse", False),
+            (0, 4, "none", False)]
+    data = KinshipData(torch.tensor([[a, b] for a, b, _, _ in rows]),
+                       torch.tensor([term[t] for _, _, t, _ in rows]),
+                       torch.tensor([seen for *_, seen in rows]), n_people=6)
+    assert chapter.implied_fraction(data) == (pytest.approx(2 / 3), 3)
 
 
 def test_split_values_hold_on_the_chapter_forest(task):
@@ -126,6 +142,12 @@ def test_stitching_values_and_claims():
     assert values["rand32"] == pytest.approx(0.4)
     assert values["cka_mid_lo"] == values["cka_mid_hi"] == pytest.approx(0.4)
     assert len(values["cka_random_med"]) == len(WDS) * len(DIMS)
+    assert values["mid_shortfall"] == pytest.approx([0.02, 0.02])   # d = 8 and 16
+    # the record over base seeds: each run's largest mid-size shortfall, lowest and highest
+    per_run = [max(v) for v in chapter.TABLE.over_seeds("stitching", "mid_shortfall")]
+    assert values["rec_seeds"] == chapter.TABLE.seeds_text()
+    assert (values["mid_shortfall_rec_lo"], values["mid_shortfall_rec_hi"]) == (
+        min(per_run), max(per_run))
     assert not _failed(values)
 
 
@@ -154,11 +176,19 @@ def test_small_values_and_claims(task):
     assert values["n_starts"] == 4 and values["stitch_steps"] == 300
     assert values["restart_change"] == pytest.approx(0.02)
     assert values["nl_gain_lo"] == pytest.approx(0.25)
-    assert values["nl_short_d2"] == pytest.approx(0.1)
+    assert values["nl_short_d2"] == pytest.approx(0.1)               # d = 2 only
+    assert values["nl_ratio_lo"] == pytest.approx(0.85 / 0.92)       # d = 3, 4, not d = 2
     assert values["r2_small_lo"] == pytest.approx(0.7)
     assert values["n_aut"] == 131072
     assert values["n_aut_text"] == "131,072 (2 to the power 17)"
     assert not _failed(values)
+
+
+def test_small_rows_must_follow_the_small_dims(task):
+    assert chapter.SMALL_DIMS == (2, 3, 4)
+    rows = {k: v[1:] for k, v in _small_rows().items()}   # d = 3, 4 only
+    with pytest.raises(ValueError, match="SMALL_DIMS"):
+        chapter.claims("small", rows, task.forest, 3, 300)
 
 
 def test_restarts_that_rescue_the_affine_stitch_fail(task):

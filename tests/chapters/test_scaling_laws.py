@@ -73,6 +73,24 @@ def test_data_values_and_exponents_that_do_not_fall_with_d_fail():
     assert "data.knn_falls_with_d" in _failed("data", flat)
 
 
+def test_full_only_claims_are_false_not_raising_without_a_transformer():
+    full = [c for c in chapter.TABLE.claims if c.scale == "full"]
+    assert {c.id for c in full} == {"data.transformer_falls_with_d",
+                                    "model.transformer_bigger_better"}
+    for sections in chapter.TABLE.recorded()["runs"].values():   # the CPU record: None
+        assert not any(c.holds(sections[c.section]) for c in full)
+    values = chapter.claims("data", _data(), {1: 1.0, 2: 2.0, 4: 3.9})
+    assert values["tf_exp"] is None and not full[0].holds(values)
+
+
+def test_record_ranges_for_the_text():
+    values = chapter.claims("data", _data(), {1: 1.0, 2: 2.0, 4: 3.9})
+    assert values["record_seeds"] == chapter.TABLE.seeds_text()
+    knn_e1 = chapter.TABLE.over_seeds("data", "knn_e1")
+    assert (values["knn_e1_rec_lo"], values["knn_e1_rec_hi"]) == (min(knn_e1), max(knn_e1))
+    assert values["mlp_e1_rec_lo"] <= values["mlp_e1_rec_hi"]
+
+
 def test_beta_values_and_a_control_that_shows_beta_fails():
     pred = np.array([1 / 3, 1 / 2, 0.6, 2 / 3])
     exps = np.repeat((pred + np.array([0.16, 0.1, 0.1, 0.06]))[:, None], 3, 1)
@@ -117,6 +135,8 @@ def test_text_live_run_compares_with_the_archive(monkeypatch):
     assert new["text_archived_same"] is None and not _failed("text", new)
     broken = chapter.claims("text", sweep, _live(3.3), 4.1)
     assert _failed("text", broken) == {"text.live_near_archive"}
+    beyond = chapter.claims("text", sweep, _live(max(new["text_archived_loss"]) + 0.35), 4.1)
+    assert _failed("text", beyond) == {"text.live_near_archive"}
 
 
 def test_width_live_check_compares_with_the_archive(monkeypatch):

@@ -147,10 +147,6 @@ PAPER = dict(
 )
 
 
-def _f(x) -> float:
-    return float(x)
-
-
 @TABLE.computes("parity")
 def _parity(result) -> dict:
     """Every (chain, model) row: worst and best models on unseen and training strings."""
@@ -158,17 +154,17 @@ def _parity(result) -> dict:
     none_test = np.concatenate([test[("none", m)] for m in ("linear", "MLP")])
     linear_train = np.concatenate([train[(f, "linear")] for f in ("none", "running")])
     return {
-        "none_mlp_train": _f(train[("none", "MLP")].mean()),
-        "linear_train_best": _f(linear_train.max()),
-        "none_test_lo": _f(none_test.min()),
-        "none_test_hi": _f(none_test.max()),
-        "running_mlp_worst": _f(test[("running", "MLP")].min()),
-        "running_linear_test_lo": _f(test[("running", "linear")].min()),
-        "running_linear_test_hi": _f(test[("running", "linear")].max()),
-        "threshold_linear_worst": _f(test[("threshold", "linear")].min()),
-        "binary_linear_worst": _f(test[("binary", "linear")].min()),
-        "unary_linear_worst": _f(test[("unary", "linear")].min()),
-        "mlp_chain_worst": _f(min(test[(f, "MLP")].min() for f in FORMATS if f != "none")),
+        "none_mlp_train": train[("none", "MLP")].mean(),
+        "linear_train_best": linear_train.max(),
+        "none_test_lo": none_test.min(),
+        "none_test_hi": none_test.max(),
+        "running_mlp_worst": test[("running", "MLP")].min(),
+        "running_linear_test_lo": test[("running", "linear")].min(),
+        "running_linear_test_hi": test[("running", "linear")].max(),
+        "threshold_linear_worst": test[("threshold", "linear")].min(),
+        "binary_linear_worst": test[("binary", "linear")].min(),
+        "unary_linear_worst": test[("unary", "linear")].min(),
+        "mlp_chain_worst": min(test[(f, "MLP")].min() for f in FORMATS if f != "none"),
         "test_acc": {f"{f} {m}": test[(f, m)] for f, m in result.models},
     }
 
@@ -177,11 +173,11 @@ def _parity(result) -> dict:
 def _followups(result) -> dict:
     """The binary chain trained longer, and the threshold chain with tied weights."""
     return {
-        "binary_linear_long_worst": _f(result.binary_long_test.min()),
+        "binary_linear_long_worst": result.binary_long_test.min(),
         "binary_linear_test": result.test_acc[("binary", "linear")],
         "binary_linear_long_test": result.binary_long_test,
-        "shared_linear_hi": _f(result.shared_test["linear"].max()),
-        "shared_mlp_worst": _f(result.shared_test["MLP"].min()),
+        "shared_linear_hi": result.shared_test["linear"].max(),
+        "shared_mlp_worst": result.shared_test["MLP"].min(),
         "shared_test": result.shared_test,
     }
 
@@ -221,21 +217,21 @@ def _multiplication(mult) -> dict:
         "mult_hidden": s.hidden,
         "mult_train_pairs": f"{len(mult.a_train):,}",
         "mult_steps": f"{s.steps:,}",
-        "mult_none_hi": _f(test["none"].max()),
-        "mult_none_median": _f(np.median(test["none"])),
-        "mult_none_train_hi": _f(mult.train_acc["none"].max()),
-        "mult_none_last_worst": _f(steps["none"][:, -1].min()),
-        "none_middle_best": _f(steps["none"][:, 1:-1].max()),
+        "mult_none_hi": test["none"].max(),
+        "mult_none_median": np.median(test["none"]),
+        "mult_none_train_hi": mult.train_acc["none"].max(),
+        "mult_none_last_worst": steps["none"][:, -1].min(),
+        "none_middle_best": steps["none"][:, 1:-1].max(),
     }
     for f in ("products", "sums"):
-        values[f"mult_{f}_median"] = _f(np.median(test[f]))
+        values[f"mult_{f}_median"] = np.median(test[f])
         values[f"mult_{f}_range"] = accuracy_range(test[f])
         values[f"{f}_test"] = test[f]
     values.update({
-        "mult_products_step_worst": _f(steps["products"][:, :-answer].min()),
-        "mult_answer_step_worst": _f(prod_answer.min()),
-        "mult_answer_ends_worst": _f(prod_answer[[0, -1]].min()),
-        "mult_sums_step_worst": _f(steps["sums"].min()),
+        "mult_products_step_worst": steps["products"][:, :-answer].min(),
+        "mult_answer_step_worst": prod_answer.min(),
+        "mult_answer_ends_worst": prod_answer[[0, -1]].min(),
+        "mult_sums_step_worst": steps["sums"].min(),
         "products_answer": prod_answer,
         "none_test": test["none"],
         "none_train": mult.train_acc["none"],

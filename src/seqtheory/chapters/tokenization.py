@@ -107,15 +107,17 @@ TABLE = ClaimTable("tokenization", [
           "k1_gap > 5 * max(max(abs(v) for v in noise), 0.001)",
           "a gap at m = 1 within a few times the estimation noise of the block losses"),
     Claim("sweep.k1_like_blocks",
-          "At m = 1 BPE-1024 does about as well as blocks of 10 bits: it is within 0.01 bits "
-          "of their exact loss, whose gap to H is 0.028.",
-          "abs(k1_vs_exact) < 0.01",
-          "BPE at m = 1 differing from the exact block loss by a third of its gap to H"),
+          "At m = 1 BPE-1024 does about as well as blocks of 10 bits: it is within 0.008 "
+          "bits of their exact loss, whose gap to H is 0.028.",
+          "abs(k1_vs_exact) < 0.008",
+          "BPE at m = 1 differing from the exact block loss by 0.008 bits or more (over a "
+          "quarter of that loss's gap to H)"),
     Claim("sweep.k1_like_measured_blocks",
-          "At m = 1 BPE-1024 is also within 0.01 bits of the measured loss of blocks of 10 "
+          "At m = 1 BPE-1024 is also within 0.008 bits of the measured loss of blocks of 10 "
           "bits.",
-          "k1_blocks < 0.01",
-          "BPE at m = 1 differing from the measured blocks by a third of their gap to H"),
+          "k1_blocks < 0.008",
+          "BPE at m = 1 differing from the measured blocks by 0.008 bits or more (over a "
+          "quarter of their gap to H)"),
     # ---------------------------------------------------------------- the gap in 1 / log d
     Claim("gap.one_over_log",
           "At m = 4 BPE's gap times log2 d is nearly constant for d = 64 to 1024: its gap "
@@ -134,9 +136,11 @@ TABLE = ClaimTable("tokenization", [
     # ---------------------------------------------------------------- short stream
     Claim("overfit.bpe_rises",
           "With 10^5 training characters BPE's test loss rises from d = 256 to d = 1024 "
-          "(by more than 0.01 bits at m = 1, 2 and 0.001 at m = 4).",
-          "bpe_rises[0] > 0.01 and bpe_rises[1] > 0.01 and bpe_rises[2] > 0.001",
-          "BPE not getting worse from d = 256 to 1024 on the short stream"),
+          "(by more than 0.01 bits at m = 1, 2, and at m = 4 by more than the estimation "
+          "noise, 0.002 bits).",
+          "bpe_rises[0] > 0.01 and bpe_rises[1] > 0.01 and bpe_rises[2] > 0.002",
+          "BPE not getting worse from d = 256 to 1024 on the short stream, or at m = 4 by "
+          "no more than the estimation noise"),
     Claim("overfit.lzw_no_rise",
           "LZW's test loss does not rise from d = 256 to d = 1024 on the short stream "
           "(beyond the estimation noise, 0.002 bits), at any m.",
@@ -149,11 +153,11 @@ TABLE = ClaimTable("tokenization", [
           "BPE overfitting the long stream too"),
     # ---------------------------------------------------------------- the tokens
     Claim("vocab.complements",
-          "The 12 most used BPE-64 tokens (m = 4) include 8-character tokens, and at least a "
-          "third of these have a second half that is the complement of the first (one in 16 "
+          "The 12 most used BPE-64 tokens (m = 4) include 8-character tokens, and at least "
+          "half of these have a second half that is the complement of the first (one in 16 "
           "random 8-bit strings has).",
-          "n_eight > 0 and 3 * n_compl >= n_eight",
-          "no 8-character token among the 12, or fewer than a third of them of the form "
+          "n_eight > 0 and 2 * n_compl >= n_eight",
+          "no 8-character token among the 12, or fewer than half of them of the form "
           "x + complement(x)"),
 ])
 claims = TABLE.claims_for
@@ -289,12 +293,10 @@ def _race(result, archive: dict) -> dict:
         "lm_steps": setup.lm_steps,
         "race_c100": spread(c["b100"], 3),
         "race_t100": spread(t["b100"], 3),
-        "race_c_end": spread(c["end"], 3),
-        "race_t_end": spread(t["end"], 3),
         "race_unigram": result.unigram_bits,
         "race_chars_per_row": int(round(
             result.chars_seen["tokens"][0][-1] / setup.lm_steps / setup.batch_size, -1)),
-        "c100": c["b100"], "t100": t["b100"], "c_end": c["end"], "t_end": t["end"],
+        "c100": c["b100"], "t100": t["b100"],
         "ms_characters": c["ms"], "ms_tokens": t["ms"],
         "live_chars": at_step(result.histories["characters"], cmp_step),
         "archive_chars": [r["bits_per_char"][r["steps"].index(cmp_step)]
