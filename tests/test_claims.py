@@ -112,6 +112,7 @@ def test_summarise():
     assert summarise([True, False, True]) == "true in 2/3"
     assert summarise(["a", "b", "a"]) == "'a' / 'b'"
     assert summarise([]) == "not recorded"
+    assert summarise([[], []]) == "empty in 2/2"
 
 
 def test_measured_keeps_its_table_and_summarises_the_outcome(monkeypatch):
@@ -137,3 +138,5 @@ def test_over_seeds_reads_the_record(monkeypatch):
         table.over_seeds("run", "nope")
     record["runs"] = {"0": {}, "4": {}}
     assert table.seeds_text() == "0, 4"
+    record["runs"] = {str(s): {} for s in (*range(10), 11, 42, 43)}
+    assert table.seeds_text() == "0\u20139, 11, 42, 43"

@@ -133,7 +133,7 @@ def test_sequence_loss_and_kl():
     assert kl_divergence(p, torch.tensor([0.9, 0.1])).item() > 0
 
 
-# Figures from the issue (nats, T = 100, alpha = 1, mean over positions)
+# Reference values (nats, T = 100, alpha = 1, mean over positions)
 REFERENCE = {2: dict(uniform=0.693, unigram=0.579, bigram=0.511, oracle=0.482),
              3: dict(uniform=1.099, unigram=1.006, bigram=0.888, oracle=0.821)}
 

@@ -281,7 +281,7 @@ def test_block_unigram_entropy_closed_form():
     from seqtheory.markov import switching_entropy_rate, switching_unigram_entropy
 
     H, U = switching_entropy_rate(0.8, 0.8), switching_unigram_entropy(0.8, 0.8)
-    # the number: k = 4, r = 6
+    # a reference value: k = 4, r = 6
     assert abs(block_unigram_entropy(0.8, 0.8, 4, 6) - 0.9073) < 1e-4
     # r <= k: the character-level unigram loss h(pi_1), for p != q too
     for r in (1, 2, 3):

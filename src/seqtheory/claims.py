@@ -245,11 +245,20 @@ class ClaimTable:
         return vals
 
     def seeds_text(self) -> str:
-        """The recorded base seeds in a few characters: ``"0-9"`` or ``"0, 2, 5"``."""
+        """The recorded base seeds in a few characters, runs of three or more as ranges:
+        ``"0\u20139"``, ``"0\u20139, 11, 42"``."""
         seeds = sorted(int(s) for s in self.recorded()["runs"])
-        if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
-            return f"{seeds[0]}\u2013{seeds[-1]}"
-        return ", ".join(map(str, seeds))
+        parts, i = [], 0
+        while i < len(seeds):
+            j = i
+            while j + 1 < len(seeds) and seeds[j + 1] == seeds[j] + 1:
+                j += 1
+            if j - i >= 2:
+                parts.append(f"{seeds[i]}\u2013{seeds[j]}")
+            else:
+                parts.extend(str(s) for s in seeds[i:j + 1])
+            i = j + 1
+        return ", ".join(parts)
 
     def spread(self, claim: Claim, record: dict | None = None) -> dict[str, str]:
         """Each value the claim reads, summarised over the recorded seeds."""
@@ -280,10 +289,12 @@ def summarise(values: list) -> str:
                 add(x)
         else:
             flat.append(v)
+    if not values:
+        return "not recorded"
     for v in values:
         add(v)
     if not flat:
-        return "not recorded"
+        return f"empty in {len(values)}/{len(values)}"
     if all(isinstance(v, bool) for v in flat):
         return f"true in {sum(flat)}/{len(flat)}"
     nums = [v for v in flat if isinstance(v, (int, float)) and not isinstance(v, bool)]

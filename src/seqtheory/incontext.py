@@ -396,7 +396,7 @@ def run_seeds(setup: ICLSetup, *, seeds=(0, 1, 2), seed: int | None = None,
 
 
 def train_icl(setup: ICLSetup, *, seed: int | None = None, **kwargs) -> ICLRun:
-    """The former name of :func:`run` (same arguments)."""
+    """Another name for :func:`run` (same arguments)."""
     return run(setup, seed=seed, **kwargs)
 
 

@@ -237,10 +237,12 @@ def test_overfit_values_and_claims():
     assert values["lzw_fall_min"] == pytest.approx(0.01)
     assert not _failed(values)
     assert _failed(chapter.claims("overfit", sweep, sweep)) == {"overfit.bpe_rises"}
-    # at m = 4 a rise within the estimation noise (0.0015 < 0.002 bits) is not a rise
-    within_noise = _short(sweep, worse4=0.0015 + 0.75 / 8 - 0.75 / 10)
-    assert chapter.claims("overfit", sweep, within_noise)["bpe_rise4"] == pytest.approx(0.0015)
-    assert _failed(chapter.claims("overfit", sweep, within_noise)) == {"overfit.bpe_rises"}
+    # at m = 4 a change within the estimation noise passes, a fall beyond it does not
+    flat4 = _short(sweep, worse4=-0.0015 + 0.75 / 8 - 0.75 / 10)
+    assert chapter.claims("overfit", sweep, flat4)["bpe_rise4"] == pytest.approx(-0.0015)
+    assert not _failed(chapter.claims("overfit", sweep, flat4))
+    falls4 = _short(sweep, worse4=-0.003 + 0.75 / 8 - 0.75 / 10)
+    assert _failed(chapter.claims("overfit", sweep, falls4)) == {"overfit.bpe_rises"}
 
 
 # ------------------------------------------------------------------ the tokens

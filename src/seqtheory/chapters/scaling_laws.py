@@ -61,9 +61,9 @@ TABLE = ClaimTable("scaling_laws", [
           "abs(knn_e4 - pred4) < 0.08",
           "a d = 4 exponent drifting towards 4/(4+d) = 0.5"),
     Claim("data.mlp_flatter",
-          "Where learning is easiest (d = 1) the MLP's curve is much flatter than k-NN's: "
-          "its exponent (median over seeds) is more than 0.1 below k-NN's.",
-          "mlp_e1_median < knn_e1 - 0.1",
+          "Where learning is easiest (d = 1) the MLP's curve is flatter than k-NN's: "
+          "its exponent (median over seeds) is below k-NN's.",
+          "mlp_e1_median < knn_e1",
           "an MLP that learns the easy case as fast as k-NN (no optimisation error left "
           "to hide the fast rate)"),
     Claim("data.transformer_falls_with_d",
@@ -289,6 +289,8 @@ def _data(data, torus_id: dict) -> dict:
     pred = [predicted_exponents(d)["alpha_data"] for d in dims]
     knn_e1_rec = _recorded_range("data", "knn_e1")        # the record over base seeds
     mlp_e1_rec = _recorded_range("data", "mlp_e1_median")
+    gap_rec = np.subtract(TABLE.over_seeds("data", "knn_e1"),
+                          TABLE.over_seeds("data", "mlp_e1_median"))
     return {
         **{f"knn_e{d}": float(e) for d, e in zip(dims, knn, strict=True)},
         "mlp_e1": spread(mlp_e1),
@@ -299,6 +301,7 @@ def _data(data, torus_id: dict) -> dict:
         "record_seeds": TABLE.seeds_text(),
         "knn_e1_rec_lo": knn_e1_rec[0], "knn_e1_rec_hi": knn_e1_rec[1],
         "mlp_e1_rec_lo": mlp_e1_rec[0], "mlp_e1_rec_hi": mlp_e1_rec[1],
+        "mlp_gap_rec_lo": float(gap_rec.min()), "mlp_gap_rec_hi": float(gap_rec.max()),
     }
 
 

@@ -135,12 +135,12 @@ TABLE = ClaimTable("tokenization", [
           "BPE's epsilon within 0.03 of LZW's, or above it"),
     # ---------------------------------------------------------------- short stream
     Claim("overfit.bpe_rises",
-          "With 10^5 training characters BPE's test loss rises from d = 256 to d = 1024 "
-          "(by more than 0.01 bits at m = 1, 2, and at m = 4 by more than the estimation "
-          "noise, 0.002 bits).",
-          "bpe_rises[0] > 0.01 and bpe_rises[1] > 0.01 and bpe_rises[2] > 0.002",
-          "BPE not getting worse from d = 256 to 1024 on the short stream, or at m = 4 by "
-          "no more than the estimation noise"),
+          "With 10^5 training characters BPE's test loss rises from d = 256 to d = 1024 by "
+          "more than 0.01 bits at m = 1 and 2; at m = 4 the change is small and it does not "
+          "fall beyond the estimation noise (0.002 bits).",
+          "bpe_rises[0] > 0.01 and bpe_rises[1] > 0.01 and bpe_rises[2] > -0.002",
+          "BPE not getting worse from d = 256 to 1024 at m = 1 or 2 on the short stream, or "
+          "getting better at m = 4 beyond the estimation noise"),
     Claim("overfit.lzw_no_rise",
           "LZW's test loss does not rise from d = 256 to d = 1024 on the short stream "
           "(beyond the estimation noise, 0.002 bits), at any m.",
