@@ -143,7 +143,7 @@ TABLE = ClaimTable("representations", [
     Claim("small.nonlinear_control",
           "The non-linear stitch stays well above the same stitch fed with random points.",
           "nl_gap_lo > 0.15",
-          "a non-linear stitch that does about as well from random points"),
+          "a non-linear stitch less than 0.15 above the same stitch fed with random points"),
     Claim("small.nonlinear_d2",
           "At d = 2 even the non-linear stitch stays below B's own accuracy.",
           "nl_short_d2 > 0.03",
