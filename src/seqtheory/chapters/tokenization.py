@@ -140,7 +140,8 @@ TABLE = ClaimTable("tokenization", [
           "and it does not fall beyond the estimation noise (0.002 bits).",
           "bpe_rises[0] > 0.01 and bpe_rises[1] > 0.01 and -0.002 < bpe_rises[2] < 0.01",
           "BPE not getting worse from d = 256 to 1024 at m = 1 or 2 on the short stream, or "
-          "getting better at m = 4 beyond the estimation noise, or rising there by 0.01 bits or more"),
+          "getting better at m = 4 beyond the estimation noise, or rising there by 0.01 "
+          "bits or more"),
     Claim("overfit.lzw_no_rise",
           "LZW's test loss does not rise from d = 256 to d = 1024 on the short stream "
           "(beyond the estimation noise, 0.002 bits), at any m.",
