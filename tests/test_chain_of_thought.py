@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.chain_of_thought: chain formats, the linear AR model."""
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -6,6 +7,7 @@ from hypothesis import strategies as st
 
 from seqtheory.chain_of_thought import (
     FORMATS,
+    SUPPORT_FORMATS,
     CoTSetup,
     NextTokenNet,
     all_bit_strings,
@@ -148,7 +150,12 @@ def test_run_is_deterministic_and_returns_every_row():
         assert r1.test_acc[key].shape == (2,)
         assert (r1.test_acc[key] == r2.test_acc[key]).all()
         assert len(r1.histories[key].loss) == 5
-    assert r1.binary_long_test.shape == (2,) and set(r1.shared_test) == {"linear", "MLP"}
+    assert r1.binary_long_test.shape == (2,)
+    assert set(r1.shared_test) == {("threshold", "MLP")} | {(f, "linear") for f in FORMATS}
+    assert r1.support.shape == (TINY.subset_size,) == (2,) and (np.diff(r1.support) > 0).all()
+    assert set(r1.support_test) == set(SUPPORT_FORMATS)
+    assert (r1.support == r2.support).all() and all(
+        (r1.support_test[f] == r2.support_test[f]).all() for f in SUPPORT_FORMATS)
     r3 = run(TINY, seed=4, progress=False)
     assert not torch.equal(r3.models[("none", "linear")].w, r1.models[("none", "linear")].w)
 
@@ -172,6 +179,36 @@ def test_setup_validation():
         CoTSetup(seeds=2.0)
     with pytest.raises(TypeError, match="setup must be a CoTSetup"):
         run({}, seed=0)
+    with pytest.raises(ValueError, match="support_size must be <= n"):
+        CoTSetup(n=4, train_size=8, support_size=5)
+    assert CoTSetup().subset_size == 6
+    assert CoTSetup(n=5, train_size=8, support_size=5).subset_size == 5
+
+
+def test_chains_over_a_support_are_the_chains_of_those_bits():
+    x = all_bit_strings(6)
+    a = [4, 1, 3]                                             # any order; used sorted
+    for fmt in FORMATS:
+        seq = parity_chain(x, fmt, support=a)
+        assert torch.equal(seq[:, :6], x)                     # the prompt: every bit
+        assert torch.equal(seq[:, 6:], parity_chain(x[:, [1, 3, 4]], fmt)[:, 3:])
+        assert seq.shape[1] == 6 + chain_length(3, fmt)
+        assert torch.equal(seq[:, -1], x[:, [1, 3, 4]].sum(dim=1) % 2)
+    for bad in ([], [1, 1], [6], [-1]):
+        with pytest.raises(ValueError, match="support must hold distinct bit indices"):
+            parity_chain(x, "binary", support=bad)
+
+
+def test_a_linear_model_learns_the_parity_of_a_hidden_subset_with_a_chain():
+    x = all_bit_strings(6)
+    setup = CoTSetup(n=6, seeds=2, steps=300, batch_size=64, train_size=32)
+    a = torch.tensor([0, 2, 5])
+    model, _ = train_chain_models("threshold", None, x, setup, support=a,
+                                  generator=torch.Generator().manual_seed(0), progress=False)
+    assert model.seq_len == 6 + 2 * 3 - 1
+    assert answer_accuracy(model, x, "threshold", a).min() == 1.0
+    # the same model scored against the parity of every bit is right only by chance
+    assert answer_accuracy(model, x, "threshold", [0, 1, 2]).max() < 0.8
 
 
 def test_helpers_and_errors():

@@ -120,6 +120,9 @@ def test_online_sgd_learns_a_2_sparse_parity_and_records_progress():
     assert np.all(np.isfinite(steps_to_success(run)))
     assert run.weight.shape == (len(run.steps), 2, 10)
     assert np.all(run.support_ratio[-1] > 1.2) and run.distance[0].max() == 0
+    # the largest change per input coordinate: its maximum over inputs is the distance
+    assert run.column_distance.shape == (len(run.steps), 2, 10)
+    assert np.allclose(run.column_distance.max(-1), run.distance)
     # the placebo: all 28 off-support pairs of 8 bits, each 1 at step 0, below the support
     placebo = placebo_ratios(run)
     assert placebo.shape == (28, len(run.steps), 2) and np.allclose(placebo[:, 0], 1.0)

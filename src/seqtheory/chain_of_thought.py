@@ -3,8 +3,9 @@
 A *linear* auto-regressive model predicts each token from a linear function of the
 one-hot context; alone it cannot even compute the XOR of two bits. Trained on a chain of
 thought whose every step is a linear threshold of earlier tokens, it computes parity of
-any number of bits. The price is *length complexity*: how many intermediate tokens the
-chain needs.
+any number of bits. The price is the chain's length; Malach's *length complexity* of a
+class of functions is the fewest tokens with which every function of the class can be
+computed by the model class.
 
 Formats for the parity of ``n`` bits ``x_1..x_n`` (tokens 0/1), all ending in the answer:
 
@@ -19,6 +20,10 @@ Formats for the parity of ``n`` bits ``x_1..x_n`` (tokens 0/1), all ending in th
 * ``"threshold"``: ``x_1..x_n  c_1 p_1 .. c_n p_n`` with ``c_i = [p_{i-1} + x_i >= 2]``
   (an AND) and ``p_i = [p_{i-1} + x_i - 2 c_i >= 1]`` -- every token a threshold of two or
   three earlier ones (length 2n).
+
+``support=A`` (indices of the bits) builds every chain over the bits in ``A`` only: the
+parity ``chi_A(x) = sum_{i in A} x_i mod 2`` of an unknown subset, the learning problem of
+Malach's parity class; the prompt is still all ``n`` bits.
 """
 from __future__ import annotations
 
@@ -49,10 +54,12 @@ __all__ = [
     "all_bit_strings", "train_chain_models", "MULT_FORMATS", "multiplication_tokens",
     "multiplication_length", "MultSetup", "MULTIPLICATION_SETUP", "MultResult",
     "run_multiplication", "multiplication_split", "train_multiplication_models",
-    "multiplication_accuracy", "multiplication_step_accuracy",
+    "multiplication_accuracy", "multiplication_step_accuracy", "SUPPORT_FORMATS",
 ]
 
 FORMATS = ("none", "binary", "running", "unary", "threshold")
+#: Chains trained on the parity of an unknown subset of the bits (:func:`run`).
+SUPPORT_FORMATS = ("none", "binary", "threshold")
 
 
 def chain_length(n: int, fmt: str) -> int:
@@ -63,12 +70,29 @@ def chain_length(n: int, fmt: str) -> int:
             "threshold": 2 * n}[fmt]
 
 
-def parity_chain(x: torch.Tensor, fmt: str) -> torch.Tensor:
-    """Full sequences (B, n + chain) for bits ``x`` (B, n) of 0/1 in the format ``fmt``."""
+def _check_support(support, n: int) -> torch.Tensor | None:
+    """``support`` as a sorted long tensor of distinct bit indices in 0..n-1 (or None)."""
+    if support is None:
+        return None
+    a = torch.as_tensor(support).long().flatten()
+    if a.numel() == 0 or len(set(a.tolist())) != a.numel() or int(a.min()) < 0 \
+            or int(a.max()) >= n:
+        raise ValueError(f"support must hold distinct bit indices in 0..{n - 1}, "
+                         f"got {a.tolist()}")
+    return a.sort().values
+
+
+def parity_chain(x: torch.Tensor, fmt: str, support=None) -> torch.Tensor:
+    """Full sequences (B, n + chain) for bits ``x`` (B, n) of 0/1 in the format ``fmt``;
+    ``support``: the chain (and answer) over those bits only, its length that of
+    ``len(support)`` bits."""
     if not isinstance(x, torch.Tensor) or x.dim() != 2:
         raise TypeError("x must be a (batch, n) tensor of 0/1 bits")
     check_choice("fmt", fmt, FORMATS)
     x = x.long()
+    a = _check_support(support, x.shape[1])
+    if a is not None:
+        return _support_chain(x, fmt, a.to(x.device))
     p = x.cumsum(dim=1) % 2                                             # (B, n) running xor
     if fmt == "none":
         chain = p[:, -1:]
@@ -87,6 +111,11 @@ def parity_chain(x: torch.Tensor, fmt: str) -> torch.Tensor:
         c = ((prev + x) >= 2).long()                                    # AND
         chain = torch.stack([c, p], dim=2).flatten(1)                   # c_1 p_1 c_2 p_2 ..
     return torch.cat([x, chain], dim=1)
+
+
+def _support_chain(x: torch.Tensor, fmt: str, a: torch.Tensor) -> torch.Tensor:
+    """:func:`parity_chain` over the bits ``a`` (checked, sorted, on ``x``'s device)."""
+    return torch.cat([x, parity_chain(x[:, a], fmt)[:, len(a):]], dim=1)
 
 
 def multiplication_chain(a: int, b: int) -> str:
@@ -185,11 +214,14 @@ def generate(model: NextTokenNet, x: torch.Tensor, steps: int) -> torch.Tensor:
     return greedy_decode(model, x.long()[None].expand(model.models, -1, -1), steps)
 
 
-def answer_accuracy(model: NextTokenNet, x: torch.Tensor, fmt: str) -> torch.Tensor:
-    """Fraction of prompts whose generated chain ends in the right parity, per model (M,)."""
-    n = x.shape[1]
-    chain = generate(model, x, chain_length(n, fmt))                     # (M, B, L)
-    return (chain[:, :, -1] == x.long().sum(dim=1) % 2).float().mean(dim=1)
+def answer_accuracy(model: NextTokenNet, x: torch.Tensor, fmt: str,
+                    support=None) -> torch.Tensor:
+    """Fraction of prompts whose generated chain ends in the right parity (of the bits in
+    ``support``, default all), per model (M,)."""
+    a = _check_support(support, x.shape[1])
+    bits = x.long() if a is None else x.long()[:, a.to(x.device)]
+    chain = generate(model, x, chain_length(bits.shape[1], fmt))         # (M, B, L)
+    return (chain[:, :, -1] == bits.sum(dim=1) % 2).float().mean(dim=1)
 
 
 def all_bit_strings(n: int) -> torch.Tensor:
@@ -220,6 +252,7 @@ def train_chain_models(
     progress: bool = True,
     shared: bool = False,
     steps: int | None = None,
+    support=None,
 ) -> tuple[NextTokenNet, History]:
     """Train ``setup.seeds`` models of one kind on the chains of the strings ``train_x``
     (``shared=True``: weights tied across positions, see :class:`NextTokenNet`); return
@@ -231,7 +264,8 @@ def train_chain_models(
     from torch's global RNG (not reproducible from a seed -- pass a generator).
     Batches are drawn with replacement from ``train_x`` (a fixed training set); the loss
     is the cross-entropy of every chain token (the input bits are given, not predicted).
-    ``steps`` overrides ``setup.steps``.
+    ``steps`` overrides ``setup.steps``; ``support``: the chains of the parity of those
+    bits (see :func:`parity_chain`).
     """
     if not isinstance(setup, CoTSetup):
         raise TypeError(f"setup must be a CoTSetup, got {type(setup).__name__}")
@@ -239,15 +273,21 @@ def train_chain_models(
         raise TypeError("train_x must be a (strings, n) tensor of 0/1 bits")
     steps = setup.steps if steps is None else check_int("steps", steps, minimum=1)
     n = train_x.shape[1]
+    support = _check_support(support, n)
+    if support is not None:
+        support = support.to(train_x.device)
+    k = n if support is None else len(support)                  # bits the parity reads
     M = setup.seeds
     g = generator
-    model = NextTokenNet(n + chain_length(n, fmt) - 1, hidden=hidden, models=M, shared=shared,
+    model = NextTokenNet(n + chain_length(k, fmt) - 1, hidden=hidden, models=M, shared=shared,
                          generator=g, device=train_x.device)
 
     def batch(step):
         rows = torch.randint(len(train_x), (setup.batch_size,), generator=g,
                              device=train_x.device)
-        return chain_targets(parity_chain(train_x[rows], fmt), n)
+        x = train_x[rows]
+        seq = parity_chain(x, fmt) if support is None else _support_chain(x, fmt, support)
+        return chain_targets(seq, n)
 
     hist = train(model, batch, steps=steps, lr=setup.lr, grad_clip=None, loss_fn=_summed_loss(M),
                  eval_every=steps, progress=progress, desc=f"{fmt}, "
@@ -275,6 +315,8 @@ class CoTSetup:
     lr: float = 1e-2              # AdamW learning rate
     long_factor: int = 3          # the follow-up linear run on the binary chain trains
     #                               this many times longer
+    support_size: int | None = None  # bits in the random subset whose parity the
+    #                                  follow-up learns (unknown to the model); None: n // 2
 
     def __post_init__(self) -> None:
         check_int("n", self.n, minimum=2)
@@ -287,6 +329,16 @@ class CoTSetup:
             raise ValueError(f"train_size must leave test strings (< 2**n = {2 ** self.n}), "
                              f"got {self.train_size}")
         check_float("lr", self.lr, low=0.0, low_open=True)
+        if self.support_size is not None:
+            check_int("support_size", self.support_size, minimum=1)
+            if self.support_size > self.n:
+                raise ValueError(f"support_size must be <= n = {self.n}, "
+                                 f"got {self.support_size}")
+
+    @property
+    def subset_size(self) -> int:
+        """Bits in the follow-up's random subset: ``support_size``, default ``n // 2``."""
+        return self.n // 2 if self.support_size is None else self.support_size
 
 
 #: CPU-sized default and the ``FULL=1`` size of the chain-of-thought chapter.
@@ -311,7 +363,10 @@ class CoTResult:
     train_acc: dict           # same keys -> (seeds,) answer accuracy on train_x
     test_acc: dict            # same keys -> (seeds,) answer accuracy on test_x
     binary_long_test: np.ndarray  # (seeds,) linear, binary chain, long_factor x the steps
-    shared_test: dict         # "linear" | "MLP" -> (seeds,) threshold chain, tied weights
+    shared_test: dict         # (fmt, kind) -> (seeds,) tied weights: the threshold chain for
+    #                           both models, every other chain for the linear model
+    support: np.ndarray       # (setup.subset_size,) the random subset of bits (0-based), sorted
+    support_test: dict        # fmt in SUPPORT_FORMATS -> (seeds,) linear, parity of `support`
 
 
 def run(setup: CoTSetup, *, seed: int | None = None, device=None,
@@ -321,9 +376,12 @@ def run(setup: CoTSetup, *, seed: int | None = None, device=None,
     The 2**n strings are split at random (``setup.train_size`` for training, the rest for
     testing); for every chain format and each of a linear model and an MLP, ``setup.seeds``
     models are trained together (one :class:`NextTokenNet`) and their answer accuracy is
-    measured by greedy generation. Then two follow-ups: the linear model on the binary
-    chain trained ``setup.long_factor`` times longer, and the threshold chain with weights
-    tied across positions (``shared=True``). One generator (logical seed 0 under the base
+    measured by greedy generation. Then three follow-ups: the linear model on the binary
+    chain trained ``setup.long_factor`` times longer; weights tied across positions
+    (``shared=True``): both models on the threshold chain, then the linear model on every
+    other chain; and the linear model on the parity of a random subset of
+    ``setup.subset_size`` bits (drawn by the same generator), for each chain of
+    :data:`SUPPORT_FORMATS`. One generator (logical seed 0 under the base
     ``seed``, :func:`~seqtheory.utils.experiment_seed`) draws the split, then each model's
     initial weights and batches in turn; models train on ``device`` (default: the CPU) and
     come back on the CPU.
@@ -352,12 +410,19 @@ def run(setup: CoTSetup, *, seed: int | None = None, device=None,
     long_model, _ = fit("binary", "linear", steps=setup.long_factor * setup.steps)
     binary_long_test = to_numpy(answer_accuracy(long_model, test_x, "binary"))
     shared_test = {}
-    for kind in _KINDS:
-        model, _ = fit("threshold", kind, shared=True)
-        shared_test[kind] = to_numpy(answer_accuracy(model, test_x, "threshold"))
+    tied = [("threshold", kind) for kind in _KINDS]
+    tied += [(fmt, "linear") for fmt in FORMATS if fmt != "threshold"]
+    for fmt, kind in tied:
+        model, _ = fit(fmt, kind, shared=True)
+        shared_test[(fmt, kind)] = to_numpy(answer_accuracy(model, test_x, fmt))
+    support = torch.randperm(setup.n, generator=g, device=dev)[: setup.subset_size].sort().values
+    support_test = {}
+    for fmt in SUPPORT_FORMATS:
+        model, _ = fit(fmt, "linear", support=support)
+        support_test[fmt] = to_numpy(answer_accuracy(model, test_x, fmt, support))
     return CoTResult(setup, seed, str(dev), time.perf_counter() - start, train_x.cpu(),
                      test_x.cpu(), models, histories, train_acc, test_acc, binary_long_test,
-                     shared_test)
+                     shared_test, to_numpy(support), support_test)
 
 
 # ---------------------------------------------------------------------------------------

@@ -242,6 +242,11 @@ class ParityMLPs(nn.Module):
         """``max |W_t - W_0|`` over first-layer weights, per network (M,)."""
         return (self.w1 - self.w1_init).abs().flatten(1).max(dim=1).values
 
+    @torch.no_grad()
+    def column_distance(self) -> torch.Tensor:
+        """``max_j |W_t - W_0|_{ji}`` over each network's neurons, per input i: (M, n)."""
+        return (self.w1 - self.w1_init).abs().max(dim=1).values
+
 
 @dataclass
 class ParityRun:
@@ -257,11 +262,14 @@ class ParityRun:
     support: tuple = ()          # the parity's support
     seconds: float = 0.0         # wall-clock time of the loop
     history: History | None = field(default=None, repr=False)  # every step's losses
+    column_distance: np.ndarray | None = field(default=None, repr=False)  # (E, M, n) max over
+    #                                            neurons of |W_t - W_0| per input coordinate
 
     @classmethod
     def from_history(cls, hist: History, support) -> ParityRun:
         """The record of one :func:`seqtheory.training.train` run of :class:`ParityMLPs`
-        whose ``eval_fn`` returned ``accuracy``, ``weight`` and ``distance``."""
+        whose ``eval_fn`` returned ``accuracy``, ``weight``, ``distance`` and
+        ``column_distance``."""
         steps, acc = hist.metric("accuracy")
         f32 = np.float32                                 # the networks' dtype, as recorded
         losses = hist.losses()                           # (steps, M), one row per step 1..N
@@ -270,7 +278,8 @@ class ParityRun:
         return cls(steps.astype(np.int64), acc.astype(f32), loss,
                    hist.metric("weight")[1].astype(f32),
                    hist.metric("distance")[1].astype(f32),
-                   support=tuple(int(i) for i in support), seconds=hist.seconds, history=hist)
+                   support=tuple(int(i) for i in support), seconds=hist.seconds, history=hist,
+                   column_distance=hist.metric("column_distance")[1].astype(f32))
 
     @property
     def support_ratio(self) -> np.ndarray:
@@ -324,7 +333,7 @@ def _fit(model: ParityMLPs, support, batch_fn, test, *, steps, lr, weight_decay,
 
     def eval_fn(net, step):
         return {"accuracy": net.accuracy(x_test, y_test), "weight": net.coordinate_weight(),
-                "distance": net.distance_from_init()}
+                "distance": net.distance_from_init(), "column_distance": net.column_distance()}
 
     def solved(row) -> bool:                 # every network at stop_at (as float32 compares)
         return bool(row["accuracy"].astype(np.float32).min() >= stop_at)

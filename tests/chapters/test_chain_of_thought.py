@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 import torch
 
-from seqtheory.chain_of_thought import FORMATS, MultSetup, all_bit_strings, parity_chain
+from seqtheory.chain_of_thought import (
+    FORMATS,
+    SUPPORT_FORMATS,
+    CoTSetup,
+    MultSetup,
+    all_bit_strings,
+    parity_chain,
+)
 from seqtheory.chapters import chain_of_thought as chapter
 
 
@@ -13,12 +20,15 @@ def _holds(section, values):
     return {c.id: c.holds(values) for c in chapter.TABLE.section(section)}
 
 
-def _parity_result(running_linear=0.5):
+def _parity_result(running_linear=0.5, none_linear=0.5, shared_binary=0.5,
+                   support_binary=1.0, support_none=0.5):
     """Accuracies (3 models per row) shaped like the chapter's run."""
     test, train = {}, {}
     for fmt in FORMATS:
         for kind in ("linear", "MLP"):
             acc = 0.5 if fmt == "none" else 1.0
+            if (fmt, kind) == ("none", "linear"):
+                acc = none_linear
             if (fmt, kind) == ("running", "linear"):
                 acc = running_linear
             if (fmt, kind) in (("binary", "linear"), ("unary", "linear")):
@@ -27,10 +37,17 @@ def _parity_result(running_linear=0.5):
             fit = 0.95 if kind == "MLP" else 0.56
             train[(fmt, kind)] = np.full(3, fit if fmt in ("none", "running") else 1.0,
                                          dtype=np.float32)
+    shared = {("threshold", "linear"): np.array([0.5, 0.49, 0.5]),
+              ("threshold", "MLP"): np.array([0.98, 0.99, 0.97])}
+    shared.update({(f, "linear"): np.array([0.5, 0.5, 0.49]) for f in FORMATS
+                   if f != "threshold"})
+    shared[("binary", "linear")] = np.array([0.5, shared_binary, 0.5])
+    support = {"none": np.full(3, support_none), "binary": np.array([support_binary, 1.0, 1.0]),
+               "threshold": np.ones(3)}
     return SimpleNamespace(test_acc=test, train_acc=train, models=dict.fromkeys(test),
                            binary_long_test=np.array([0.995, 0.996, 0.997]),
-                           shared_test={"linear": np.array([0.5, 0.49, 0.5]),
-                                        "MLP": np.array([0.98, 0.99, 0.97])})
+                           shared_test=shared, setup=CoTSetup(),
+                           support=np.array([0, 2, 3, 7, 9, 10]), support_test=support)
 
 
 def test_parity_values_are_the_rows_extremes():
@@ -48,6 +65,46 @@ def test_a_linear_model_that_learns_xor_fails_its_claim():
     values = chapter.claims("parity", _parity_result(running_linear=0.9))
     failed = {k for k, ok in _holds("parity", values).items() if not ok}
     assert failed == {"parity.running_linear_chance"}
+
+
+def test_a_linear_model_that_predicts_parity_without_a_chain_fails_its_claim():
+    values = chapter.claims("parity", _parity_result(none_linear=0.7))
+    failed = {k for k, ok in _holds("parity", values).items() if not ok}
+    assert failed == {"parity.no_chain_chance", "parity.no_chain_linear_chance"}
+
+
+def test_the_no_chain_mlp_claims_are_about_the_cpu_budget_only():
+    # at FULL=1 (16 bits, 4,096 strings, 4,000 steps) a no-chain MLP can beat chance
+    scales = {c.id: c.scale for c in chapter.TABLE.section("parity")}
+    assert scales["parity.no_chain_chance"] == scales["parity.mlp_memorises"] == "cpu"
+    assert scales["parity.no_chain_linear_chance"] == "any"
+
+
+def test_a_tied_linear_model_that_learns_some_chain_fails_its_claim():
+    values = chapter.claims("followups", _parity_result())
+    assert values["shared_chains"] == len(FORMATS)
+    assert values["shared_mlp_worst"] == pytest.approx(0.97)
+    assert set(values["shared_test"]) >= {"threshold MLP", "binary linear"}
+    values = chapter.claims("followups", _parity_result(shared_binary=0.9))
+    assert values["shared_linear_hi"] == pytest.approx(0.9)
+    failed = {k for k, ok in _holds("followups", values).items() if not ok}
+    assert failed == {"followups.shared_linear_chance"}
+
+
+def test_support_values_and_claims():
+    values = chapter.claims("support", _parity_result())
+    assert values["support_bits"] == "1, 3, 4, 8, 10, 11"          # 1-based
+    assert values["support_size"] == 6 and values["support_n"] == 12
+    assert values["support_len_binary"] == 3 and values["support_len_threshold"] == 12
+    assert set(values["support_test"]) == set(SUPPORT_FORMATS)
+    assert all(_holds("support", values).values())
+    # a short chain that does not help once the subset must be found
+    values = chapter.claims("support", _parity_result(support_binary=0.6))
+    failed = {k for k, ok in _holds("support", values).items() if not ok}
+    assert failed == {"support.binary_learns"}
+    values = chapter.claims("support", _parity_result(support_none=0.7))
+    failed = {k for k, ok in _holds("support", values).items() if not ok}
+    assert failed == {"support.none_chance"}
 
 
 def test_followups_need_longer_training_to_help():

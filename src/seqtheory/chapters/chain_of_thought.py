@@ -7,7 +7,9 @@ import torch
 from ..chain_of_thought import (
     FORMATS,
     MULT_FORMATS,
+    SUPPORT_FORMATS,
     all_bit_strings,
+    chain_length,
     multiplication_length,
     parity_chain,
 )
@@ -16,15 +18,21 @@ from ..claims import Claim, ClaimTable
 TABLE = ClaimTable("chain_of_thought", [
     # --- parity of n bits, every (chain, model) row
     Claim("parity.no_chain_chance",
-          "Without a chain every model, linear or MLP, stays near chance on unseen strings.",
+          "At this budget (12 bits, 512 training strings, 800 steps), without a chain every "
+          "model, linear or MLP, stays near chance on unseen strings.",
           "0.4 <= none_test_lo and none_test_hi <= 0.65",
           "a model above 0.65 on unseen strings (it learned something about parity without "
-          "a chain), or one far below chance"),
+          "a chain), or one far below chance", scale="cpu"),
+    Claim("parity.no_chain_linear_chance",
+          "Without a chain the linear model stays near chance on unseen strings.",
+          "0.4 <= none_linear_test_lo and none_linear_test_hi <= 0.6",
+          "a linear model above 0.6 on unseen strings: a single threshold of the bits that "
+          "predicts parity"),
     Claim("parity.mlp_memorises",
-          "Without a chain the MLP memorises its training strings.",
+          "At this budget, without a chain the MLP memorises its training strings.",
           "none_mlp_train >= 0.85",
           "an MLP too small or too briefly trained to fit 512 strings (mean training "
-          "accuracy below 0.85)"),
+          "accuracy below 0.85)", scale="cpu"),
     Claim("parity.linear_cannot_fit",
           "One linear threshold of the bits cannot even fit the parity of its training "
           "strings (no chain or running chain).",
@@ -65,15 +73,32 @@ TABLE = ClaimTable("chain_of_thought", [
           "longer training that stalls (the worst model's error barely changes) or makes a "
           "model worse"),
     Claim("followups.shared_linear_chance",
-          "Tied across positions, the linear model is back at chance on the threshold "
-          "chain.",
+          "Tied across positions, the linear model is back at chance on every chain.",
           "shared_linear_hi <= 0.65",
-          "a time-homogeneous linear model that learns the threshold chain (any model above "
-          "0.65)"),
+          "a linear model with tied weights above 0.65 on unseen strings with some chain "
+          "(the binary count or the threshold chain, say)"),
     Claim("followups.shared_mlp_learns",
           "The MLP with tied weights still learns the threshold chain.",
           "shared_mlp_worst >= 0.9",
           "a tied MLP that cannot tell the positions apart (any model below 0.9)"),
+    # --- the parity of an unknown subset of the bits (the paper's parity class)
+    Claim("support.none_chance",
+          "On the parity of the hidden subset, without a chain the linear model stays near "
+          "chance.",
+          "0.4 <= support_none_lo and support_none_hi <= 0.6",
+          "a linear model above 0.6 on unseen strings without a chain"),
+    Claim("support.binary_learns",
+          "The binary count of the subset's ones takes the linear model to parity on "
+          "unseen strings: it finds the subset from the examples.",
+          "support_binary_worst >= 0.98",
+          "a short chain that helps less once the subset must be found (any model below "
+          "0.98)"),
+    Claim("support.threshold_learns",
+          "The threshold chain over the subset takes the linear model to parity on unseen "
+          "strings.",
+          "support_threshold_worst >= 0.95",
+          "a linear model that does not find which bit each step reads (any model below "
+          "0.95)"),
     # --- multiplication at toy size
     Claim("multiplication.none_fails",
           "Without a chain no model gets more than a few of the unseen products right.",
@@ -152,12 +177,15 @@ def _parity(result) -> dict:
     """Every (chain, model) row: worst and best models on unseen and training strings."""
     test, train = result.test_acc, result.train_acc
     none_test = np.concatenate([test[("none", m)] for m in ("linear", "MLP")])
+    none_linear = test[("none", "linear")]
     linear_train = np.concatenate([train[(f, "linear")] for f in ("none", "running")])
     return {
         "none_mlp_train": train[("none", "MLP")].mean(),
         "linear_train_best": linear_train.max(),
         "none_test_lo": none_test.min(),
         "none_test_hi": none_test.max(),
+        "none_linear_test_lo": none_linear.min(),
+        "none_linear_test_hi": none_linear.max(),
         "running_mlp_worst": test[("running", "MLP")].min(),
         "running_linear_test_lo": test[("running", "linear")].min(),
         "running_linear_test_hi": test[("running", "linear")].max(),
@@ -171,14 +199,35 @@ def _parity(result) -> dict:
 
 @TABLE.computes("followups")
 def _followups(result) -> dict:
-    """The binary chain trained longer, and the threshold chain with tied weights."""
+    """The binary chain trained longer, and tied weights: the linear model on every chain,
+    the MLP on the threshold chain."""
+    shared = result.shared_test
+    linear = np.concatenate([a for (f, kind), a in shared.items() if kind == "linear"])
     return {
         "binary_linear_long_worst": result.binary_long_test.min(),
         "binary_linear_test": result.test_acc[("binary", "linear")],
         "binary_linear_long_test": result.binary_long_test,
-        "shared_linear_hi": result.shared_test["linear"].max(),
-        "shared_mlp_worst": result.shared_test["MLP"].min(),
-        "shared_test": result.shared_test,
+        "shared_linear_hi": linear.max(),
+        "shared_mlp_worst": shared[("threshold", "MLP")].min(),
+        "shared_chains": len([k for k in shared if k[1] == "linear"]),
+        "shared_test": {f"{f} {kind}": a for (f, kind), a in shared.items()},
+    }
+
+
+@TABLE.computes("support")
+def _support(result) -> dict:
+    """The linear model on the parity of a random subset of the bits, for each chain."""
+    test, a = result.support_test, np.asarray(result.support)
+    return {
+        "support_size": len(a),
+        "support_n": result.setup.n,
+        "support_bits": ", ".join(str(int(i) + 1) for i in a),       # 1-based, as x_i
+        **{f"support_len_{f}": chain_length(len(a), f) for f in SUPPORT_FORMATS},
+        "support_none_lo": test["none"].min(),
+        "support_none_hi": test["none"].max(),
+        "support_binary_worst": test["binary"].min(),
+        "support_threshold_worst": test["threshold"].min(),
+        "support_test": dict(test),
     }
 
 

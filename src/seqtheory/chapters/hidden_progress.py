@@ -51,9 +51,11 @@ TABLE = ClaimTable("hidden_progress", [
           "max(jump_frac) < 0.6",
           "a gradual rise, as long as 60% of the plateau"),
     Claim("plateau.chance_at_80",
-          "At 80% of each plateau accuracy is still at chance.",
+          "At this size, accuracy at 80% of each plateau is still near chance (below 57%).",
           "max(acc_there) < 0.57",
-          "accuracy that has already started to climb there"),
+          "accuracy that has already started to climb there (a point keyed to the 60% "
+          "crossing can land on a gradual rise; larger runs, with more networks, can)",
+          scale="cpu"),
     Claim("plateau.beats_placebo",
           "At 80% of each plateau the support ratio is above every off-support triple's in "
           "at least three of the four networks of a run.",
@@ -71,6 +73,12 @@ TABLE = ClaimTable("hidden_progress", [
           "all(math.isfinite(v) for v in lead) and max(lead_frac) < 0.95",
           "a support that separates from the noise only when accuracy moves, or not for "
           "good"),
+    Claim("plateau.rho_on_support",
+          "The largest weight change lies on a support input, for good, from a step before "
+          "accuracy moves, in every network.",
+          "all(math.isfinite(v) for v in rho_lead_frac) and max(rho_lead_frac) < 1",
+          "a largest change that stays on one of the irrelevant inputs until accuracy moves, "
+          "as gradient noise alone would leave it"),
     Claim("plateau.all_shrink",
           "During the plateau every weight shrinks in absolute terms, the support's too.",
           "max(on_rel) < 1 and max(off_rel) < 1",
@@ -94,6 +102,11 @@ TABLE = ClaimTable("hidden_progress", [
           "long as k = 3.",
           "med_k2 < med_k3 < med_k5 and med_k5 > 3 * med_k3",
           "a mild growth with k (k = 5 within 3x of k = 3)"),
+    Claim("k_sweep.slower_than_count",
+          "From k = 3 to k = 5 the waiting time grows far less than the number of candidate "
+          "supports (under half its ratio).",
+          "med_k5 / med_k3 < 0.5 * count_ratio_53",
+          "a waiting time that grows with k as fast as the number of supports, C(n, k)"),
     Claim("k_sweep.k4_close",
           "k = 4 is only a little slower than k = 3, well under twice as slow.",
           "med_k4 < 1.8 * med_k3",
@@ -110,10 +123,17 @@ TABLE = ClaimTable("hidden_progress", [
           "0.9 < slope_n < 1.7",
           "growth linear or slower (slope < 0.9), or much steeper (slope > 1.7)"),
     Claim("n_sweep.seeds_agree",
-          "The seeds of one n agree closely, where blind search would give sd / mean "
-          "about 1.",
+          "The seeds of one n agree closely (standard deviation well under the mean).",
           "max(cv_n) < 0.4",
-          "waiting times that scatter like a blind search's (sd / mean above 0.4)"),
+          "waiting times that scatter like a one-at-a-time blind search's (sd / mean near 1, "
+          "here above 0.4)"),
+    Claim("n_sweep.between_searches",
+          "For n = 30 and 50 the median waiting time lies between a parallel blind search by "
+          "every neuron and a one-at-a-time search.",
+          "len(median_3050) == 2 and np.all(np.less(parallel_3050, median_3050)) "
+          "and np.all(np.less(median_3050, blind_3050))",
+          "SGD slower than enumerating the candidate triples one per step, or faster than "
+          "1,000 candidates per step"),
 ])
 claims = TABLE.claims_for
 
@@ -131,6 +151,8 @@ class PlateauProgress:
     lead: np.ndarray             # first step from which the support stays above every placebo
     on_rel: np.ndarray           # mean |w_i| on the support there, over its initial value
     off_rel: np.ndarray          # the same off the support
+    rho_lead: np.ndarray         # first step from which the largest weight change |W_t - W_0|
+    #                              lies on a support input for good (nan: not recorded / never)
 
 
 def first_step_ahead(ahead, steps) -> float:
@@ -159,8 +181,70 @@ def plateau_progress(record, placebo, *, leave: float = 0.6, at: float = 0.8) ->
     off_w = np.delete(record.weight, support, axis=-1).mean(-1)
     on_rel = np.array([on_w[plateau[m], m] / on_w[0, m] for m in seeds])
     off_rel = np.array([off_w[plateau[m], m] / off_w[0, m] for m in seeds])
+    rho_lead = np.full(len(seeds), np.nan)
+    if record.column_distance is not None:
+        on_d, off_d = split_distance(record)
+        rho_lead = np.array([first_step_ahead(on_d[:, m] > off_d[:, m], steps) for m in seeds],
+                            dtype=float)
     return PlateauProgress(first_move, plateau, acc_there, ratio_there, placebo_there, lead,
-                           on_rel, off_rel)
+                           on_rel, off_rel, rho_lead)
+
+
+def split_distance(record) -> tuple[np.ndarray, np.ndarray]:
+    """(E, M) each: the largest change |W_t - W_0| of a weight on a support input, and of
+    one on any other input (``record.column_distance`` split by the support)."""
+    support = list(record.support)
+    cd = record.column_distance                                 # (E, M, n)
+    return cd[..., support].max(-1), np.delete(cd, support, axis=-1).max(-1)
+
+
+def rank_correlation(a, b) -> float:
+    """Spearman's rank correlation of two equal-length sequences (ties get mean ranks)."""
+    def ranks(v):
+        v = np.asarray(v, dtype=float)
+        order = np.argsort(v, kind="stable")
+        r = np.empty(len(v))
+        r[order] = np.arange(len(v), dtype=float)
+        for value in np.unique(v):                              # mean rank for ties
+            tie = v == value
+            r[tie] = r[tie].mean()
+        return r
+    ra, rb = ranks(a), ranks(b)
+    if len(ra) != len(rb) or len(ra) < 3:
+        raise ValueError(f"need two sequences of the same length >= 3, got {len(ra)}, {len(rb)}")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+#: The step at which the chapter reads the progress measure ||W_t - W_0||_inf of each network
+#: to ask whether it predicts the step of 99% accuracy (before every recorded first move).
+RHO_STEP = 600
+
+
+def recorded_rho_correlation() -> tuple[str, str]:
+    """Rank correlation between ||W_t - W_0||_inf at :data:`RHO_STEP` and the step of 99%
+    accuracy, pooled over the networks of the recorded base seeds: (value, networks) as text,
+    ``("not recorded", "0")`` before a recording has them."""
+    rho_all, tc_all = [], []
+    for run in TABLE.recorded()["runs"].values():
+        plateau = run.get("plateau", {})
+        if "rho_at" in plateau and len(plateau["rho_at"]) == len(plateau["success"]):
+            rho_all += plateau["rho_at"]
+            tc_all += plateau["success"]
+    if len(rho_all) < 3:
+        return "not recorded", "0"
+    return f"{rank_correlation(rho_all, tc_all):.2f}", str(len(rho_all))
+
+
+def parallel_search_mean(n: int, k: int, searchers: int) -> float:
+    """Mean steps of a blind search that draws ``searchers`` random k-subsets of n bits per
+    step until one is the support: ``1 / (1 - (1 - 1/C(n, k))**searchers)``."""
+    p = 1 / comb(n, k)
+    return float(-1 / np.expm1(searchers * np.log1p(-p)))
+
+
+def local_slopes(values, medians) -> np.ndarray:
+    """Slopes of log(median) against log(value) between successive values."""
+    return np.diff(np.log(np.asarray(medians, float))) / np.diff(np.log(np.asarray(values, float)))
 
 
 def relative_spread(steps_to_success: dict) -> np.ndarray:
@@ -192,6 +276,10 @@ def _plateau(result, progress: PlateauProgress) -> dict:
     rec, success, p = result.record, result.success, progress
     jump = success - p.first_move
     lead_frac = p.lead / p.first_move
+    rho_lead_frac = p.rho_lead / p.first_move
+    at = int(np.searchsorted(rec.steps, RHO_STEP))
+    rho_at = rec.distance[min(at, len(rec.steps) - 1)]
+    rho_corr, rho_n = recorded_rho_correlation()
     return {
         "hp_first_move": spread(p.first_move, 0),
         "hp_jump": spread(jump, 0),
@@ -202,6 +290,11 @@ def _plateau(result, progress: PlateauProgress) -> dict:
         "hp_lead_frac": spread(lead_frac, 2),
         "hp_on_rel": spread(p.on_rel, 3),
         "hp_off_rel": spread(p.off_rel, 3),
+        "hp_rho_lead": spread(p.rho_lead, 0),
+        "hp_rho_lead_frac": spread(rho_lead_frac, 2),
+        "hp_rho_step": RHO_STEP,
+        "hp_rho_corr_rec": rho_corr,
+        "hp_rho_n_rec": rho_n,
         "early_acc_max": rec.accuracy[rec.steps <= 500].max(axis=0),
         "steps": result.setup.steps,
         "success": success,
@@ -217,6 +310,9 @@ def _plateau(result, progress: PlateauProgress) -> dict:
         "on_rel": p.on_rel,
         "off_rel": p.off_rel,
         "shrink_margin": p.on_rel - p.off_rel,
+        "rho_lead": p.rho_lead,
+        "rho_lead_frac": rho_lead_frac,
+        "rho_at": rho_at,
     }
 
 
@@ -232,7 +328,24 @@ def _k_sweep(sweep) -> dict:
     out = {f"hp_k{k}": spread(v, 0) for k, v in steps.items()}
     out.update({f"med_k{k}": float(np.median(v)) for k, v in steps.items()})
     out["k_unsolved"] = count_unsolved(steps)
+    n = sweep.setup.n
+    if all(k in steps for k in (2, 3, 5)):
+        out["count_ratio_53"] = comb(n, 5) / comb(n, 3)
+        out["hp_k_ratios"] = (
+            f"{np.median(steps[3]) / np.median(steps[2]):.1f} from k = 2 to 3 (candidates: "
+            f"{comb(n, 3) / comb(n, 2):.1f}) and {np.median(steps[5]) / np.median(steps[3]):.1f}"
+            f" from k = 3 to 5 (candidates: {comb(n, 5) / comb(n, 3):.1f})")
     return out
+
+
+def _recorded_local(i: int) -> str:
+    """The i-th local slope of the n sweep over the recorded base seeds: "median [min, max]"
+    (``"not recorded"`` before a recording has it)."""
+    try:
+        vals = [v[i] for v in TABLE.over_seeds("n_sweep", "local_slopes")]
+    except KeyError:
+        return "not recorded"
+    return spread(np.array(vals), 2)
 
 
 @TABLE.computes("n_sweep")
@@ -241,6 +354,9 @@ def _n_sweep(sweep) -> dict:
     steps, setup = sweep.steps_to_success, sweep.setup
     slope, _ = sweep.power_law()
     cv = relative_spread(steps)
+    local = local_slopes(sweep.values, sweep.medians)
+    shown = [n for n in (15, 30, 50) if n in steps]          # the sizes the prose quotes
+    parallel = {n: parallel_search_mean(n, setup.k, setup.width) for n in setup.ns}
     return {
         "hp_ns": ", ".join(str(n) for n in setup.ns),
         "hp_n_eval": setup.n_eval_every,
@@ -250,7 +366,22 @@ def _n_sweep(sweep) -> dict:
         "hp_blind": " and ".join(f"{comb(n, 3):,} (n = {n})" for n in (30, 50)),
         "hp_measured_3050": " and ".join(
             f"{np.median(steps[n]):.0f} (n = {n})" for n in (30, 50) if n in steps),
+        "hp_local_slopes": ", ".join(f"{s:.2f} ({a}→{b})" for s, a, b in
+                                     zip(local, setup.ns[:-1], setup.ns[1:], strict=True)),
+        "hp_width": f"{setup.width:,}",
+        "hp_parallel": ", ".join(f"{parallel[n]:.1f} (n = {n})" for n in shown),
+        "hp_parallel_3050": " and ".join(
+            f"{parallel[n]:.1f} (n = {n})" for n in (30, 50) if n in steps),
+        "hp_c15": f"{comb(min(setup.ns), setup.k):,}",
+        "hp_grid_frac": f"{100 * setup.n_eval_every / np.median(steps[min(setup.ns)]):.0f}%",
         "slope_n": slope,
+        "local_slopes": local,
+        "parallel_3050": [parallel[n] for n in (30, 50) if n in steps],
+        "median_3050": [float(np.median(steps[n])) for n in (30, 50) if n in steps],
+        "blind_3050": [comb(n, setup.k) for n in (30, 50) if n in steps],
+        "hp_rec_seeds": TABLE.seeds_text(),
+        "hp_local_first_rec": _recorded_local(0),
+        "hp_local_last_rec": _recorded_local(-1),
         "cv_n": cv,
         "n_unsolved": count_unsolved(steps),
     }
