@@ -3,6 +3,7 @@
 Skipped unless SEQTHEORY_CHECK_SITE=1, so that `pytest` before a build does not read a
 stale _build/html.
 """
+import html
 import os
 import re
 import sys
@@ -97,6 +98,28 @@ def test_computed_tables_render_as_tables(md):
     """markdown_table outputs must become HTML tables, not raw '| a | b |' text."""
     text = built(md).read_text(encoding="utf-8")
     assert "|---|" not in text, f"{md.name}: a computed table was rendered as plain text"
+
+
+def reader_text(page: Path) -> str:
+    """The page's text as a reader sees it, without code blocks, scripts and styles."""
+    text = page.read_text(encoding="utf-8")
+    text = re.sub(r"<(script|style|pre)\b[^>]*>.*?</\1>", "", text, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+ROLE = re.compile(r"\{[a-z][a-z:-]*\}`")
+
+
+@pytest.mark.parametrize("md", PAGES, ids=[p.stem for p in PAGES])
+def test_no_markup_shows_as_text(md):
+    """A role the build did not resolve (e.g. a glue role inside math) or a markdown table that
+    did not parse (a header cell holding '|') shows as raw source on the page."""
+    text = reader_text(built(md))
+    roles = sorted(set(ROLE.findall(text)))
+    assert not roles, f"{md.name}: unrendered roles {roles}"
+    rows = [line.strip() for line in text.splitlines()
+            if re.fullmatch(r"\|.*\|.*\|", line.strip())]
+    assert not rows, f"{md.name}: a markdown table shows as text: {rows[:2]}"
 
 
 # --------------------------------------------------------------------------- the two editions
