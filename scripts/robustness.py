@@ -26,6 +26,7 @@ holds every recorded value against its claim::
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -132,13 +133,21 @@ def failed_claims(chapter: str, sections: dict) -> list[str]:
 
 def write_record(chapter: str, runs: dict[int, dict], threads: int) -> Path:
     """Merge ``{seed: sections}`` into ``seqtheory/chapters/measured/CHAPTER.json``."""
+    path = ROOT / "src" / "seqtheory" / "chapters" / "measured" / f"{chapter}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # several recording processes may merge into one file: read, merge and write under a lock
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _merge_record(path, chapter, runs, threads)
+
+
+def _merge_record(path: Path, chapter: str, runs: dict[int, dict], threads: int) -> Path:
     import datetime
 
     import torch
 
     from seqtheory.utils import cpu_name
 
-    path = ROOT / "src" / "seqtheory" / "chapters" / "measured" / f"{chapter}.json"
     old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     record = {"chapter": chapter,
               "script": "python scripts/robustness.py --record",
@@ -151,7 +160,6 @@ def write_record(chapter: str, runs: dict[int, dict], threads: int) -> Path:
     order = sorted(record["runs"], key=int)
     record["runs"] = {s: record["runs"][s] for s in order}
     record["run_info"] = {s: record["run_info"][s] for s in order if s in record["run_info"]}
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(record_text(record), encoding="utf-8")
     return path
 
