@@ -382,6 +382,14 @@ def test_floor_fit_rejects_bad_input(x, y, msg):
         fit_power_law_floor(x, y)
 
 
+def test_torus_target_in_chunks_is_the_target_at_once():
+    task = TorusTask(d=4, max_freq=8, seed=0)
+    theta = np.random.default_rng(0).uniform(0, 2 * np.pi, (9000, 4))
+    at_once = (np.cos(theta @ task.freqs.T + task.phases) @ task.amps)
+    assert np.allclose(task.target(theta), at_once, rtol=0, atol=1e-12)
+    assert np.array_equal(task.target(theta)[5000:], task.target(theta[5000:]))
+
+
 def test_beta_sweep_settings():
     cpu = SETUP.pick("cpu")
     assert cpu.beta_max_freq > cpu.max_freq and len(cpu.betas) >= 3
