@@ -130,6 +130,21 @@ def test_bad_arguments(call, err, match):
         call()
 
 
+def test_cosine_mle_is_half_the_estimate_on_normalised_points():
+    X = sample_sphere(2000, 3, D=10, seed=1) * np.linspace(1, 3, 2000)[:, None]
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    cos = mle_dimension(X, 10, metric="cosine")
+    assert cos == pytest.approx(mle_dimension(unit, 10) / 2, rel=1e-9)
+    assert np.allclose(mle_dimension(X, 10, metric="cosine", pointwise=True),
+                       mle_dimension(unit, 10, pointwise=True) / 2)
+    assert mle_dimension(X, 10, metric="cosine", batch_size=500) == pytest.approx(
+        mle_dimension(unit, 10, batch_size=500) / 2, rel=1e-9)
+    with pytest.raises(ValueError, match="metric"):
+        mle_dimension(X, 10, metric="manhattan")
+    with pytest.raises(ValueError, match="zero row"):
+        mle_dimension(np.vstack([X, np.zeros((1, 10))]), 10, metric="cosine")
+
+
 # ------------------------------------------------------------------ power laws and tasks
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -367,11 +382,22 @@ def test_floor_fit_rejects_bad_input(x, y, msg):
         fit_power_law_floor(x, y)
 
 
+def test_torus_target_in_chunks_is_the_target_at_once():
+    task = TorusTask(d=4, max_freq=8, seed=0)
+    theta = np.random.default_rng(0).uniform(0, 2 * np.pi, (9000, 4))
+    at_once = (np.cos(theta @ task.freqs.T + task.phases) @ task.amps)
+    assert np.allclose(task.target(theta), at_once, rtol=0, atol=1e-12)
+    assert np.array_equal(task.target(theta)[5000:], task.target(theta[5000:]))
+
+
 def test_beta_sweep_settings():
     cpu = SETUP.pick("cpu")
     assert cpu.beta_max_freq > cpu.max_freq and len(cpu.betas) >= 3
     task = TorusTask(d=cpu.beta_dim, beta=cpu.betas[0], max_freq=cpu.beta_max_freq)
     assert task.cutoff == cpu.beta_max_freq   # the cutoff is not lowered by n_modes
+    # on the 4-torus the cap of 4,096 modes lowers Experiment 2's cutoff of 8 to 4
+    top = TorusTask(d=4, max_freq=cpu.max_freq)
+    assert top.cutoff == 4 and len(top.amps) == (9 ** 4 - 1) // 2
 
 
 def test_archived_width_sweep_loads_as_arrays():
@@ -433,6 +459,8 @@ def test_experiments_are_deterministic_on_the_cpu():
     assert list(m1.params["mlp"]) == [num_params("mlp", 16, w) for w in TINY.widths]
     beta = run_beta_sweep(TINY, seed=0, device="cpu", progress=False)
     assert isinstance(beta, BetaSweepResult) and beta.exponents.shape == (2, 1)
+    assert beta.top_dim == max(TINY.torus_dims) and beta.top_exponents.shape == (2, 1)
+    assert beta.top_cutoff == TorusTask(d=beta.top_dim, max_freq=TINY.max_freq).cutoff
     assert np.array_equal(beta.exponents, run_beta_sweep(TINY, seed=0, progress=False).exponents)
     import matplotlib.pyplot as plt
 

@@ -101,6 +101,10 @@ def test_hidden_states_and_activation_dimension(corpus):
     assert 1 < d < 16
     with pytest.raises(ValueError, match="doc_length"):
         activation_dimension(model, corpus, doc_length=64)
+    cos = activation_dimension(model, corpus, n_docs=150, batch_size=1000, metric="cosine")
+    assert 0.5 < cos < d
+    with pytest.raises(ValueError, match="metric"):
+        activation_dimension(model, corpus, metric="angular")
 
 
 def test_windows_are_cut_where_the_device_says(corpus):

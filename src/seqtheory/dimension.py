@@ -7,7 +7,7 @@
 * :func:`mle_dimension` — Levina & Bickel's maximum-likelihood estimate with K neighbours,
   combined over points by the harmonic mean (MacKay & Ghahramani's correction); with
   ``batch_size`` it averages estimates over random batches of that size, as is done for
-  model activations (batches of 3,600 points).
+  model activations (batches of 3,600 points); Euclidean or cosine distances.
 * :func:`twonn_dimension` — Facco et al.'s TwoNN: the ratio of second to first
   neighbour distances, fitted through the origin after discarding the largest ratios.
 * :func:`sample_sphere`, :func:`sample_cube` — known manifolds embedded in R^D.
@@ -250,26 +250,41 @@ def _mle_from_distances(dist: np.ndarray) -> np.ndarray:
     return (K - 1) / logs
 
 
+def _metric_distances(X: np.ndarray, K: int, metric: str) -> np.ndarray:
+    """Sorted distances (n, K) to the K nearest other points under ``metric``:
+    ``"euclidean"``, or ``"cosine"`` (1 - cosine similarity, as scikit-learn defines it:
+    half the squared Euclidean distance between the unit-normalised points)."""
+    if metric == "euclidean":
+        return knn_distances(X, K)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise ValueError("X has a zero row: the cosine distance is undefined there")
+    return knn_distances(X / norms, K) ** 2 / 2
+
+
 def mle_dimension(X, K: int = 20, *, batch_size: int | None = None, seed: int = 0,
-                  pointwise: bool = False):
+                  pointwise: bool = False, metric: str = "euclidean"):
     """Maximum-likelihood intrinsic dimension (harmonic mean over points).
 
     ``batch_size``: split the points into random batches of this size, estimate on each,
     and return the mean (the last, smaller batch is dropped).  ``pointwise=True`` returns
-    the per-point estimates instead (no batching).
+    the per-point estimates instead (no batching).  ``metric``: ``"euclidean"`` or
+    ``"cosine"`` (1 - cosine similarity, a squared distance: on the unit-normalised points
+    it halves every estimate).
     """
     X = _check_points(X)
     K = check_int("K", K, minimum=2)
+    metric = check_choice("metric", metric, ("euclidean", "cosine"))
     if pointwise:
-        return _mle_from_distances(knn_distances(X, K))
+        return _mle_from_distances(_metric_distances(X, K, metric))
     if batch_size is None:
-        return float(1.0 / np.mean(1.0 / _mle_from_distances(knn_distances(X, K))))
+        return float(1.0 / np.mean(1.0 / _mle_from_distances(_metric_distances(X, K, metric))))
     batch_size = check_int("batch_size", batch_size, minimum=K + 1)
     order = make_rng(seed).permutation(len(X))
     batches = [order[i:i + batch_size] for i in range(0, len(X) - batch_size + 1, batch_size)]
     if not batches:
         raise ValueError(f"batch_size={batch_size} exceeds the {len(X)} points")
-    return float(np.mean([mle_dimension(X[b], K) for b in batches]))
+    return float(np.mean([mle_dimension(X[b], K, metric=metric) for b in batches]))
 
 
 def twonn_dimension(X, discard: float = 0.1) -> float:

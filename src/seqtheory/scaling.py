@@ -279,10 +279,13 @@ class TorusTask:
         self.rotation = Q[:, : 2 * self.d]                             # (D, 2d)
 
     def target(self, theta) -> np.ndarray:
-        """The clean target f at angles ``theta`` (n, d)."""
+        """The clean target f at angles ``theta`` (n, d), 4,096 points at a time (a pool of
+        65,536 points on the 4-torus would otherwise hold two (n, modes) arrays of 1.7 GB)."""
         theta = torch.as_tensor(np.asarray(theta, float))              # torch's cos is
-        phase = theta @ torch.from_numpy(self.freqs).T + torch.from_numpy(self.phases)
-        return (torch.cos(phase) @ torch.from_numpy(self.amps)).numpy()  # 3x NumPy's: (n,)
+        freqs, phases = torch.from_numpy(self.freqs).T, torch.from_numpy(self.phases)
+        amps = torch.from_numpy(self.amps)                             # 3x NumPy's
+        return torch.cat([torch.cos(th @ freqs + phases) @ amps           # (rows,)
+                          for th in theta.split(4096)]).numpy()        # (n,)
 
     def embed(self, theta) -> np.ndarray:
         """Points of R^D for angles ``theta`` (n, d)."""
@@ -980,18 +983,22 @@ class BetaSweepResult:
     control_exponents: np.ndarray  # (2, seeds): the same at Experiment 2's cutoff
     predicted: np.ndarray         # (B,): 2 beta / (2 beta + d)
     modes: int                    # Fourier modes of a target at the sweep's cutoff
+    top_dim: int | None = None    # the largest torus of Experiment 2 ...
+    top_cutoff: int | None = None  # ... the cutoff its targets have there (n_modes caps it)
+    top_exponents: np.ndarray | None = None  # (2, seeds): control_betas on that torus at
+    #                                          Experiment 2's cutoff
 
 
 def run_beta_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
                    progress: bool = True) -> BetaSweepResult:
     """Experiment 2b: k-NN learning curves (sizes ``setup.sizes``) on ``setup.beta_dim``-tori
     of each smoothness in ``setup.betas`` with cutoff ``setup.beta_max_freq``, and for the
-    smallest and largest beta at Experiment 2's cutoff ``setup.max_freq`` (the control).
-    k-NN runs on the CPU (``device`` is checked and recorded).  Seeds as in
-    :func:`run_data_sweep`."""
+    smallest and largest beta at Experiment 2's cutoff ``setup.max_freq`` (the control),
+    on the ``beta_dim``-torus and on Experiment 2's largest torus.  k-NN runs on the CPU
+    (``device`` is checked and recorded).  Seeds as in :func:`run_data_sweep`."""
     seed, device, start = _start(setup, seed, device)
-    def slopes(max_freq, betas):
-        tasks = [TorusTask(d=setup.beta_dim, D=setup.ambient, beta=float(b),
+    def slopes(max_freq, betas, dim=setup.beta_dim):
+        tasks = [TorusTask(d=dim, D=setup.ambient, beta=float(b),
                            max_freq=max_freq, seed=0, base=seed) for b in betas]
         err = learning_curves(tasks, setup.sizes, "knn", seeds=setup.beta_seeds,
                               progress=progress, base=seed)
@@ -1004,11 +1011,16 @@ def run_beta_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
     control_exps = slopes(setup.max_freq, control)
     modes = len(TorusTask(d=setup.beta_dim, max_freq=setup.beta_max_freq, seed=0,
                           base=seed).amps)
+    top = max(setup.torus_dims)
+    top_exps = slopes(setup.max_freq, control, top)
     pred = np.array([predicted_exponents(setup.beta_dim, b)["alpha_data"] for b in betas])
     return BetaSweepResult(setup=setup, seed=seed, device=str(device),
                            seconds=_seconds(start), betas=betas, exponents=exps,
                            control_betas=control, control_exponents=control_exps,
-                           predicted=pred, modes=modes)
+                           predicted=pred, modes=modes, top_dim=top,
+                           top_cutoff=TorusTask(d=top, D=setup.ambient,
+                                                max_freq=setup.max_freq).cutoff,
+                           top_exponents=top_exps)
 
 
 @dataclass

@@ -8,8 +8,11 @@
   characters, with the checkpoint chosen by validation loss (early stopping); returns a
   :class:`CharModelResult`.
 * :func:`hidden_states`, :func:`activation_dimension` — a layer's activations on held-out
-  "documents" (windows of at most 32 characters) and their intrinsic dimension, estimated
-  as in Havrilla & Liao: MLE with K = 20, averaged over batches of 3,600 points.
+  "documents" (windows of at most 32 characters) and their intrinsic dimension: MLE with
+  K = 20, averaged over batches of 3,600 points, as in Havrilla & Liao's released
+  ``embeddings.py``; unlike it, every position of a short window (it takes 32 random
+  positions of contexts of up to 1,024 tokens) and Euclidean distances by default (its
+  ``--metric`` defaults to cosine).
 """
 from __future__ import annotations
 
@@ -204,21 +207,25 @@ def hidden_states(model: Transformer, windows: torch.Tensor, layer: int = -1,
 def activation_dimension(model: Transformer, corpus: CharCorpus, *, layer: int = -1,
                          n_docs: int = 450, doc_length: int = 32,
                          positions: Sequence[int] | None = None, K: int = 20,
-                         batch_size: int = 3600, seed: int = 0) -> float:
-    """Intrinsic dimension of a layer's activations on held-out text, the paper's way.
+                         batch_size: int = 3600, seed: int = 0,
+                         metric: str = "euclidean") -> float:
+    """Intrinsic dimension of a layer's activations on held-out text.
 
     ``n_docs`` test-set windows of ``doc_length`` (<= 32) characters are the documents;
     the activations of their tokens (only those at ``positions`` if given) are the
-    points; the MLE estimate with ``K`` neighbours is averaged over batches of
-    ``batch_size`` points (one batch of all points if there are fewer).
+    points; the MLE estimate with ``K`` neighbours and distance ``metric``
+    (``"euclidean"`` or ``"cosine"``, see :func:`~seqtheory.dimension.mle_dimension`) is
+    averaged over batches of ``batch_size`` points (one batch of all points if there are
+    fewer).
     """
     doc_length = check_int("doc_length", doc_length, minimum=1)
     if doc_length > min(32, model.cfg.max_len):
         raise ValueError(f"doc_length must be <= {min(32, model.cfg.max_len)}, got {doc_length}")
+    check_choice("metric", metric, ("euclidean", "cosine"))
     docs = corpus.windows("test", n_docs, doc_length, seed=seed)
     if positions is None:
         X = hidden_states(model, docs, layer)
     else:
         X = np.concatenate([hidden_states(model, docs, layer, p) for p in positions])
     bs = batch_size if len(X) >= 2 * batch_size else None
-    return mle_dimension(X, K, batch_size=bs, seed=seed)
+    return mle_dimension(X, K, batch_size=bs, seed=seed, metric=metric)

@@ -8,13 +8,6 @@ from ..scaling import fit_power_law, fit_power_law_floor, predicted_exponents
 from ..utils import derive_seed, spread
 
 TABLE = ClaimTable("scaling_laws", [
-    # ------------------------------------------------------------ Yarotsky's x^2
-    Claim("relu_square.fourfold",
-          "Each sawtooth layer cuts the largest error of the ReLU approximation of x^2 "
-          "fourfold: exactly 4^-(m+1) with m layers, so the depth grows like log(1/eps).",
-          "np.allclose(sq_err, 4.0 ** -(np.array(sq_depths) + 1), rtol=1e-6)",
-          "a layer that does not cut the error fourfold, i.e. accuracy bought without "
-          "depth in this construction"),
     # ------------------------------------------------------------ Experiment 1
     Claim("dimension.small_d_right",
           "Low dimensions come out right: the MLE reads spheres of dimension up to 4 within "
@@ -259,17 +252,12 @@ def _archived_same(archive_seeds, derived_seeds, archived_loss, live):
 
 
 # ----------------------------------------------------------------------------- sections
-@TABLE.computes("relu_square")
-def _relu_square(depths, errors) -> dict:
-    """Largest errors of the ReLU approximation of x^2 against the number of layers."""
-    return {"sq_depths": [int(m) for m in depths], "sq_err": errors}
-
-
 @TABLE.computes("dimension")
-def _dimension(est: dict) -> dict:
-    """MLE dimension of the linearly embedded spheres ``{d: estimate}``."""
+def _dimension(est: dict, cube_est: dict) -> dict:
+    """MLE dimension of the linearly embedded spheres ``{d: estimate}`` and of the 4-cube."""
     return {"sphere_est": [est[d] for d in sorted(est)],
-            **{f"est_{d}": float(est[d]) for d in (2, 4, 32)}}
+            **{f"est_{d}": float(est[d]) for d in (2, 4, 32)},
+            "cube_4": float(cube_est[4])}
 
 
 @TABLE.computes("data")
@@ -291,6 +279,9 @@ def _data(data, torus_id: dict) -> dict:
     mlp_e1_rec = _recorded_range("data", "mlp_e1_median")
     gap_rec = np.subtract(TABLE.over_seeds("data", "knn_e1"),
                           TABLE.over_seeds("data", "mlp_e1_median"))
+    ceiling = {d: predicted_exponents(d, 2.0)["alpha_data"] for d in (1, 2)}
+    over_rec = {d: np.subtract(TABLE.over_seeds("data", f"knn_e{d}"), ceiling[d])
+                for d in (1, 2)}
     return {
         **{f"knn_e{d}": float(e) for d, e in zip(dims, knn, strict=True)},
         "mlp_e1": spread(mlp_e1),
@@ -302,6 +293,9 @@ def _data(data, torus_id: dict) -> dict:
         "knn_e1_rec_lo": knn_e1_rec[0], "knn_e1_rec_hi": knn_e1_rec[1],
         "mlp_e1_rec_lo": mlp_e1_rec[0], "mlp_e1_rec_hi": mlp_e1_rec[1],
         "mlp_gap_rec_lo": float(gap_rec.min()), "mlp_gap_rec_hi": float(gap_rec.max()),
+        **{f"ceil{d}": c for d, c in ceiling.items()},
+        **{f"knn_e{d}_over_lo": float(o.min()) for d, o in over_rec.items()},
+        **{f"knn_e{d}_over_hi": float(o.max()) for d, o in over_rec.items()},
     }
 
 
@@ -326,6 +320,9 @@ def _beta(run) -> dict:
         "beta_rec_gap_lo": float(rec_gap[:, below_top].min()),
         "beta_rec_gap_hi": float(rec_gap[:, below_top].max()),
         "beta_rec_top_below": float(-rec_gap[:, ~below_top].min()),
+        "top_dim": run.top_dim, "top_cutoff": run.top_cutoff,
+        "top_lo": spread(run.top_exponents[0]), "top_hi": spread(run.top_exponents[-1]),
+        "top_med": np.median(np.asarray(run.top_exponents), 1),
     }
 
 
@@ -338,8 +335,14 @@ def _model(run) -> dict:
     if "transformer" in run.kinds:
         tf = [[float(np.median(e[0])), float(np.median(e[-1]))]
               for e in (run.curve("transformer", d)[1] for d in dims)]
+    med = {d: float(np.median(e)) for d, e in zip(dims, mlp, strict=True)}
+    # d * alpha over the recorded base seeds (mlp_pred = 2/d there)
+    prod_rec = 2 * np.divide(TABLE.over_seeds("model", "mlp_med"),
+                             TABLE.over_seeds("model", "mlp_pred"))
     return {
         "mlp_n2": spread(mlp[dims.index(2)]), "mlp_n4": spread(mlp[dims.index(4)]),
+        "mlp_prod2": 2 * med[2], "mlp_prod4": 4 * med[4],
+        "mlp_prod_rec_lo": float(prod_rec.min()), "mlp_prod_rec_hi": float(prod_rec.max()),
         "mlp_seed_exp": mlp,
         "mlp_med": [float(np.median(e)) for e in mlp],
         "mlp_pred": [predicted_exponents(d)["alpha_model"] for d in dims],
@@ -348,9 +351,9 @@ def _model(run) -> dict:
 
 
 @TABLE.computes("text")
-def _text(sweep: dict, live, text_id: float) -> dict:
-    """Experiment 4: the archived data sweep on text, and the live run that repeats one
-    of its sizes."""
+def _text(sweep: dict, live, text_id: float, text_id_cos: float) -> dict:
+    """Experiment 4: the archived data sweep on text, the live run that repeats one of its
+    sizes, and its final-layer dimension under the Euclidean and the cosine distance."""
     meta, fits = sweep["meta"], text_data_fits(sweep)
     at_n = list(sweep["sizes"]).index(meta["ablation_n"])
     archived = np.asarray(sweep["test_loss"])[:, at_n]
@@ -359,6 +362,8 @@ def _text(sweep: dict, live, text_id: float) -> dict:
         "text_archive": f"run on {meta['date']}, {meta['device']}, torch {meta['torch']}",
         "text_minutes": f"{meta['sweep_seconds'] / 60:.0f}",
         "text_id": float(text_id), "text_id_spread": spread(fits["seed_id"], 1),
+        "text_id_cos": float(text_id_cos),
+        "text_pred_cos": predicted_exponents(text_id_cos)["alpha_data"],
         "text_alpha": spread(fits["text_alpha"], 2), "text_pred": spread(fits["alpha_pred"], 2),
         "text_band": spread(fits["alpha_band"], 2),
         "text_live_loss": float(live.test_loss), "text_archived_loss": archived,
@@ -404,6 +409,8 @@ def _width(wsweep: dict, live_check) -> dict:
         "model_band_lo": spread(fits["model_band"][0], 2),
         "model_band_hi": spread(fits["model_band"][1], 2),
         "model_id": spread(fits["id_big"], 1),
+        "width_id_lo": float(np.median(np.asarray(wsweep["id"])[:, 0])),
+        "width_id_hi": float(np.median(np.asarray(wsweep["id"])[:, -1])),
         "model_floor_L": float(np.median(floors)),
         "model_floor_alpha": spread(fits["floor_alpha"], 2),
         "model_floor_range": spread(floors, 2),
