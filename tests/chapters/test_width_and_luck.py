@@ -181,7 +181,7 @@ def test_grid_values_pool_the_runs():
 def test_a_grid_where_dense_learns_from_400_and_width_does_not_help_fails():
     table = {**GOOD, (400, "dense"): 2, (400, "sparse"): 2}
     assert _failed(chapter.claims("grid", _Grid(table, extra=-1))) == {
-        "grid.dense_400_rare", "grid.sparse_400_ahead"}
+        "grid.dense_400_rare", "grid.sparse_400_ahead", "grid.width_pays"}
 
 
 def _mech(final_wide, final_narrow):
@@ -243,9 +243,31 @@ def test_live_width_gap_against_the_archive(arch):
     tables = {w: _archive_rates(arch, w) for w in SETUP.widths}
     values = chapter.claims("slice", _WidthGrid(tables), arch)
     assert values["wf_gap_wide"] == "80 of 96" and values["wf_gap_narrow"] == "53 of 96"
-    assert not _failed(values)
+    assert min(values["width_agree_p"]) > 0.5
     flat = {**tables, 32: {c: 4 for c in tables[32]}}             # width stops paying
-    assert _failed(chapter.claims("slice", _WidthGrid(flat), arch)) == {"slice.width_agrees"}
+    assert chapter.claims("slice", _WidthGrid(flat), arch)["width_agree_p"][1] < 1e-3
+
+
+def test_width_band_is_the_archive_binomial_band(arch):
+    # grid.width_pays: 24 live runs at the archive's rates for width 512 and width 32
+    result = SimpleNamespace(setup=SETUP, count=_WidthGrid(
+        {w: _archive_rates(arch, w) for w in SETUP.widths}).count)
+    gap = chapter.width_gap(result, arch)
+    n, lo, hi = gap["n_live"], *chapter.WIDE_BAND
+    p_wide, p_narrow = gap["arch"][512] / gap["n_arch"], gap["arch"][32] / gap["n_arch"]
+    assert chapter.binomial_lower_tail(lo - 1, n, p_wide) < 1e-3 <= \
+        chapter.binomial_lower_tail(lo, n, p_wide)
+    assert chapter.binomial_upper_tail(hi + 1, n, p_narrow) < 1e-3 <= \
+        chapter.binomial_upper_tail(hi, n, p_narrow)
+
+
+def test_a_grid_where_width_stops_paying_fails(arch):
+    tables = {w: _archive_rates(arch, w) for w in SETUP.widths}
+    values = chapter.claims("grid", _WidthGrid(tables))
+    assert (values["wl_wide_n"], values["wl_narrow_n"]) == (20, 13)
+    assert "grid.width_pays" not in _failed(values)
+    flat = {**tables, 32: {c: 4 for c in tables[32]}}             # narrowest 24 of 24
+    assert "grid.width_pays" in _failed(chapter.claims("grid", _WidthGrid(flat)))
 
 
 def test_archive_width_gap_at_the_live_cells(arch):
