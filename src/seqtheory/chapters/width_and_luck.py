@@ -55,7 +55,8 @@ TABLE = ClaimTable("width_and_luck", [
           f"wl_wide_n >= {WIDE_BAND[0]} and wl_narrow_n <= {WIDE_BAND[1]} "
           "and wl_wide_n >= wl_narrow_n",
           "width that stopped paying in the live runs, e.g. the narrowest networks 21 or more "
-          "of 24, the widest 13 or fewer, or the widest behind the narrowest"),
+          "of 24, the widest 13 or fewer, or the widest behind the narrowest",
+          scale="cpu"),
     # ------------------------------------------------------------ the mechanism
     Claim("mechanism.enough_networks",
           "Enough wide sparse networks succeed to measure where their support weight sits.",
