@@ -5,14 +5,20 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
+from seqtheory import make_generator
 from seqtheory.chapters import width_and_luck as chapter
 from seqtheory.parity import (
     WIDTH_LUCK_SETUP,
+    ParityMLPs,
     WidthLuckSetup,
     coverage_distribution,
+    expected_lucky_neurons,
     fisher_two_sided,
     lucky_neuron_probability,
+    population_gradient,
+    support_coverage,
 )
 from seqtheory.utils import load_data
 
@@ -213,3 +219,136 @@ def test_slice_pvalues_key_the_tests_by_init_and_m(arch):
     assert sorted(p) == sorted((i, m) for i in ("dense", "sparse") for m in SETUP.samples)
     result = SimpleNamespace(setup=SETUP, count=_Grid(GOOD).count)
     assert chapter.slice_pvalues(result, arch) == p
+
+
+class _WidthGrid(_Grid):
+    """A live grid whose cells at width ``w`` succeed in ``tables[w][(m, init)]`` of 4 seeds."""
+
+    def __init__(self, tables, setup=SETUP):
+        super().__init__(None, setup=setup)
+        self.tables = tables
+
+    def count(self, samples, inits, widths=None):
+        widths = self.setup.widths if widths is None else widths
+        return sum(self.tables[w][(m, i)] for w in widths for m in samples for i in inits)
+
+
+def _archive_rates(arch, width):
+    """The archive's success counts of one width at 6,000 steps, scaled to 4 seeds a cell."""
+    return {(m, i): round(chapter.arch_count(arch, i, width, m, SETUP.steps) / 4)
+            for m in SETUP.samples for i in ("dense", "sparse")}
+
+
+def test_live_width_gap_against_the_archive(arch):
+    tables = {w: _archive_rates(arch, w) for w in SETUP.widths}
+    values = chapter.claims("slice", _WidthGrid(tables), arch)
+    assert values["wf_gap_wide"] == "80 of 96" and values["wf_gap_narrow"] == "53 of 96"
+    assert min(values["width_agree_p"]) > 0.5
+    flat = {**tables, 32: {c: 4 for c in tables[32]}}             # width stops paying
+    assert chapter.claims("slice", _WidthGrid(flat), arch)["width_agree_p"][1] < 1e-3
+
+
+def test_width_band_is_the_archive_binomial_band(arch):
+    # grid.width_pays: 24 live runs at the archive's rates for width 512 and width 32
+    result = SimpleNamespace(setup=SETUP, count=_WidthGrid(
+        {w: _archive_rates(arch, w) for w in SETUP.widths}).count)
+    gap = chapter.width_gap(result, arch)
+    n, lo, hi = gap["n_live"], *chapter.WIDE_BAND
+    p_wide, p_narrow = gap["arch"][512] / gap["n_arch"], gap["arch"][32] / gap["n_arch"]
+    assert chapter.binomial_lower_tail(lo - 1, n, p_wide) < 1e-3 <= \
+        chapter.binomial_lower_tail(lo, n, p_wide)
+    assert chapter.binomial_upper_tail(hi + 1, n, p_narrow) < 1e-3 <= \
+        chapter.binomial_upper_tail(hi, n, p_narrow)
+
+
+def test_a_grid_where_width_stops_paying_fails(arch):
+    tables = {w: _archive_rates(arch, w) for w in SETUP.widths}
+    values = chapter.claims("grid", _WidthGrid(tables))
+    assert (values["wl_wide_n"], values["wl_narrow_n"]) == (20, 13)
+    assert "grid.width_pays" not in _failed(values)
+    flat = {**tables, 32: {c: 4 for c in tables[32]}}             # narrowest 24 of 24
+    assert "grid.width_pays" in _failed(chapter.claims("grid", _WidthGrid(flat)))
+
+
+def test_archive_width_gap_at_the_live_cells(arch):
+    result = SimpleNamespace(setup=SETUP, count=_WidthGrid(
+        {w: _archive_rates(arch, w) for w in SETUP.widths}).count)
+    gap = chapter.width_gap(result, arch)
+    assert gap["arch"][512] > gap["arch"][32] and gap["p_arch"] < 1e-3
+
+
+# --------------------------------------------------------------------------- theory and luck
+def test_the_sq_bound_is_far_below_every_archived_cell(arch):
+    # the smallest cell: width 8 (257 parameters), 250 steps, 100 examples; C(30, 3)/2 = 2030
+    assert chapter.num_parameters(8, 30) == 257
+    assert chapter.sq_margin(arch) == pytest.approx(257 * 250 * 100 / 2030)
+    assert chapter.sq_margin(arch) > 1000
+
+
+def test_a_sparse_neuron_gets_a_gradient_only_as_a_ticket():
+    # population gradient at initialisation: zero for J <= k - 2; a partial ticket (J = k - 1)
+    # is pulled only towards its missing support coordinate
+    n, support = 12, [0, 1, 2]
+    nets = ParityMLPs(n, [256], sparsity=4, generator=make_generator(3))
+    grad, J = population_gradient(nets, support)[0], support_coverage(nets, support)[0]
+    seen = nets.w1_init[0] != 0                                         # (W, n)
+    assert grad[J <= 1].abs().max() < 1e-7
+    partial = torch.nonzero(J == 2).flatten()
+    assert len(partial) > 5
+    for j in partial:
+        missing = [i for i in support if not seen[j, i]]
+        others = [i for i in range(n) if i not in missing]
+        assert grad[j, others].abs().max() < 1e-7
+    assert (grad[partial][:, :3].abs().sum(1) > 1e-5).float().mean() > 0.5
+    full = J == 3
+    assert grad[full][:, :3].abs().sum() > 0
+
+
+def test_restarts_needed():
+    assert chapter.restarts_needed(0.0) is None and chapter.restarts_needed(1.0) == 1
+    assert chapter.restarts_needed(0.5) == 4                            # 1 - 0.5^4 >= 0.9
+    assert chapter.restarts_needed(0.75) == 2
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="p must"):
+            chapter.restarts_needed(bad)
+    with pytest.raises(ValueError, match="target"):
+        chapter.restarts_needed(0.5, target=1.0)
+
+
+def test_luck_rows_on_a_tiny_archive():
+    rows = chapter.luck_rows(_tiny_archive(), SETUP, m=300, init="sparse")
+    assert [r[0] for r in rows] == [8, 32] and [r[3] for r in rows] == ["1 of 4", "4 of 4"]
+    assert rows[0][5] == 9 and rows[1][5] == 1                      # 1 - 0.75^9 >= 0.9
+    assert rows[1][2] == pytest.approx(float(expected_lucky_neurons(32, 30, 3, 6)))
+
+
+def test_archive_success_tracks_the_chance_of_a_full_ticket(arch):
+    # sparse, m = 300, 20,000 steps: the success rate rises with width and never exceeds
+    # the chance that the layer holds a full ticket
+    rows = chapter.luck_rows(arch, SETUP)
+    rates, tickets = [r[4] for r in rows], [r[2] for r in rows]
+    assert all(r <= t for r, t in zip(rates, tickets, strict=True)), (rates, tickets)
+    assert all(b >= a for a, b in zip(rates[:-1], rates[1:], strict=True)), rates
+    assert rates[-1] >= 0.75 and rates[0] == 0
+
+
+def test_archive_restarts_buy_what_width_buys(arch):
+    # 8 restarts of width 64 against one network of width 512 (12 of 16): within binomial noise
+    restart, wide = chapter.restarts_against_width(arch)
+    seeds = arch["meta"]["seeds"]
+    hits = round(wide * seeds)
+    assert chapter.binomial_lower_tail(hits, seeds, restart) > 0.01
+    assert chapter.binomial_upper_tail(hits, seeds, restart) > 0.01
+    assert abs(restart - wide) < 0.2
+
+
+def test_binomial_tails_and_parameter_count():
+    assert chapter.binomial_upper_tail(0, 16, 0.3) == pytest.approx(1.0)
+    assert chapter.binomial_lower_tail(0, 2, 0.5) == pytest.approx(0.25)
+    assert chapter.binomial_upper_tail(2, 2, 0.5) == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="count"):
+        chapter.binomial_upper_tail(17, 16, 0.3)
+    with pytest.raises(ValueError, match="p must"):
+        chapter.binomial_lower_tail(1, 16, 1.3)
+    with pytest.raises(ValueError, match="width"):
+        chapter.num_parameters(0, 30)

@@ -1,15 +1,22 @@
 """Width and luck (``book/width_and_luck.md``): parities trade data, width, steps and luck."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..claims import Claim, ClaimTable
 from ..parity import (
+    INITS,
     coverage_distribution,
     expected_lucky_neurons,
     fisher_two_sided,
     lucky_neuron_probability,
 )
+
+#: the archive's 0.1% binomial band for 24 live runs of its cells at m = 400-800, 6,000 steps:
+#: width 512 (80 of 96) at least 14, width 32 (53 of 96) at most 20 (tested against the archive)
+WIDE_BAND = (14, 20)
 
 TABLE = ClaimTable("width_and_luck", [
     # ------------------------------------------------------------ the lottery arithmetic
@@ -41,10 +48,15 @@ TABLE = ClaimTable("width_and_luck", [
           "wl_dense_more >= wl_more_of / 2",
           "fewer than half of the dense runs at m = 600 and 800 succeed"),
     Claim("grid.width_pays",
-          "From 400 examples on the widest networks succeed at least as often as the "
-          "narrowest, and more often in most runs (the archive shows the effect clearly).",
-          "wl_wide_n >= wl_narrow_n",
-          "width that hurts: the narrowest networks ahead of the widest"),
+          "From 400 examples on, the live widest and narrowest networks each fall within the "
+          "archive's 0.1% binomial band for the same cells (width 512: 80 of 96 at 6,000 "
+          "steps, at least 14 of 24; width 32: 53 of 96, at most 20 of 24), and the widest "
+          "are not behind.",
+          f"wl_wide_n >= {WIDE_BAND[0]} and wl_narrow_n <= {WIDE_BAND[1]} "
+          "and wl_wide_n >= wl_narrow_n",
+          "width that stopped paying in the live runs, e.g. the narrowest networks 21 or more "
+          "of 24, the widest 13 or fewer, or the widest behind the narrowest",
+          scale="cpu"),
     # ------------------------------------------------------------ the mechanism
     Claim("mechanism.enough_networks",
           "Enough wide sparse networks succeed to measure where their support weight sits.",
@@ -97,6 +109,8 @@ claims = TABLE.claims_for
 FRONT_W = 512                 # width of the frontier's samples x steps panels
 #: (width, steps) pairs of about equal compute, width x steps ~ 640,000 neuron-steps
 EQUAL_COMPUTE = ((32, 20000), (128, 5000), (512, 1250), (2048, 500))
+#: sample size, initialisation and width pair of the luck table (restarts against width)
+LUCK_M, LUCK_INIT, LUCK_PAIR = 300, "sparse", (64, 512)
 #: the set-up fields the archive must share with the chapter's networks
 SHARED_FIELDS = ("n", "k", "sparsity", "lr", "weight_decay", "success")
 
@@ -161,6 +175,102 @@ def width_comparison(arch: dict) -> dict:
             for init, m in (("sparse", 300), ("dense", 400))}
 
 
+def num_parameters(width: int, n: int) -> int:
+    """Trainable parameters of one two-layer network of ``width`` on ``n`` inputs."""
+    if width < 1 or n < 1:
+        raise ValueError(f"width and n must be >= 1, got width={width}, n={n}")
+    return width * (n + 2) + 1
+
+
+def sq_margin(arch: dict) -> float:
+    """How far the smallest archived cell is above the SQ lower bound's reach: the least
+    parameters x steps x samples over the grid (first recorded step > 0), divided by
+    ``C(n, k) / 2``."""
+    meta = arch["meta"]
+    n, k = meta["setup"]["n"], meta["setup"]["k"]
+    first = min(t for t in arch["eval_steps"] if t > 0)
+    least = num_parameters(min(meta["widths"]), n) * first * min(meta["samples"])
+    return least / (math.comb(n, k) / 2)
+
+
+def restarts_needed(p: float, target: float = 0.9):
+    """Independent restarts for at least one success with probability ``target`` when one
+    run succeeds with probability ``p`` (None if ``p`` is 0)."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"p must be a probability in [0, 1], got {p}")
+    if not 0 < target < 1:
+        raise ValueError(f"target must lie in (0, 1), got {target}")
+    if p == 0:
+        return None
+    return 1 if p == 1 else max(1, math.ceil(math.log(1 - target) / math.log(1 - p)))
+
+
+def luck_rows(arch: dict, setup, m: int = LUCK_M, init: str = LUCK_INIT) -> list[list]:
+    """Per archived width at ``m`` (``init``, last step): width, expected full tickets,
+    P(at least one full ticket), successful seeds, success rate, restarts for 90%."""
+    meta = arch["meta"]
+    p = lucky_neuron_probability(setup.n, setup.k, setup.sparsity)
+    rows = []
+    for w in meta["widths"]:
+        hits = arch_count(arch, init, w, m)
+        rate = hits / meta["seeds"]
+        r = restarts_needed(rate)
+        rows.append([w, w * p, float(expected_lucky_neurons(w, setup.n, setup.k, setup.sparsity)),
+                     f"{hits} of {meta['seeds']}", rate, "never" if r is None else r])
+    return rows
+
+
+def restarts_against_width(arch: dict, init: str = LUCK_INIT, m: int = LUCK_M,
+                           pair=LUCK_PAIR) -> tuple[float, float]:
+    """Success probability of the best of ``wide / narrow`` restarts of the narrow width
+    against one run of the wide width (same number of neurons), from the archive."""
+    narrow, wide = pair
+    seeds = arch["meta"]["seeds"]
+    p_narrow = arch_count(arch, init, narrow, m) / seeds
+    return 1 - (1 - p_narrow) ** (wide // narrow), arch_count(arch, init, wide, m) / seeds
+
+
+def _check_binomial(count: int, trials: int, p: float) -> None:
+    if not 0 <= count <= trials:
+        raise ValueError(f"count must lie in 0..trials={trials}, got {count}")
+    if not 0 <= p <= 1:
+        raise ValueError(f"p must be a probability in [0, 1], got {p}")
+
+
+def binomial_upper_tail(count: int, trials: int, p: float) -> float:
+    """``P(X >= count)`` for ``X ~ Binomial(trials, p)``."""
+    _check_binomial(count, trials, p)
+    return float(sum(math.comb(trials, j) * p ** j * (1 - p) ** (trials - j)
+                     for j in range(count, trials + 1)))
+
+
+def binomial_lower_tail(count: int, trials: int, p: float) -> float:
+    """``P(X <= count)`` for ``X ~ Binomial(trials, p)``."""
+    _check_binomial(count, trials, p)
+    return float(sum(math.comb(trials, j) * p ** j * (1 - p) ** (trials - j)
+                     for j in range(0, count + 1)))
+
+
+def width_gap(result, arch: dict) -> dict:
+    """The live widest and narrowest networks (m = 400 to 800, both initialisations) against
+    the archive's same cells: successes and runs of each, and Fisher p-values."""
+    setup, meta = result.setup, arch["meta"]
+    widths = [w for w in setup.widths if w in meta["widths"]]
+    wide, narrow = max(widths), min(widths)
+    ms = [m for m in setup.samples if m >= 400 and m in meta["samples"]]
+    live = {w: result.count(ms, list(INITS), [w]) for w in (wide, narrow)}
+    arch_n = {w: sum(arch_count(arch, i, w, m, setup.steps) for i in INITS for m in ms)
+              for w in (wide, narrow)}
+    n_live, n_arch = 2 * len(ms) * setup.seeds, 2 * len(ms) * meta["seeds"]
+    return {
+        "wide": wide, "narrow": narrow, "live": live, "arch": arch_n,
+        "n_live": n_live, "n_arch": n_arch,
+        "p_live": fisher_two_sided(live[wide], n_live, live[narrow], n_live),
+        "p_arch": fisher_two_sided(arch_n[wide], n_arch, arch_n[narrow], n_arch),
+        "p_agree": [fisher_two_sided(live[w], n_live, arch_n[w], n_arch) for w in (wide, narrow)],
+    }
+
+
 def setup_mismatch(arch: dict, setup) -> list[str]:
     """The shared set-up fields in which the archived run differs from ``setup``."""
     saved = arch["meta"]["setup"]
@@ -193,6 +303,10 @@ def _lottery(setup, freq, sampled: int) -> dict:
         "wl_p_full": f"{lucky_neuron_probability(n, k, s):.4f}",
         "wl_p_partial": f"{exact[k - 1]:.3f}",
         "wl_p_one_narrow": f"{expected_lucky_neurons(min(setup.widths), n, k, s):.2f}",
+        "wl_ticket_width": f"{1 / lucky_neuron_probability(n, k, s):.0f}",
+        "wl_power_width": f"{(n / s) ** k:.0f}",
+        "wl_pred_ratio": f"{(n / s) ** (k - 1):.0f}",
+        "wl_sq_half": f"{math.comb(n, k) / 2:,.0f}",
         "coverage_z": np.abs(np.asarray(freq) - exact) / se,
     }
 
@@ -204,6 +318,8 @@ def _grid(result) -> dict:
     widths, seeds = setup.widths, setup.seeds
     both, larger = ["dense", "sparse"], [400, 600, 800]
     wide, narrow = max(widths), min(widths)
+    runs = 2 * len(larger) * seeds
+    wide_n, narrow_n = result.count(larger, both, [wide]), result.count(larger, both, [narrow])
     return {
         "wl_200": result.count([200], both),
         "wl_200_of": 2 * len(widths) * seeds,
@@ -214,9 +330,10 @@ def _grid(result) -> dict:
         "wl_narrow": narrow,
         "wl_dense_more": result.count([600, 800], ["dense"]),
         "wl_more_of": 2 * len(widths) * seeds,
-        "wl_wide_n": result.count(larger, both, [wide]),
-        "wl_narrow_n": result.count(larger, both, [narrow]),
-        "wl_width_of": 2 * len(larger) * seeds,
+        "wl_wide_n": wide_n,
+        "wl_narrow_n": narrow_n,
+        "wl_width_of": runs,
+        "wl_width_p": f"{fisher_two_sided(wide_n, runs, narrow_n, runs):.2f}",
     }
 
 
@@ -275,6 +392,7 @@ def _frontier(arch: dict, setup) -> dict:
     sp300, de300 = pooled_arch(arch, "sparse", widths, 300), pooled_arch(arch, "dense", widths, 300)
     eq = {i: equal_compute_counts(arch, i) for i in ("dense", "sparse")}
     budget = EQUAL_COMPUTE[0][0] * EQUAL_COMPUTE[0][1]
+    restart, wide_p = restarts_against_width(arch)
     last_w, last_t = EQUAL_COMPUTE[-1]
     out = {
         "wf_samples": "{" + ", ".join(map(str, samples)) + "}",
@@ -302,6 +420,15 @@ def _frontier(arch: dict, setup) -> dict:
         "wf_eq_budget": f"{budget:,}",
         "wf_eq_fair": f"{budget / last_w:.0f}",
         "wf_eq_ratio": f"{last_t / (budget / last_w):.1f}",
+        "wf_sq_margin": f"{sq_margin(arch):,.0f}",
+        "wf_save_6000": f"{msteps['dense'][1] / msteps['sparse'][1]:.1f}",
+        "wf_save_20000": f"{msteps['dense'][2] / msteps['sparse'][2]:.1f}",
+        "wf_luck_m": LUCK_M,
+        "wf_luck_restart": f"{restart:.2f}",
+        "wf_luck_wide": f"{wide_p:.2f}",
+        "wf_luck_r": LUCK_PAIR[1] // LUCK_PAIR[0],
+        "wf_luck_narrow_w": LUCK_PAIR[0],
+        "wf_luck_wide_w": LUCK_PAIR[1],
         "setup_mismatch": setup_mismatch(arch, setup),
     }
     for i in ("dense", "sparse"):
@@ -316,4 +443,15 @@ def _frontier(arch: dict, setup) -> dict:
 def _slice(result, arch: dict) -> dict:
     """The live runs against the archive's cells of the same width, m and steps."""
     p = slice_pvalues(result, arch)
-    return {"wf_slice_p": f"{min(p.values()):.2f}", "slice_p": list(p.values())}
+    gap = width_gap(result, arch)
+    wide, narrow = gap["wide"], gap["narrow"]
+    return {
+        "wf_slice_p": f"{min(p.values()):.2f}",
+        "slice_p": list(p.values()),
+        "wf_gap_wide": f"{gap['arch'][wide]} of {gap['n_arch']}",
+        "wf_gap_narrow": f"{gap['arch'][narrow]} of {gap['n_arch']}",
+        "wf_gap_p": f"{gap['p_arch']:.0e}",
+        "wf_live_wide": gap["live"][wide],
+        "wf_live_narrow": gap["live"][narrow],
+        "width_agree_p": gap["p_agree"],
+    }
