@@ -181,7 +181,7 @@ def _minimal_history(escape_at, w_at, drop=0.1):
 
 
 def test_minimal_control_that_escapes_too_soon_fails():
-    init = {"dirichlet": (1.06, 0.0, 9.7e-4), "doubly_stochastic": (1.19, 0.0, 1.75e-3)}
+    init = {"dirichlet": (1.06, 0.0, 9.7e-4, 0.9), "doubly_stochastic": (1.19, 0.0, 1.75e-3, 0.98)}
     runs = {"dirichlet": _minimal_history(350, 175),
             "doubly_stochastic": _minimal_history(250, 125),
             "doubly stochastic, lr / ratio": _minimal_history(450, 200)}
@@ -201,6 +201,125 @@ def test_minimal_control_that_escapes_too_soon_fails():
     runs["doubly stochastic, lr / ratio"] = _minimal_history(300, 200)
     values = chapter.claims("minimal", init, runs, 1.8, 3)
     assert _failed("minimal", values) == {"minimal.control_rescaled"}
+
+
+def test_contrast_share_is_the_cosine_with_the_bigram_direction():
+    import torch
+
+    k = 3
+    bigram = torch.eye(k) - 1 / k
+    assert chapter.contrast_share(-bigram) == pytest.approx(1.0)
+    assert chapter.contrast_share(bigram) == pytest.approx(-1.0)
+    assert chapter.contrast_share(torch.ones(k, k)) == pytest.approx(0.0, abs=1e-7)
+    assert chapter.contrast_share(torch.zeros(k, k)) == 0.0
+    with pytest.raises(ValueError, match="grad_W"):
+        chapter.contrast_share(torch.ones(2, 3))
+
+
+def test_a_push_off_the_bigram_direction_fails_the_direction_claim():
+    init = {"dirichlet": (1.06, 0.0, 9.7e-4, 0.9), "doubly_stochastic": (1.19, 0.0, 1.75e-3, 0.5)}
+    runs = {"dirichlet": _minimal_history(350, 175),
+            "doubly_stochastic": _minimal_history(250, 125),
+            "doubly stochastic, lr / ratio": _minimal_history(450, 200)}
+    values = chapter.claims("minimal", init, runs, 1.8, 3)
+    assert _failed("minimal", values) == {"minimal.ds_direction"}
+
+
+def test_minimal_layer1_gradient_vanishes_at_any_constant_W():
+    """At W = c 11^T every key gets the same score, so w gets no gradient (any c)."""
+    import torch
+
+    from seqtheory.incontext import SETUP, MinimalICL
+    from seqtheory.utils import make_generator
+
+    cfg = SETUP.pick("cpu")
+    xs, _ = cfg.sample(64, make_generator(3))
+    net = MinimalICL(cfg.k, cfg.T)
+    with torch.no_grad():
+        net.W.fill_(0.7)
+        net.w.normal_(generator=make_generator(4))
+    loss = torch.nn.functional.nll_loss(net(xs[:, :-1]).reshape(-1, cfg.k), xs[:, 1:].reshape(-1))
+    g_w, g_W = torch.autograd.grad(loss, [net.w, net.W])
+    assert g_w.abs().max().item() < 1e-7 and g_W.norm().item() > 1e-5
+
+
+def _relative_values(l1_prev, l2_mean, late):
+    t = np.arange(1, 99)
+    prev_at = np.where(t <= 8, 0.6, late / (t + 1)).astype(np.float32)
+    knock = {**_knock(l2_mean), "layer 1: no previous-token weight": l1_prev}
+    return chapter.claims("relative", _main_history(switch=400), prev_at, knock,
+                          EVALUATOR.reference_loss)
+
+
+def test_relative_positions_claims_tell_the_two_position_schemes_apart():
+    values = _relative_values(l1_prev=1.10, l2_mean=1.02, late=6.0)
+    assert values["rel_switch"] == 400.0 and values["rel_prev_late_ratio"] == pytest.approx(6.0)
+    assert not _failed("relative", values)
+    # a relative-position model that behaves like the absolute-position one fails
+    absolute_like = _relative_values(l1_prev=1.01, l2_mean=1.10, late=1.0)
+    assert _failed("relative", absolute_like) == {"relative.head_stays",
+                                                  "relative.knockouts_flip"}
+
+
+def test_the_configuration_specific_claims_are_about_the_cpu_size_only():
+    cpu_only = {c.id for c in chapter.TABLE.claims if c.scale == "cpu"}
+    assert {"knockout.uniform_late", "knockout.layer1_prev_is_unigram",
+            "knockout.layer2_not_unigram", "knockout.layer2_near_uniform_guess",
+            "mechanism.layer2_at_switch", "mechanism.layer1_follows",
+            "variations.live_k3", "variations.live_k5"} == cpu_only
+
+
+@pytest.mark.parametrize("full", ["0", "1"])
+def test_a_live_run_that_does_not_switch_cannot_crash_the_variations_section(monkeypatch, full):
+    """FULL=1 trains PAPER, whose k = 5 run need not switch within its 1,000 steps: the
+    section computes, and the comparison with the CPU archive is only checked at CPU size."""
+    from seqtheory import verify
+
+    monkeypatch.setenv("FULL", full)
+    monkeypatch.setenv("SEQTHEORY_STRICT_CHECKS", "0")
+    variations = load_data("icl_variations.json")
+    for r in variations["runs"]:
+        if r["variant"] == "k=5, α=1":
+            r["switch"] = None   # an archive in which no k = 5 run switched, too
+    gains = {"k=2, α=1": 0.07, "k=3, α=1": 0.12, "k=5, α=1": 0.2, "k=3, α=4": 0.03}
+    values = chapter.claims("variations", gains, variations, {"k=3, α=1": 750, "k=5, α=1": None})
+    assert values["live_k5"] is None and values["arch_range_k5"] is None
+    assert values["arch_range_k3"] == [600, 800]
+    assert _failed("variations", values) >= {"variations.live_k5"}
+    with pytest.warns(UserWarning) if full == "0" else _no_warning():
+        verify(values)
+    monkeypatch.setenv("SEQTHEORY_STRICT_CHECKS", "1")
+    if full == "1":
+        verify(values)   # the CPU-archive comparison is skipped at paper scale
+    else:
+        with pytest.raises(AssertionError, match="variations.live_k5"):
+            verify(values)
+
+
+def _no_warning():
+    import contextlib
+    import warnings
+
+    @contextlib.contextmanager
+    def ctx():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            yield
+    return ctx()
+
+
+def test_one_layer_claims_fail_for_a_single_layer_that_learns_bigrams():
+    stays = History(evals=[{"step": st, "KL(unigram||model)": 0.013, "KL(bigram||model)": 0.11}
+                           for st in STEPS])
+    stays = chapter.claims("one_layer", stays)
+    assert stays["one_switch"] is None and not _failed("one_layer", stays)
+    learns = chapter.claims("one_layer", _main_history(switch=800))
+    assert _failed("one_layer", learns) == {"one_layer.no_switch", "one_layer.stays_unigram"}
+
+
+def test_switch_range_ignores_runs_without_a_switch():
+    assert chapter.switch_range([700, None, 500]) == [500, 700]
+    assert chapter.switch_range([None, None]) is None
 
 
 def test_reference_values_follow_the_quoted_table():

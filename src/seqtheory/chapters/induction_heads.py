@@ -24,6 +24,11 @@ QUOTED = {
     2: {"uniform": 0.693, "unigram": 0.579, "bigram": 0.511, "oracle": 0.482},
     3: {"uniform": 1.099, "unigram": 1.006, "bigram": 0.888, "oracle": 0.821},
 }
+#: the one-layer control of section "Three phases": the CPU configuration with one layer
+ONE_LAYER = ICLSetup(n_layers=1)
+#: the CPU configuration with relative positions (the contrast run of section "Knocking the
+#: circuit out"): PAPER's relative positions, every other setting the CPU one
+RELATIVE = ICLSetup(pos_encoding="relative", steps=1300)
 #: the tasks of section "Variations": text label -> short name of the glued values
 VARIANTS = {"k=2, α=1": "k2", "k=3, α=1": "k3", "k=5, α=1": "k5", "k=3, α=4": "a4",
             "doubly stochastic": "ds"}
@@ -70,11 +75,6 @@ TABLE = ClaimTable("induction_heads", [
           "bigram rule takes a few hundred steps.",
           "switch_width is not None and 0 < switch_width <= 600",
           "a slow drift to the bigram rule, taking more than 600 steps"),
-    Claim("phases.switch_for_good",
-          "The switch to the bigram rule comes after the plateau and lasts to the end of "
-          "training.",
-          "switch is not None and switch > plateau_step",
-          "a model that falls back towards the unigram rule, or never switches"),
     Claim("phases.ends_at_bigram",
           "The model ends close to the bigram rule (KL under 0.045 nats, under half its KL "
           "to the unigram rule).",
@@ -85,11 +85,16 @@ TABLE = ClaimTable("induction_heads", [
           "loss.",
           "0 < gap < 0.045",
           "a loss below the Bayes rule (a bug) or a model that stays 0.045 nats away"),
-    Claim("phases.last_position",
-          "The model is closest to the true row of P at the last position, which has the "
-          "most context.",
-          "kl_P_last < kl_P_mean",
-          "a model that does not use the longer context"),
+    Claim("one_layer.no_switch",
+          "A one-layer model trained the same way never becomes closer to the bigram rule "
+          "than to the unigram rule.",
+          "one_switch is None",
+          "a single layer that learns the bigram rule"),
+    Claim("one_layer.stays_unigram",
+          "It ends near the unigram rule: its final KL to the bigram rule is above 0.05 nats "
+          "and more than twice its KL to the unigram rule.",
+          "one_kl_bigram > 0.05 and one_kl_bigram > 2 * one_kl_unigram",
+          "a single layer that ends between the two rules or near the bigram rule"),
     # ------------------------------------------------------------------ authors' configuration
     Claim("paper.same_setup",
           "The archived paper-scale runs used the library's PAPER set-up.",
@@ -116,14 +121,17 @@ TABLE = ClaimTable("induction_heads", [
           "ind_final > ind_plateau + 0.15",
           "a layer 2 that never forms the induction head"),
     Claim("mechanism.layer2_at_switch",
-          "Layer 2 has covered half of its rise around the switch (within 300 steps of it).",
+          "In the CPU configuration layer 2 has covered half of its rise around the switch "
+          "(within 300 steps of it).",
           "ind_lead is not None and abs(ind_lead) <= 300",
           "a layer 2 whose rise is not tied to the switch, e.g. one that rises during the "
-          "plateau"),
+          "plateau", scale="cpu"),
     Claim("mechanism.layer1_follows",
-          "Layer 1 covers half of its rise a few hundred steps after the switch (0 to 600).",
+          "In the CPU configuration layer 1 covers half of its rise a few hundred steps "
+          "after the switch (0 to 600).",
           "prev_lag is not None and 0 <= prev_lag <= 600",
-          "a layer 1 that rises before the switch, or lags by more than 600 steps"),
+          "a layer 1 that rises before the switch, or lags by more than 600 steps",
+          scale="cpu"),
     Claim("mechanism.layer2_first",
           "Layer 2 is half-way up before layer 1.",
           "None not in (rise_ind, rise_prev) and rise_ind < rise_prev",
@@ -145,15 +153,18 @@ TABLE = ClaimTable("induction_heads", [
           "prev_early > 0.6 and prev_reach is not None and 15 <= prev_reach <= 80",
           "a layer 1 that is never sharp, or sharp at every position"),
     Claim("knockout.uniform_late",
-          "Beyond position 60 layer 1's weight on the previous token is about that of "
-          "uniform attention (under 1.5 times 1/(t+1)).",
+          "In the CPU model (learned absolute positions), beyond position 60 layer 1's "
+          "weight on the previous token is about that of uniform attention (under 1.5 "
+          "times 1/(t+1)).",
           "prev_late_ratio < 1.5",
-          "a layer 1 that stays a previous-token head at late positions"),
+          "a layer 1 that stays a previous-token head at late positions", scale="cpu"),
     Claim("knockout.layer1_prev_is_unigram",
-          "Removing layer 1's weight on the previous token brings the loss to about the "
-          "unigram rule's (within 0.05 nats) and far above the intact model's.",
+          "In the CPU model, removing layer 1's weight on the previous token brings the "
+          "loss to about the unigram rule's (within 0.05 nats) and far above the intact "
+          "model's.",
           "abs(ko_l1_prev - ref_unigram) < 0.05 and ko_l1_prev > ko_none + 0.08",
-          "a model that stays near the bigram rule without the previous-token weight"),
+          "a model that stays near the bigram rule without the previous-token weight",
+          scale="cpu"),
     Claim("knockout.layer1_controls",
           "Removing layer 1's weight on the token itself, or replacing its pattern by its "
           "mean, leaves the loss where it was (within 0.005 nats): a positional head.",
@@ -164,16 +175,39 @@ TABLE = ClaimTable("induction_heads", [
           "ko_l1_unif > ref_unigram",
           "a layer 1 whose pattern does not matter"),
     Claim("knockout.layer2_not_unigram",
-          "Without layer 2's matching (mean or uniform pattern) the loss is far above the "
-          "unigram rule's.",
+          "In the CPU model, without layer 2's matching (mean or uniform pattern) the loss "
+          "is far above the unigram rule's.",
           "min(ko_l2_mean, ko_l2_unif) > ref_unigram + 0.08",
-          "a trained model that falls back to the unigram rule without its matching head"),
+          "a trained model that falls back to the unigram rule without its matching head",
+          scale="cpu"),
     Claim("knockout.layer2_near_uniform_guess",
-          "Without layer 2's matching the loss is close to the uniform guess (within 0.075 "
-          "nats).",
+          "In the CPU model, without layer 2's matching the loss is close to the uniform "
+          "guess (within 0.075 nats).",
           "max(abs(ko_l2_mean - ref_uniform), abs(ko_l2_unif - ref_uniform)) < 0.075",
           "a model that falls back to the unigram rule (about 0.09 nats below the uniform "
-          "guess), or one more than 0.075 nats worse than guessing"),
+          "guess), or one more than 0.075 nats worse than guessing", scale="cpu"),
+    # ------------------------------------------------------------------ relative positions
+    Claim("relative.switches",
+          "The CPU configuration with relative positions switches to the bigram rule within "
+          "its 1,300 steps.",
+          "rel_switch is not None",
+          "a relative-position model that stays at the unigram rule"),
+    Claim("relative.head_stays",
+          "With relative positions layer 1 stays a previous-token head late in the sequence: "
+          "beyond position 60 its weight on the previous token is more than 2.5 times that "
+          "of uniform attention (the CPU model's: under 1.5).",
+          "rel_prev_late_ratio > 2.5",
+          "a relative-position layer 1 that fades to uniform attention, as the "
+          "absolute-position one does"),
+    Claim("relative.knockouts_flip",
+          "With relative positions the knock-outs swap roles: without layer 2's matching "
+          "(mean pattern) the loss is nearer the unigram rule's than the uniform guess's, "
+          "and without layer 1's previous-token weight it is more than 0.05 nats above "
+          "the unigram rule's.",
+          "abs(rel_ko_l2_mean - rel_unigram) < abs(rel_ko_l2_mean - rel_uniform) "
+          "and rel_ko_l1_prev > rel_unigram + 0.05",
+          "a relative-position model whose knock-outs behave like the absolute-position "
+          "model's"),
     # ------------------------------------------------------------------ variations
     Claim("variations.gain_order",
           "The gain of the bigram rule over the unigram rule grows with k and shrinks with "
@@ -181,17 +215,19 @@ TABLE = ClaimTable("induction_heads", [
           "gain_k5 > gain_k3 > gain_a4 and gain_k3 > gain_k2",
           "a task sampler whose gains do not follow the number of states and the prior"),
     Claim("variations.live_k3",
-          "The chapter's k = 3 run switches within 400 steps of the archived seeds' range.",
-          "live_k3 is not None and arch_range_k3[0] - 400 <= live_k3 <= arch_range_k3[1] "
-          "+ 400",
+          "The chapter's k = 3 run switches within 400 steps of the archived seeds' range "
+          "(both in the CPU configuration).",
+          "live_k3 is not None and arch_range_k3 is not None "
+          "and arch_range_k3[0] - 400 <= live_k3 <= arch_range_k3[1] + 400",
           "a library or training change that moves the switch far from the archived runs, "
-          "or removes it"),
+          "or removes it", scale="cpu"),
     Claim("variations.live_k5",
-          "The chapter's k = 5 run switches within 400 steps of the archived seeds' range.",
-          "live_k5 is not None and arch_range_k5[0] - 400 <= live_k5 <= arch_range_k5[1] "
-          "+ 400",
+          "The chapter's k = 5 run switches within 400 steps of the archived seeds' range "
+          "(both in the CPU configuration).",
+          "live_k5 is not None and arch_range_k5 is not None "
+          "and arch_range_k5[0] - 400 <= live_k5 <= arch_range_k5[1] + 400",
           "a library or training change that moves the switch far from the archived runs, "
-          "or removes it"),
+          "or removes it", scale="cpu"),
     # ------------------------------------------------------------------ doubly stochastic
     Claim("doubly_stochastic.no_unigram_signal",
           "On doubly stochastic chains the unigram rule is no better than the uniform guess.",
@@ -235,6 +271,11 @@ TABLE = ClaimTable("induction_heads", [
           "ln 3, on Dirichlet chains below it.",
           "min_loss0_ds > ln_k > min_loss0_dir",
           "two priors that start alike"),
+    Claim("minimal.ds_direction",
+          "On doubly stochastic chains the first step of layer 2 points almost along the "
+          "bigram direction I - 11^T/k (cosine above 0.85).",
+          "ds_share > 0.85",
+          "a first step on W that does not favour the diagonal without a unigram signal"),
     Claim("minimal.stronger_push",
           "Its layer-2 gradient at initialisation is larger on doubly stochastic chains.",
           "min_grad_ratio > 1.3",
@@ -332,6 +373,23 @@ def layer1_profile(prev_at) -> dict:
             "prev_reach": float(sharp.max()) if sharp.size else None}
 
 
+def contrast_share(grad_W) -> float:
+    """The cosine between a step ``-grad_W`` on the minimal model's (k, k) layer-2 matrix and
+    the bigram direction ``I - 11^T / k`` (1: a pure diagonal contrast, 0: orthogonal)."""
+    import torch
+
+    if not isinstance(grad_W, torch.Tensor) or grad_W.ndim != 2 \
+            or grad_W.shape[0] != grad_W.shape[1] or grad_W.shape[0] < 2:
+        raise ValueError(f"grad_W must be a square (k, k) tensor with k >= 2, got "
+                         f"{getattr(grad_W, 'shape', type(grad_W).__name__)}")
+    k = grad_W.shape[0]
+    direction = torch.eye(k) - torch.full((k, k), 1.0 / k)
+    norm = grad_W.norm() * direction.norm()
+    if norm == 0:
+        return 0.0
+    return float(-(grad_W.detach().cpu() * direction).sum() / norm)
+
+
 def first_step(hist, name: str, level: float) -> int | None:
     """The first evaluated step at which metric ``name`` reaches ``level`` (None if never)."""
     steps, values = hist.metric(name)
@@ -351,6 +409,12 @@ def layer2_steps(runs: dict) -> dict:
     """Per minimal-model run (label -> History): the first step at which the contrast
     between W's diagonal and off-diagonal entries reaches 0.25 (layer 2 has moved)."""
     return {label: first_step(h, "W diagonal contrast", 0.25) for label, h in runs.items()}
+
+
+def switch_range(switches) -> list | None:
+    """[min, max] of the switch steps that are not None (None if no run switched)."""
+    ok = [v for v in switches if v is not None]
+    return [min(ok), max(ok)] if ok else None
 
 
 def archived_switches(archive: dict) -> dict:
@@ -488,6 +552,15 @@ def _phases(history, evaluator) -> dict:
     }
 
 
+@TABLE.computes("one_layer")
+def _one_layer(history) -> dict:
+    """The one-layer control (:data:`ONE_LAYER`): its switch and final KL to each rule."""
+    switch = switch_step(history)
+    return {"one_switch": None if switch is None else float(switch),
+            "one_kl_unigram": history.final("KL(unigram||model)"),
+            "one_kl_bigram": history.final("KL(bigram||model)")}
+
+
 @TABLE.computes("paper")
 def _paper(paper: dict, cpu_switch, paper_live: dict) -> dict:
     """The archived paper-scale runs (``icl_paper.json``), the CPU configuration's archived
@@ -530,6 +603,7 @@ def _mechanism(history) -> dict:
         "rise_prev": None if rise_prev is None else float(rise_prev),
         "rise_ind": None if rise_ind is None else float(rise_ind),
         "prev_start": prev[0],
+        "ind_start": float(ind[0]),
         "ind_lead": None if None in (rise_ind, switch) else rise_ind - switch,
         "prev_lag": None if None in (rise_prev, switch) else rise_prev - switch,
         "rec_seeds": TABLE.seeds_text(),
@@ -556,6 +630,26 @@ def _knockout(by_offset, prev_at, knock: dict, ref: dict) -> dict:
     }
 
 
+@TABLE.computes("relative")
+def _relative(history, prev_at, knock: dict, ref: dict) -> dict:
+    """The relative-position run (:data:`RELATIVE`): its switch, layer 1's weight on the
+    previous token by query position (``prev_at``), its knock-out losses and the rules'
+    losses on its held-out sequences."""
+    switch = switch_step(history)
+    profile = layer1_profile(prev_at)
+    return {
+        "rel_switch": None if switch is None else float(switch),
+        "rel_prev_early": profile["prev_early"],
+        "rel_prev_late_ratio": profile["prev_late_ratio"],
+        "rel_ko_none": knock["none"],
+        "rel_ko_l1_prev": knock["layer 1: no previous-token weight"],
+        "rel_ko_l2_mean": knock["layer 2: mean pattern"],
+        "rel_ko_l2_unif": knock["layer 2: uniform"],
+        "rel_uniform": ref["uniform"],
+        "rel_unigram": ref["unigram"],
+    }
+
+
 @TABLE.computes("variations")
 def _variations(gains: dict, archive: dict, live_switch: dict) -> dict:
     """The tasks' gains, the archived switch steps (``icl_variations.json``) and this
@@ -564,7 +658,9 @@ def _variations(gains: dict, archive: dict, live_switch: dict) -> dict:
     arch = archived_switches(archive)
     k3 = [r for r in archive["runs"] if r["variant"] == "k=3, α=1"]
     out = {f"gain_{VARIANTS[label]}": g for label, g in gains.items()}
-    k5_earlier = sum(a < b for a, b in zip(arch["k=5, α=1"], arch["k=3, α=1"], strict=True))
+    # a run without a switch is never the earlier one
+    k5_earlier = sum(a is not None and (b is None or a < b)
+                     for a, b in zip(arch["k=5, α=1"], arch["k=3, α=1"], strict=True))
     out.update({
         "k5_earlier": float(k5_earlier),
         "arch_nseeds": float(len(ameta["seeds"])),
@@ -578,8 +674,8 @@ def _variations(gains: dict, archive: dict, live_switch: dict) -> dict:
     out["arch_plateau_k3"] = spread(unigram_plateaus(k3), 0)
     for label, mine in live_switch.items():
         key = VARIANTS[label]
-        out[f"live_{key}"] = mine
-        out[f"arch_range_{key}"] = [min(arch[label]), max(arch[label])]
+        out[f"live_{key}"] = None if mine is None else float(mine)
+        out[f"arch_range_{key}"] = switch_range(arch[label])
     return out
 
 
@@ -671,6 +767,8 @@ def _minimal(init: dict, minimal: dict, grad_ratio: float, k: int) -> dict:
         "min_loss0_dir": init["dirichlet"][0],
         "min_loss0_ds": init["doubly_stochastic"][0],
         "min_grad_ratio": grad_ratio,
+        "ds_share": init["doubly_stochastic"][3],
+        "dir_share": init["dirichlet"][3],
         "ln_k": float(np.log(k)),
         "grad_w": [v[1] for v in init.values()],
         "grad_W": [v[2] for v in init.values()],
@@ -685,7 +783,23 @@ def _minimal(init: dict, minimal: dict, grad_ratio: float, k: int) -> dict:
         "loss_drop": [v[0] - v[-1] for v in losses.values()],
         "plateau_drop": losses["dirichlet"][0] - losses["dirichlet"][4],
         **recorded_controls(),
+        **recorded_directions(),
     }
+
+
+def recorded_directions() -> dict:
+    """Over the recorded base seeds: the cosines of the first layer-2 step with the bigram
+    direction on each prior (median [min, max]) and on how many seeds the doubly stochastic
+    one is the larger ("not recorded" before a record has them)."""
+    try:
+        ds = TABLE.over_seeds("minimal", "ds_share")
+        dirichlet = TABLE.over_seeds("minimal", "dir_share")
+    except KeyError:
+        return {k: "not recorded" for k in ("share_ds_range", "share_dir_range",
+                                            "share_ds_more")}
+    more = sum(a > b for a, b in zip(ds, dirichlet, strict=True))
+    return {"share_ds_range": spread(ds, 2), "share_dir_range": spread(dirichlet, 2),
+            "share_ds_more": f"{more} of {len(ds)}"}
 
 
 def recorded_controls() -> dict:
