@@ -67,8 +67,8 @@ TABLE = ClaimTable("copying", [
           "min(ha_median_upto) >= 0.5",
           "a cliff past the training lengths, as with absolute positions"),
     Claim("lengths.hard_alibi_gradual",
-          "The hard-ALiBi accuracy degrades gently: it still copies some strings at the "
-          "longest length of the grid.",
+          "The hard-ALiBi accuracy has no cliff but still falls with length: it copies "
+          "some strings at the longest length of the grid.",
           "ha_len_last >= 0.1",
           "hard-ALiBi accuracy dropping to about 0 at the longest length"),
     Claim("lengths.gated_falls_with_length",
