@@ -242,8 +242,8 @@ def repeat_table(rep: dict):
 
 @TABLE.computes("repeats")
 def _repeats(rep: dict, setup) -> dict:
-    """Experiment 2's repeats: :func:`repeat_tests` of the hard-ALiBi models (values the text
-    quotes; no claims until they are recorded under the 14 base seeds)."""
+    """Experiment 2's repeats: :func:`repeat_tests` of the hard-ALiBi models (the values the
+    text quotes; the section has no claims)."""
     med = np.median(rep["planted"], axis=0)                                 # (len(REPEAT_NS),)
     uniq = np.median(rep["without"], axis=0)                                # (lengths,)
     last = rep["lengths"][-1]
