@@ -311,3 +311,91 @@ def test_greedy_copy_writes_until_eos_through_the_shared_decoder():
             return logits
 
     assert greedy_copy(Oracle(), text) == text + "$"
+
+
+# ----------------------------------------------------------------- repeated n-grams
+class _Oracle(torch.nn.Module):
+    """Predicts every next token of ``<BOS> s <SEP> s <EOS>`` right."""
+
+    def forward(self, idx):                                              # (B, T)
+        B, T = idx.shape
+        L = (T - 2) // 2
+        s = idx[:, 1:L + 1]
+        nxt = torch.cat([idx[:, 1:], torch.full((B, 1), EOS)], dim=1)
+        nxt[:, L + 1:2 * L + 1] = s
+        nxt[:, 2 * L + 1] = EOS
+        return torch.nn.functional.one_hot(nxt, VOCAB_SIZE).float()
+
+
+class _BigramLookup(torch.nn.Module):
+    """Copies by looking up the last two letters written in the first copy (first match):
+    wrong exactly where a bigram repeats ambiguously."""
+
+    def forward(self, idx):                                              # (B, T)
+        B, T = idx.shape
+        L = (T - 2) // 2
+        out = torch.full((B, T), EOS)
+        for b in range(B):
+            s = idx[b, 1:L + 1].tolist()
+            for i in range(L):                      # position L + 1 + i writes letter i
+                if i < 2:
+                    out[b, L + 1 + i] = s[i]
+                    continue
+                key = s[i - 2:i]
+                j = next(k for k in range(2, L + 1) if s[k - 2:k] == key)
+                out[b, L + 1 + i] = s[j] if j < L else EOS
+        return torch.nn.functional.one_hot(out, VOCAB_SIZE).float()
+
+
+def test_copy_rows_matches_copy_batch_at_one_length():
+    from seqtheory.copying import copy_rows
+
+    x, y = copy_batch(6, 7, generator=torch.Generator().manual_seed(3))
+    x2, y2 = copy_rows(x[:, 1:8])
+    assert torch.equal(x, x2) and torch.equal(y, y2)
+    with pytest.raises(ValueError, match="strings must"):
+        copy_rows(torch.tensor([[0, 26]]))
+    with pytest.raises(ValueError, match="strings must"):
+        copy_rows(torch.tensor([1, 2]))
+
+
+def test_has_repeated_ngram_and_its_probability():
+    from seqtheory.copying import has_repeated_ngram, repeat_probability
+
+    s = torch.tensor([[0, 1, 2, 0, 1, 3], [0, 1, 2, 3, 4, 5], [0, 0, 1, 2, 3, 4]])
+    assert has_repeated_ngram(s, 1).tolist() == [True, False, True]
+    assert has_repeated_ngram(s, 2).tolist() == [True, False, False]
+    assert has_repeated_ngram(s, 3).tolist() == [False, False, False]
+    assert has_repeated_ngram(s, 7).tolist() == [False] * 3
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        has_repeated_ngram(s, 0)
+    # birthday bound: 1 - exp(-C(L-1, 2) / 26^2), about 0.05 at L = 10 and 0.40 at L = 28
+    for L in (10, 28):
+        approx = 1 - np.exp(-(L - 1) * (L - 2) / 2 / 26**2)
+        assert repeat_probability(L, 2, size=20_000) == pytest.approx(approx, abs=0.02)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4])
+def test_planted_repeat_batch_plants_an_ambiguous_ngram(n):
+    from seqtheory.copying import planted_repeat_batch
+
+    x, y = planted_repeat_batch(50, 10, n, generator=torch.Generator().manual_seed(n))
+    assert x.shape == (50, 22)
+    s = x[:, 1:11]
+    if n:
+        assert torch.equal(s[:, 5:5 + n], s[:, 1:1 + n])
+        assert (s[:, 5 + n] != s[:, 1 + n]).all()
+    assert (x[:, 11] == SEP).all() and torch.equal(x[:, 12:22], s)
+    with pytest.raises(ValueError, match="n must be <= length // 2 - 1 = 4"):
+        planted_repeat_batch(5, 10, 5)
+
+
+def test_repeat_accuracy_tells_a_bigram_lookup_from_an_exact_copier():
+    from seqtheory.copying import accuracy_by_repeats, repeat_accuracy
+
+    assert repeat_accuracy(_Oracle(), 10, [0, 2, 3], size=40, seed=0) == [1.0, 1.0, 1.0]
+    acc = repeat_accuracy(_BigramLookup(), 10, [1, 2, 3], size=40, seed=0)
+    assert acc[1] == acc[2] == 0.0 and acc[0] > 0.5
+    split = accuracy_by_repeats(_BigramLookup(), [12], n=2, size=200, seed=0)
+    assert split["without"][0] == 1.0 and split["with"][0] < 0.5
+    assert 0 < split["frac_with"][0] < 0.3

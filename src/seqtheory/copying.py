@@ -42,7 +42,9 @@ __all__ = [
     "string_accuracy", "CopyLSTM", "DiagonalRecurrence", "GatedRecurrence", "linear_scan",
     "CopySetup", "SETUP", "LIVE_MODELS", "state_bits", "max_copy_length", "copy_models",
     "train_copier", "encode", "greedy_copy", "accuracy_by_length", "MODEL_NAMES",
-    "copy_model", "CopyRun", "CopyResult", "run", "plot_learning_curves",
+    "copy_model", "CopyRun", "CopyResult", "run", "plot_learning_curves", "copied",
+    "copy_rows", "has_repeated_ngram", "planted_repeat_batch", "repeat_accuracy",
+    "accuracy_by_repeats", "repeat_probability",
 ]
 
 NUM_LETTERS = 26
@@ -130,17 +132,115 @@ def decode(tokens) -> str:
     return "".join(_SYMBOLS[int(t)] for t in tokens)
 
 
-def string_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Fraction of rows whose whole copy (and ``<EOS>``) is predicted right.
+def copied(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """(B,) bool: whether each row's whole copy (and ``<EOS>``) is predicted right.
 
     With teacher forcing every counted position must be the argmax; when all of them are,
-    greedy decoding writes exactly the same string, so this is the exact-match accuracy
-    of greedy generation.
+    greedy decoding writes exactly the same string, so this is exact-match greedy copying.
     """
     with evaluating(model):
         pred = model(x).argmax(dim=-1)                                      # (B, T)
-    counted = y != IGNORE_INDEX
-    return float(((pred == y) | ~counted).all(dim=1).float().mean())
+    return ((pred == y) | (y == IGNORE_INDEX)).all(dim=1)
+
+
+def string_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Fraction of rows whose whole copy (and ``<EOS>``) is predicted right (:func:`copied`):
+    the exact-match accuracy of greedy decoding."""
+    return float(copied(model, x, y).float().mean())
+
+
+def _check_strings(strings) -> torch.Tensor:
+    if not isinstance(strings, torch.Tensor) or strings.dim() != 2 or strings.shape[1] < 1:
+        raise ValueError("strings must be a (B, L) tensor of letter ids, L >= 1")
+    if strings.dtype not in (torch.int32, torch.int64) or strings.numel() and (
+            int(strings.min()) < 0 or int(strings.max()) >= NUM_LETTERS):
+        raise ValueError(f"strings must hold integer letter ids 0..{NUM_LETTERS - 1}")
+    return strings
+
+
+def copy_rows(strings: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets of :func:`copy_batch` for given strings (B, L) of letter ids:
+    ``<BOS> s <SEP> s <EOS>``, only the second copy and ``<EOS>`` counted."""
+    s = _check_strings(strings)
+    B, L = s.shape
+    col = torch.full((B, 1), 0, dtype=s.dtype, device=s.device)
+    seq = torch.cat([col + BOS, s, col + SEP, s, col + EOS], dim=1)       # (B, 2L + 3)
+    x, y = seq[:, :-1], seq[:, 1:].clone()                                  # (B, 2L + 2)
+    y[:, :L + 1] = IGNORE_INDEX
+    return x, y
+
+
+def has_repeated_ngram(strings: torch.Tensor, n: int) -> torch.Tensor:
+    """(B,) bool: whether some n-gram occurs twice in each string (B, L) of letter ids."""
+    s = _check_strings(strings)
+    n = check_int("n", n, minimum=1)
+    if n > s.shape[1]:
+        return torch.zeros(s.shape[0], dtype=torch.bool, device=s.device)
+    powers = NUM_LETTERS ** torch.arange(n, device=s.device)               # (n,)
+    code = s.unfold(1, n, 1).long() @ powers                                # (B, L - n + 1)
+    same = code[:, :, None] == code[:, None, :]                            # (B, K, K)
+    return torch.triu(same, diagonal=1).any(dim=(1, 2))
+
+
+def repeat_probability(length: int, n: int, size: int = 100_000, seed: int = 0) -> float:
+    """Monte-Carlo chance that a uniform string of ``length`` letters repeats some n-gram
+    (``size`` strings from :func:`~seqtheory.utils.make_generator` ``(seed)``)."""
+    length, size = check_int("length", length, minimum=1), check_int("size", size, minimum=1)
+    g = make_generator(check_int("seed", seed, minimum=0))
+    s = torch.randint(NUM_LETTERS, (size, length), generator=g)
+    return float(has_repeated_ngram(s, n).float().mean())
+
+
+def planted_repeat_batch(size: int, length: int, n: int, *,
+                         generator: torch.Generator | None = None):
+    """:func:`copy_batch` rows of ``length`` random letters with one planted repeat: the
+    n-gram at letters ``1..n`` (0-based) occurs again at ``length // 2``, and the letters
+    right after the two occurrences differ, so an n-gram lookup cannot tell which to copy.
+    ``n = 0``: plain random strings. Needs ``n <= length // 2 - 1`` and ``length >= 4``."""
+    size, length = check_int("size", size, minimum=1), check_int("length", length, minimum=4)
+    n = check_int("n", n, minimum=0)
+    p = length // 2
+    if n > p - 1:
+        raise ValueError(f"n must be <= length // 2 - 1 = {p - 1}, got {n}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    dev = generator.device if generator is not None else torch.device("cpu")
+    s = torch.randint(NUM_LETTERS, (size, length), generator=generator, device=dev)
+    shift = torch.randint(1, NUM_LETTERS, (size,), generator=generator, device=dev)
+    if n:
+        s[:, p:p + n] = s[:, 1:1 + n]
+        s[:, p + n] = (s[:, 1 + n] + shift) % NUM_LETTERS     # the next letters differ
+    return copy_rows(s)
+
+
+def repeat_accuracy(model: nn.Module, length: int, ns, size: int = 600,
+                    seed: int | None = None) -> list:
+    """String accuracy on ``size`` strings of ``length`` letters with a planted repeated
+    n-gram (:func:`planted_repeat_batch`), for each ``n`` of ``ns`` (0: random strings);
+    test sets from ``make_generator(2000 + 10 * length + n, base=seed)``."""
+    dev, seed = _device_of(model), experiment_seed(seed)
+    return [string_accuracy(model, *planted_repeat_batch(
+        size, length, n, generator=make_generator(2000 + 10 * length + n, dev, base=seed)))
+        for n in ns]
+
+
+def accuracy_by_repeats(model: nn.Module, lengths, n: int = 2, size: int = 1000,
+                        seed: int | None = None) -> dict:
+    """On ``size`` random strings of each length (``make_generator(3000 + L, base=seed)``):
+    ``{"without", "with"}``, the string accuracy on the strings with no repeated n-gram and
+    on those with one (nan where there are none), and ``"frac_with"``, their share."""
+    dev, seed = _device_of(model), experiment_seed(seed)
+    n = check_int("n", n, minimum=1)
+    out = {"without": [], "with": [], "frac_with": []}
+    for L in lengths:
+        g = make_generator(3000 + check_int("length", L, minimum=1), dev, base=seed)
+        s = torch.randint(NUM_LETTERS, (check_int("size", size, minimum=1), L), generator=g,
+                          device=dev)
+        ok, rep = copied(model, *copy_rows(s)), has_repeated_ngram(s, n)
+        for key, rows in (("without", ~rep), ("with", rep)):
+            out[key].append(float(ok[rows].float().mean()) if rows.any() else math.nan)
+        out["frac_with"].append(float(rep.float().mean()))
+    return {k: np.array(v) for k, v in out.items()}
 
 
 class CopyLSTM(nn.Module):

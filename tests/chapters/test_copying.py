@@ -135,6 +135,24 @@ def test_lengths_values_and_claims():
             "lengths.lookup_head"} <= _failed(values, "lengths")
 
 
+def _rep(planted=((0.95, 0.94, 0.4, 0.0), (0.96, 0.95, 0.32, 0.002), (0.95, 0.97, 0.47, 0.0)),
+         without=((0.98, 0.84, 0.6),) * 3):
+    return {"lengths": (10, 20, 30), "planted": np.array(planted),
+            "without": np.array(without), "with": np.array(((0.5, 0.4, 0.25),) * 3),
+            "frac_with": np.array([0.05, 0.24, 0.43])}
+
+
+def test_repeats_values():
+    values = chapter.claims("repeats", _rep(), CopySetup())
+    assert values["rep_random"] == pytest.approx(0.95)
+    assert values["rep_bigram"] == pytest.approx(0.4)
+    assert values["rep_trigram_hi"] == pytest.approx(0.002)
+    assert values["uniq_first"] == pytest.approx(0.98) and values["uniq_last"] == 0.6
+    assert values["rep_lengths"] == "10 and 20 and 30" and values["rep_last_len"] == 30
+    assert 0.005 < values["frac_trigram_last"] < 0.04     # C(28, 2) / 26^3 = 0.022
+    assert chapter.repeat_lengths(CopySetup()) == (10, 20, 30)
+
+
 def test_setup_values_and_one_state_size():
     def m(n=None):
         return SimpleNamespace() if n is None else SimpleNamespace(state_floats=n)

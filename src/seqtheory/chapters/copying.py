@@ -5,7 +5,15 @@ import numpy as np
 import torch
 
 from ..claims import Claim, ClaimTable
-from ..copying import MODEL_NAMES, NUM_LETTERS, encode, max_copy_length
+from ..copying import (
+    MODEL_NAMES,
+    NUM_LETTERS,
+    accuracy_by_repeats,
+    encode,
+    max_copy_length,
+    repeat_accuracy,
+    repeat_probability,
+)
 
 TABLE = ClaimTable("copying", [
     Claim("setup.one_state_size",
@@ -59,8 +67,8 @@ TABLE = ClaimTable("copying", [
           "min(ha_median_upto) >= 0.5",
           "a cliff past the training lengths, as with absolute positions"),
     Claim("lengths.hard_alibi_gradual",
-          "The hard-ALiBi accuracy degrades gently: it still copies some strings at the "
-          "longest length of the grid.",
+          "The hard-ALiBi accuracy has no cliff but still falls with length: it copies "
+          "some strings at the longest length of the grid.",
           "ha_len_last >= 0.1",
           "hard-ALiBi accuracy dropping to about 0 at the longest length"),
     Claim("lengths.gated_falls_with_length",
@@ -75,6 +83,9 @@ TABLE = ClaimTable("copying", [
           "a seed that copies without a clean lookup head (attention spread out)"),
 ])
 claims = TABLE.claims_for
+
+#: Planted repeats of :func:`repeat_tests`: n = 0 (random strings), a letter, a bigram, a trigram.
+REPEAT_NS = (0, 1, 2, 3)
 
 _FIXED = ("LSTM", "linear recurrence", "gated recurrence")
 
@@ -187,6 +198,68 @@ def _lengths(by_length: dict, lengths: list, setup, ha_models: list, text: str) 
         "gated_len_10": float(np.median(gated[:, i10])),
         "ha_median_upto": np.median(ha, axis=0)[upto],
         "diag": [diagonal_score(m, text) for m in ha_models],
+    }
+
+
+def repeat_lengths(setup) -> tuple:
+    """The lengths at which :func:`repeat_tests` splits strings by repeats: the longest
+    training length, the test length and 1.5 times it."""
+    return (setup.max_len, setup.test_len, 3 * setup.test_len // 2)
+
+
+def repeat_tests(models: list, setup, seed: int | None = None) -> dict:
+    """Trained copiers against repeated n-grams: ``planted`` (seeds, len(REPEAT_NS)), the
+    string accuracy at ``setup.max_len`` with a planted repeat of each n; ``without``,
+    ``with`` (seeds, lengths), the accuracy on random strings of each
+    :func:`repeat_lengths` without and with a repeated bigram; ``frac_with`` (lengths,)."""
+    lengths = repeat_lengths(setup)
+    planted = np.array([repeat_accuracy(m, setup.max_len, REPEAT_NS, seed=seed)
+                        for m in models])
+    split = [accuracy_by_repeats(m, lengths, n=2, seed=seed) for m in models]
+    return {"lengths": lengths, "planted": planted,
+            "without": np.array([d["without"] for d in split]),
+            "with": np.array([d["with"] for d in split]),
+            "frac_with": split[0]["frac_with"]}
+
+
+def repeat_table(rep: dict):
+    """:func:`repeat_tests` as one Markdown table: string accuracy, median [range] over seeds,
+    on planted repeats and on random strings split by a repeated bigram."""
+    from ..plotting import markdown_table
+    from ..utils import spread
+
+    L0 = rep["lengths"][0]
+    names = ("random", "one repeated letter", "one repeated bigram", "one repeated trigram")
+    rows = [[f"{name} (planted)" if j else name, L0, "", spread(rep["planted"][:, j])]
+            for j, name in enumerate(names)]
+    for i, L in enumerate(rep["lengths"]):
+        share = rep["frac_with"][i]
+        rows += [["random, no repeated bigram", L, f"{1 - share:.2f}",
+                  spread(rep["without"][:, i])],
+                 ["random, some bigram repeated", L, f"{share:.2f}", spread(rep["with"][:, i])]]
+    return markdown_table(["strings", "L", "share of random strings", "string accuracy"], rows)
+
+
+@TABLE.computes("repeats")
+def _repeats(rep: dict, setup) -> dict:
+    """Experiment 2's repeats: :func:`repeat_tests` of the hard-ALiBi models (the values the
+    text quotes; the section has no claims)."""
+    med = np.median(rep["planted"], axis=0)                                 # (len(REPEAT_NS),)
+    uniq = np.median(rep["without"], axis=0)                                # (lengths,)
+    last = rep["lengths"][-1]
+    return {
+        "rep_len": setup.max_len, "rep_lengths": " and ".join(map(str, rep["lengths"])),
+        "rep_last_len": last,
+        "rep_random": float(med[0]), "rep_letter": float(med[1]),
+        "rep_bigram": float(med[2]), "rep_trigram": float(med[3]),
+        "planted_bigram": rep["planted"][:, 2], "planted_trigram": rep["planted"][:, 3],
+        "rep_bigram_hi": float(rep["planted"][:, 2].max()),
+        "rep_trigram_hi": float(rep["planted"][:, 3].max()),
+        "uniq_first": float(uniq[0]), "uniq_last": float(uniq[-1]),
+        "with_last": float(np.median(rep["with"][:, -1])),
+        "frac_bigram_last": float(rep["frac_with"][-1]),
+        "frac_bigram_first": float(rep["frac_with"][0]),
+        "frac_trigram_last": repeat_probability(last, 3, size=20_000),
     }
 
 
