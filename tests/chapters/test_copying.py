@@ -142,7 +142,7 @@ def _rep(planted=((0.95, 0.94, 0.4, 0.0), (0.96, 0.95, 0.32, 0.002), (0.95, 0.97
             "frac_with": np.array([0.05, 0.24, 0.43])}
 
 
-def test_repeats_values():
+def test_repeats_values_and_claims():
     values = chapter.claims("repeats", _rep(), CopySetup())
     assert values["rep_random"] == pytest.approx(0.95)
     assert values["rep_bigram"] == pytest.approx(0.4)
@@ -150,7 +150,26 @@ def test_repeats_values():
     assert values["uniq_first"] == pytest.approx(0.98) and values["uniq_last"] == 0.6
     assert values["rep_lengths"] == "10 and 20 and 30" and values["rep_last_len"] == 30
     assert 0.005 < values["frac_trigram_last"] < 0.04     # C(28, 2) / 26^3 = 0.022
+    assert not _failed(values, "repeats")
     assert chapter.repeat_lengths(CopySetup()) == (10, 20, 30)
+
+
+def test_a_lookup_on_three_letters_or_one_fails_the_repeat_claims():
+    three = [(0.95, 0.95, 0.9, 0.0)] * 3                    # a repeated bigram is harmless
+    assert _failed(chapter.claims("repeats", _rep(planted=three), CopySetup()),
+                   "repeats") == {"repeats.bigram_hurts"}
+    one = [(0.95, 0.45, 0.0, 0.0)] * 3                      # keyed on the last letter only
+    assert _failed(chapter.claims("repeats", _rep(planted=one), CopySetup()),
+                   "repeats") == {"repeats.letter_harmless", "repeats.bigram_hurts"}
+    by_position = [(0.95, 0.95, 0.9, 0.9)] * 3
+    assert "repeats.trigram_breaks" in _failed(
+        chapter.claims("repeats", _rep(planted=by_position), CopySetup()), "repeats")
+
+
+def test_length_failure_only_on_repeats_fails_its_claim():
+    flat = [(0.98, 0.97, 0.96)] * 3                         # errors only where bigrams repeat
+    assert _failed(chapter.claims("repeats", _rep(without=flat), CopySetup()),
+                   "repeats") == {"repeats.unique_still_falls"}
 
 
 def test_setup_values_and_one_state_size():
