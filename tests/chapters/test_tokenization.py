@@ -216,7 +216,7 @@ def test_small_bpe_near_one_bit_fails():
 
 
 def test_small_lzw_near_one_bit_fails():
-    sweep = _sweep(lzw16_at_4=1.01)
+    sweep = _sweep(lzw16_at_4=1.004)
     failed = _failed(chapter.claims("sweep", sweep, _streams(sweep), P, Q))
     assert failed == {"sweep.small_lzw_worse"}
 
@@ -306,7 +306,7 @@ def test_exercise_best_size():
                                                    [0.86, 0.82, 0.786, 0.790]))
     assert (ok["best_bpe"], ok["best_lzw"]) == (16, 256) and not _failed(ok)
     lzw_1024 = chapter.claims("exercise", _exercise_rows([0.765, 0.767, 0.779],
-                                                         [0.86, 0.82, 0.786, 0.783]))
+                                                         [0.86, 0.82, 0.786, 0.780]))
     assert _failed(lzw_1024) == {"exercise.best_moves_down"}
     bpe_256 = chapter.claims("exercise", _exercise_rows([0.78, 0.77, 0.76],
                                                         [0.86, 0.82, 0.786, 0.790]))
