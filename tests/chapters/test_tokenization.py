@@ -8,7 +8,7 @@ import pytest
 
 from seqtheory.chapters import tokenization as chapter
 from seqtheory.markov import switching_entropy_rate, switching_unigram_entropy
-from seqtheory.tokenization import BPE, TRAP_CONDITIONS, block_unigram_entropy
+from seqtheory.tokenization import BPE, LZW, TRAP_CONDITIONS, block_unigram_entropy
 from seqtheory.training import History
 from seqtheory.utils import load_data
 
@@ -163,14 +163,14 @@ def _rows(order, bpe, lzw):
     return rows
 
 
-def _sweep(bpe4_at_4=1.2, k1_off=0.001):
+def _sweep(bpe4_at_4=1.2, m1_off=0.001, lzw16_at_4=1.06):
     H = switching_entropy_rate(P, Q)
     exact1 = block_unigram_entropy(P, Q, 1, 10)
-    return {1: _rows(1, [0.9, 0.8, 0.76, exact1 + 0.004, exact1 + k1_off],
+    return {1: _rows(1, [0.9, 0.8, 0.76, exact1 + 0.004, exact1 + m1_off],
                      [0.95, 0.85, 0.80, 0.77, 0.76]),
             2: _rows(2, [0.95, 0.85, 0.8, 0.78, 0.77], [0.97, 0.9, 0.85, 0.82, 0.80]),
             4: _rows(4, [bpe4_at_4, 0.99, H + 0.75 / 6, H + 0.75 / 8, H + 0.75 / 10],
-                     [1.0, 0.98, 0.92, 0.88, 0.852])}
+                     [1.0, lzw16_at_4, 0.92, 0.88, 0.852])}
 
 
 def _streams(sweep):
@@ -197,11 +197,15 @@ def test_sweep_and_gap_values_and_claims():
     sweep = _sweep()
     values = chapter.claims("sweep", sweep, _streams(sweep), P, Q)
     assert values["meas_46"] == values["exact_46"]
-    assert values["k1_vs_exact"] == pytest.approx(0.001)
+    assert values["m1_vs_exact"] == pytest.approx(0.001)
     assert values["noise"] == pytest.approx([0.0, 0.0, 0.0])
     assert not _failed(values)
     gap = chapter.claims("gap", sweep, P, Q)
     assert gap["bpe_slope"] == "0.75 [0.75, 0.75]"
+    # an exact 1/log2 d gap looks like d^-0.18 through d = 64 and 1024
+    assert gap["bpe_power"] == pytest.approx(math.log(10 / 6) / math.log(16))
+    assert gap["thm_eps"] == pytest.approx(math.log(5) / (0.99 * math.log(1024)))
+    assert gap["lzw1024_max"] == pytest.approx(0.852)
     assert not _failed(gap)
 
 
@@ -211,11 +215,45 @@ def test_small_bpe_near_one_bit_fails():
     assert failed == {"sweep.small_bpe_worse"}
 
 
+def test_small_lzw_near_one_bit_fails():
+    sweep = _sweep(lzw16_at_4=1.004)
+    failed = _failed(chapter.claims("sweep", sweep, _streams(sweep), P, Q))
+    assert failed == {"sweep.small_lzw_worse"}
+
+
+def test_lzw_above_theorem_45_bound_fails():
+    sweep = _sweep()
+    for r in sweep[4]:
+        if r["tokenizer"] == "LZW" and r["d"] == 1024:
+            r["bits_per_symbol"] = 0.95           # above H / (1 - 0.235) = 0.943
+    assert _failed(chapter.claims("gap", sweep, P, Q)) == {"gap.lzw_within_bound"}
+
+
+def test_theorem_45_bound_and_its_inputs():
+    eps, bound = chapter.theorem_45_bound(0.7219, 0.2, 1024)
+    assert eps == pytest.approx(0.2345, abs=1e-4) and bound == pytest.approx(0.9431, abs=1e-4)
+    with pytest.raises(ValueError, match="delta"):
+        chapter.theorem_45_bound(0.7, 0.0, 1024)
+    with pytest.raises(ValueError, match="d must"):
+        chapter.theorem_45_bound(0.7, 0.2, 1)
+    with pytest.raises(ValueError, match="below 1"):
+        chapter.theorem_45_bound(0.7, 0.2, 4)
+
+
+def test_lzw_characters_read_is_the_length_of_the_parsed_prefix():
+    # from 0 and 1, "0100111" parses as 01 | 00 | ...: the dictionary is full after 4 symbols
+    lzw = LZW.train(np.array([0, 1, 0, 0, 1, 1, 1]), 4)
+    assert [lzw.token_string(i) for i in range(4)] == ["0", "1", "01", "00"]
+    assert chapter.lzw_characters_read(lzw) == 4
+    with pytest.raises(TypeError, match="tokenizer"):
+        chapter.lzw_characters_read("0100")
+
+
 def test_bpe_at_m1_away_from_blocks_of_10_bits_fails():
     # 0.009 bits above the exact (and here measured) loss of 10-bit blocks
-    sweep = _sweep(k1_off=0.009)
+    sweep = _sweep(m1_off=0.009)
     failed = _failed(chapter.claims("sweep", sweep, _streams(sweep), P, Q))
-    assert failed == {"sweep.k1_like_blocks", "sweep.k1_like_measured_blocks"}
+    assert failed == {"sweep.m1_like_blocks", "sweep.m1_like_measured_blocks"}
 
 
 def _short(sweep, worse=0.03, worse4=0.02):
@@ -229,23 +267,50 @@ def _short(sweep, worse=0.03, worse4=0.02):
     return short
 
 
+READ = {1: 10_900, 2: 10_600, 4: 9_900}
+
+
 def test_overfit_values_and_claims():
     sweep = _sweep()
-    values = chapter.claims("overfit", sweep, _short(sweep))
+    values = chapter.claims("overfit", sweep, _short(sweep), READ)
+    assert values["lzw_read_range"] == "9,900–10,900"
     assert values["bpe_rise"] == "0.027 and 0.020"
     assert values["bpe_rise4"] == pytest.approx(0.02 - 0.75 / 8 + 0.75 / 10)
     assert values["lzw_fall_min"] == pytest.approx(0.01)
     assert not _failed(values)
-    assert _failed(chapter.claims("overfit", sweep, sweep)) == {"overfit.bpe_rises"}
+    assert _failed(chapter.claims("overfit", sweep, sweep, READ)) == {"overfit.bpe_rises"}
     # at m = 4 a change within the estimation noise passes, a fall beyond it does not
     flat4 = _short(sweep, worse4=-0.0015 + 0.75 / 8 - 0.75 / 10)
-    assert chapter.claims("overfit", sweep, flat4)["bpe_rise4"] == pytest.approx(-0.0015)
-    assert not _failed(chapter.claims("overfit", sweep, flat4))
+    assert chapter.claims("overfit", sweep, flat4, READ)["bpe_rise4"] == pytest.approx(-0.0015)
+    assert not _failed(chapter.claims("overfit", sweep, flat4, READ))
     falls4 = _short(sweep, worse4=-0.003 + 0.75 / 8 - 0.75 / 10)
-    assert _failed(chapter.claims("overfit", sweep, falls4)) == {"overfit.bpe_rises"}
+    assert _failed(chapter.claims("overfit", sweep, falls4, READ)) == {"overfit.bpe_rises"}
     # and a rise of 0.01 bits or more at m = 4 is not small
     rises4 = _short(sweep, worse4=0.012 + 0.75 / 8 - 0.75 / 10)
-    assert _failed(chapter.claims("overfit", sweep, rises4)) == {"overfit.bpe_rises"}
+    assert _failed(chapter.claims("overfit", sweep, rises4, READ)) == {"overfit.bpe_rises"}
+    # an LZW parse that reads the whole short stream would make the two dictionaries differ
+    long_parse = {**READ, 4: 25_000}
+    assert _failed(chapter.claims("overfit", sweep, _short(sweep), long_parse)) == {
+        "overfit.lzw_reads_prefix"}
+
+
+def _exercise_rows(bpe, lzw):
+    return ([{"tokenizer": "BPE", "d": d, "bits_per_symbol": b}
+             for d, b in zip((16, 64, 256), bpe, strict=True)]
+            + [{"tokenizer": "LZW", "d": d, "bits_per_symbol": b}
+               for d, b in zip((16, 64, 256, 1024), lzw, strict=True)])
+
+
+def test_exercise_best_size():
+    ok = chapter.claims("exercise", _exercise_rows([0.765, 0.767, 0.779],
+                                                   [0.86, 0.82, 0.786, 0.790]))
+    assert (ok["best_bpe"], ok["best_lzw"]) == (16, 256) and not _failed(ok)
+    lzw_1024 = chapter.claims("exercise", _exercise_rows([0.765, 0.767, 0.779],
+                                                         [0.86, 0.82, 0.786, 0.780]))
+    assert _failed(lzw_1024) == {"exercise.best_moves_down"}
+    bpe_256 = chapter.claims("exercise", _exercise_rows([0.78, 0.77, 0.76],
+                                                        [0.86, 0.82, 0.786, 0.790]))
+    assert _failed(bpe_256) == {"exercise.best_moves_down"}
 
 
 # ------------------------------------------------------------------ the tokens

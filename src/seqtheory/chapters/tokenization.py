@@ -73,6 +73,12 @@ TABLE = ClaimTable("tokenization", [
           "stream.",
           "min(bpe4_streams) > 1.05",
           "a stream on which BPE-4 comes within 0.05 bits of 1 bit per character"),
+    Claim("sweep.small_lzw_worse",
+          "Small LZW dictionaries are worse than no tokenization at m = 4 too: LZW with d = 16 "
+          "pays more than 1.005 bits per character.",
+          "lzw16 > 1.005",
+          "LZW-16 within 0.005 bits of 1 bit per character (a few times the estimation "
+          "noise), or below it"),
     Claim("sweep.blocks_exact",
           "Fixed blocks match the exact formula: on every m and d the measured and exact "
           "losses agree within 0.004 bits per character.",
@@ -98,30 +104,30 @@ TABLE = ClaimTable("tokenization", [
           "streams at d = 1024 is smaller.",
           "np.ptp(lzw1024_streams) < np.ptp(bpe1024_streams)",
           "LZW's results spread as much over the streams as BPE's"),
-    Claim("sweep.k1_flat",
+    Claim("sweep.m1_flat",
           "At m = 1 BPE gains less than a hundredth of a bit from d = 256 to d = 1024.",
-          "k1_gain < 0.01",
+          "m1_gain < 0.01",
           "BPE still improving fast at d = 1024 for m = 1"),
-    Claim("sweep.k1_above_noise",
+    Claim("sweep.m1_above_noise",
           "At m = 1 BPE-1024 stays above H by more than five times the estimation noise.",
-          "k1_gap > 5 * max(max(abs(v) for v in noise), 0.001)",
+          "m1_gap > 5 * max(max(abs(v) for v in noise), 0.001)",
           "a gap at m = 1 within a few times the estimation noise of the block losses"),
-    Claim("sweep.k1_like_blocks",
+    Claim("sweep.m1_like_blocks",
           "At m = 1 BPE-1024 does about as well as blocks of 10 bits: it is within 0.008 "
           "bits of their exact loss, whose gap to H is 0.028.",
-          "abs(k1_vs_exact) < 0.008",
+          "abs(m1_vs_exact) < 0.008",
           "BPE at m = 1 differing from the exact block loss by 0.008 bits or more (over a "
           "quarter of that loss's gap to H)"),
-    Claim("sweep.k1_like_measured_blocks",
+    Claim("sweep.m1_like_measured_blocks",
           "At m = 1 BPE-1024 is also within 0.008 bits of the measured loss of blocks of 10 "
           "bits.",
-          "k1_blocks < 0.008",
+          "m1_blocks < 0.008",
           "BPE at m = 1 differing from the measured blocks by 0.008 bits or more (over a "
           "quarter of their gap to H)"),
     # ---------------------------------------------------------------- the gap in 1 / log d
     Claim("gap.one_over_log",
-          "At m = 4 BPE's gap times log2 d is nearly constant for d = 64 to 1024: its gap "
-          "falls like 1/log d (spread below 15%).",
+          "At m = 4 BPE's gap times log2 d is nearly constant for d = 64 to 1024: its gap is "
+          "consistent with 1/log d (spread below 15%; a power law in d fits as well).",
           "max(bpe_slopes) / min(bpe_slopes) < 1.15",
           "a BPE gap that does not fall like 1/log d"),
     Claim("gap.below_blocks",
@@ -133,6 +139,12 @@ TABLE = ClaimTable("tokenization", [
           "smaller by more than 0.03.",
           "eff_bpe < eff_lzw - 0.03",
           "BPE's epsilon within 0.03 of LZW's, or above it"),
+    Claim("gap.lzw_within_bound",
+          "At d = 1024 LZW is below the bound of Theorem 4.5, H/(1 - eps) with "
+          "eps = log(1/delta)/(0.99 log d) = 0.235 (0.943 bits per character), at m = 1, 2 "
+          "and 4.",
+          "max(lzw1024_orders) < thm_bound",
+          "LZW above the theorem's bound on some order m"),
     # ---------------------------------------------------------------- short stream
     Claim("overfit.bpe_rises",
           "With 10^5 training characters BPE's test loss rises from d = 256 to d = 1024 by "
@@ -147,6 +159,12 @@ TABLE = ClaimTable("tokenization", [
           "(beyond the estimation noise, 0.002 bits), at any m.",
           "max(lzw_rises) < 0.002",
           "LZW getting worse by more than 0.002 bits on some m"),
+    Claim("overfit.lzw_reads_prefix",
+          "LZW's 1024-entry dictionary is parsed from only the first ~10^4 training characters "
+          "(fewer than 20,000 at every m), so the short and the long stream give it the same "
+          "dictionary and differ only in its token frequencies.",
+          "max(lzw_read) < 20_000",
+          "an LZW parse that reads 20,000 characters or more before its dictionary is full"),
     Claim("overfit.long_no_rise",
           "With 10^6 training characters BPE's test loss does not rise from d = 256 to "
           "d = 1024 (beyond 0.002 bits), at any m.",
@@ -160,6 +178,14 @@ TABLE = ClaimTable("tokenization", [
           "n_eight > 0 and 2 * n_compl >= n_eight",
           "no 8-character token among the 12, or fewer than half of them of the form "
           "x + complement(x)"),
+    # ---------------------------------------------------------------- exercise 4
+    Claim("exercise.best_moves_down",
+          "With 3 x 10^4 training characters (m = 1) the best dictionary size moves down: "
+          "BPE is best at d = 64 or less, and LZW gains less than 0.005 bits from d = 256 to "
+          "1024 (with 10^6 characters both are best at d = 1024, LZW about 0.01 bits better "
+          "than at d = 256).",
+          "best_bpe <= 64 and lzw_gain < 0.005",
+          "BPE best at d = 256, or LZW still gaining 0.005 bits or more from d = 256 to 1024"),
 ])
 claims = TABLE.claims_for
 
@@ -248,6 +274,28 @@ def dictionary_rise(table: dict, small: int = 256, large: int = 1024,
             for name in tokenizers for order in orders}
 
 
+def theorem_45_bound(H: float, delta: float, d: int) -> tuple[float, float]:
+    """Theorem 4.5 of Rajaraman et al.: ``(eps, H / (1 - eps))`` with
+    ``eps = log(1/delta) / (0.99 log d)`` (eps must be below 1)."""
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    if not isinstance(d, int) or d < 2:
+        raise ValueError(f"d must be an int >= 2, got {d!r}")
+    eps = math.log(1 / delta) / (0.99 * math.log(d))
+    if eps >= 1:
+        raise ValueError(f"eps = log(1/delta) / (0.99 log d) = {eps:.3f} must be below 1: "
+                         "use a larger d or delta")
+    return eps, H / (1 - eps)
+
+
+def lzw_characters_read(tokenizer) -> int:
+    """How many training characters the LZ78 parse of an LZW dictionary consumed: the total
+    length of its learnt phrases (every entry after the single characters)."""
+    if not hasattr(tokenizer, "tokens") or not hasattr(tokenizer, "alphabet"):
+        raise TypeError(f"tokenizer must be an LZW dictionary, got {type(tokenizer).__name__}")
+    return int(sum(len(t) for t in tokenizer.tokens[tokenizer.alphabet:]))
+
+
 def is_complement_pair(token: str) -> bool:
     """Whether the second half of a token string is the bitwise complement of its first."""
     half, flip = len(token) // 2, {"0": "1", "1": "0"}
@@ -324,29 +372,30 @@ def _sweep(sweep: dict, streams: dict, p: float, q: float) -> dict:
     block_dev = {(o, d): table[o, "blocks", d] - block_unigram_entropy(p, q, o, round(
         math.log2(d))) for (o, name, d) in table if name == "blocks"}
     noise = [block_dev[o, 1024] for o in (1, 2, 4)]
-    k1_exact = block_unigram_entropy(p, q, 1, 10)
+    m1_exact = block_unigram_entropy(p, q, 1, 10)
     return {
         "bpe1024_gap": float(bpe[1024].mean() / H - 1),
         "bpe4_lo": float(bpe[4].min()),
         "bpe4_hi": float(bpe[4].max()),
         "lzw1024": float(lzw[1024].mean()),
-        "k1_gain": float(table[1, "BPE", 256] - table[1, "BPE", 1024]),
-        "k1_gap": float(table[1, "BPE", 1024] - H),
+        "m1_gain": float(table[1, "BPE", 256] - table[1, "BPE", 1024]),
+        "m1_gap": float(table[1, "BPE", 1024] - H),
         "exact_46": block_unigram_entropy(p, q, 4, 6),
         "meas_46": table[4, "blocks", 64],
         "noise_lo": float(min(noise)),
         "noise_hi": float(max(noise)),
-        "k1_exact_gap": k1_exact - H,
-        "k1_exact_gain": block_unigram_entropy(p, q, 1, 8) - k1_exact,
-        "k1_vs_exact": float(table[1, "BPE", 1024] - k1_exact),
+        "m1_exact_gap": m1_exact - H,
+        "m1_exact_gain": block_unigram_entropy(p, q, 1, 8) - m1_exact,
+        "m1_vs_exact": float(table[1, "BPE", 1024] - m1_exact),
         "H": H,
         "worst_bpe": max(table[o, "BPE", d] for o in (1, 2, 4) for d in (64, 256, 1024)),
         "bpe4_streams": bpe[4], "bpe64_streams": bpe[64], "bpe1024_streams": bpe[1024],
+        "lzw16": table[4, "LZW", 16],
         "lzw64_streams": lzw[64], "lzw1024_streams": lzw[1024],
         "block_dev_max": max(abs(v) for v in block_dev.values()),
         "block_dev_46": block_dev[4, 64],
         "noise": noise,
-        "k1_blocks": abs(table[1, "blocks", 1024] - table[1, "BPE", 1024]),
+        "m1_blocks": abs(table[1, "blocks", 1024] - table[1, "BPE", 1024]),
     }
 
 
@@ -356,7 +405,15 @@ def _gap(sweep: dict, p: float, q: float) -> dict:
     H = switching_entropy_rate(p, q)
     table = loss_table(sweep)
     slopes, eff = gap_slopes(table, H), epsilon(table, H)
+    delta = min(p, q, 1 - p, 1 - q)
+    eps, bound = theorem_45_bound(H, delta, 1024)
+    bpe = [table[4, "BPE", d] - H for d in (64, 1024)]
     return {
+        "thm_eps": eps,
+        "thm_bound": bound,
+        "lzw1024_orders": [table[o, "LZW", 1024] for o in (1, 2, 4)],
+        "lzw1024_max": max(table[o, "LZW", 1024] for o in (1, 2, 4)),
+        "bpe_power": math.log(bpe[0] / bpe[1]) / math.log(1024 / 64),
         "bpe_slope": spread(slopes["BPE"], 2),
         "block_slope": 4 * (switching_unigram_entropy(p, q) - H),
         "eff_bpe": float(eff["BPE"]),
@@ -366,9 +423,10 @@ def _gap(sweep: dict, p: float, q: float) -> dict:
 
 
 @TABLE.computes("overfit")
-def _overfit(sweep: dict, short: dict) -> dict:
+def _overfit(sweep: dict, short: dict, lzw_read: dict) -> dict:
     """loss(d = 1024) - loss(d = 256) with 10^5 (``short``) and 10^6 (``sweep``) training
-    characters, per order m = 1, 2, 4."""
+    characters, per order m = 1, 2, 4; ``lzw_read``: ``{order: characters the LZW-1024
+    parse consumed}``."""
     rise = dictionary_rise(loss_table(short))
     long = dictionary_rise(loss_table(sweep), tokenizers=("BPE",))
     bpe_rises = [rise["BPE", o] for o in (1, 2, 4)]
@@ -380,6 +438,8 @@ def _overfit(sweep: dict, short: dict) -> dict:
         "lzw_fall_min": float(-max(lzw_rises)),
         "long_rise_max": float(max(long_rises)),
         "bpe_rises": bpe_rises, "lzw_rises": lzw_rises, "long_rises": long_rises,
+        "lzw_read": [lzw_read[o] for o in (1, 2, 4)],
+        "lzw_read_range": f"{min(lzw_read.values()):,}–{max(lzw_read.values()):,}",
     }
 
 
@@ -393,3 +453,15 @@ def _vocab(tokenizer, top) -> dict:
         "n_compl": sum(is_complement_pair(t) for t in eight),
         "eight": eight,
     }
+
+
+@TABLE.computes("exercise")
+def _exercise(rows: list) -> dict:
+    """Exercise 4: the best dictionary size of BPE and LZW on a short stream (sweep rows)."""
+    def best(name):
+        mine = [r for r in rows if r["tokenizer"] == name]
+        return min(mine, key=lambda r: r["bits_per_symbol"])["d"]
+
+    lzw = {r["d"]: r["bits_per_symbol"] for r in rows if r["tokenizer"] == "LZW"}
+    return {"best_bpe": best("BPE"), "best_lzw": best("LZW"),
+            "lzw_gain": lzw[256] - lzw[1024]}
