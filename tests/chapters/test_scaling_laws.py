@@ -52,7 +52,9 @@ def test_dimension_values_and_an_unbiased_estimate_fails():
     assert values["est_32"] == 20.0 and not _failed("dimension", values)
     assert _failed("dimension", chapter.claims("dimension", {**est, 32: 31.0}, cube)) == {
         "dimension.biased_low"}
-
+    # a cube read as well as a sphere: the boundary bias the text names is not there
+    assert _failed("dimension", chapter.claims("dimension", est, {2: 2.0, 4: 3.98})) == {
+        "dimension.cube_low"}
 
 
 def test_data_values_and_exponents_that_do_not_fall_with_d_fail():
@@ -108,7 +110,9 @@ def test_beta_values_and_a_control_that_shows_beta_fails():
     run.exponents = exps
     run.control_exponents = np.array([[0.5] * 3, [0.72] * 3])
     assert "beta.control_flat" in _failed("beta", chapter.claims("beta", run))
-
+    run.control_exponents = np.full((2, 3), 0.72)
+    run.top_exponents = np.array([[0.36] * 3, [0.40] * 3])   # beta hidden on the 4-torus too
+    assert _failed("beta", chapter.claims("beta", run)) == {"beta.top_shows_beta"}
 
 
 def test_model_values_and_a_flat_seed_fails():
@@ -139,7 +143,8 @@ def test_text_live_run_compares_with_the_archive(monkeypatch):
     beyond = chapter.claims("text", sweep, _live(max(new["text_archived_loss"]) + 0.35), 4.1, 2.0)
     assert _failed("text", beyond) == {"text.live_near_archive"}
     assert new["text_pred_cos"] == pytest.approx(0.5)
-
+    norms = chapter.claims("text", sweep, _live(2.82), 4.1, 3.3)   # normalising moved it
+    assert _failed("text", norms) == {"text.cosine_halves"}
 
 
 def test_width_live_check_compares_with_the_archive(monkeypatch):
