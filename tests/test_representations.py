@@ -32,6 +32,7 @@ from seqtheory.representations import (  # noqa: E402
     SETUP,
     RepresentationResult,
     RepresentationSetup,
+    affine_fits,
     kinship_task,
     plot_stitching,
     plot_zone,
@@ -375,6 +376,20 @@ def test_affine_r2():
         affine_r2(X, X[:10])
 
 
+def test_affine_fits_sees_an_affine_image(small):
+    forest, data = small
+    models = KinshipModels(forest.n, 3, seeds=(0, 1))
+    with torch.no_grad():   # seed 1's embedding an affine image of seed 0's
+        models.embed[1] = models.embed[0] @ torch.randn(3, 3) + 1.0
+    fits = affine_fits(models, (3,), (0, 1), torch.Generator().manual_seed(123))
+    assert fits["across seeds"] == pytest.approx(np.ones((1, 2)))
+    assert fits["random"].shape == (1, 2) and (fits["random"] < 0.99).all()
+    with pytest.raises(TypeError, match="models"):
+        affine_fits("not models", (3,), (0, 1), torch.Generator())
+    with pytest.raises(ValueError, match="seeds"):
+        affine_fits(models, (3,), (0,), torch.Generator())
+
+
 # --------------------------------------------------------------------------- issue 19: shape
 TINY = RepresentationSetup(generations=3, dims=(2, 4), seeds=(0, 1), steps=40,
                            stitch_steps=10, bilinear_dims=(3,))
@@ -408,6 +423,10 @@ def test_run_is_deterministic_and_returns_the_result(tiny_result):
             assert np.array_equal(r.stitched[wd][name], again.stitched[wd][name]), name
         assert np.array_equal(r.cka[wd], again.cka[wd]) and r.cka[wd].shape == (2, 1)
         assert np.array_equal(r.cka_random[wd], again.cka_random[wd])
+        for name in ("across seeds", "random"):
+            fit = r.affine_fit[wd][name]
+            assert np.array_equal(fit, again.affine_fit[wd][name]) and fit.shape == (2, 2)
+            assert ((fit > -1e-9) & (fit <= 1 + 1e-9)).all()
         assert r.zoo[wd].embed.device.type == "cpu"
     assert torch.equal(r.bilinear.embed, again.bilinear.embed)
     assert r.bilinear.decoder == "bilinear" and r.bilinear.dims == (3, 3)

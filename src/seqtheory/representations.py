@@ -27,7 +27,7 @@ from .knowledge_graphs import (
     kinship_data,
     train_kinship,
 )
-from .similarity import cka_across_seeds, debiased_cka, stitch_controls
+from .similarity import affine_r2, cka_across_seeds, debiased_cka, stitch_controls
 from .training import History
 from .utils import (
     Sizes,
@@ -39,8 +39,8 @@ from .utils import (
 )
 
 __all__ = [
-    "SETUP", "KinshipTask", "RepresentationResult", "RepresentationSetup", "kinship_task",
-    "plot_stitching", "plot_zone", "run",
+    "SETUP", "KinshipTask", "RepresentationResult", "RepresentationSetup", "affine_fits",
+    "kinship_task", "plot_stitching", "plot_zone", "run",
 ]
 
 # Logical seeds inside one run, under the run's base seed (see :func:`run`).
@@ -49,6 +49,7 @@ _SHUFFLE_SEED = 1        # the relabelling that makes the "other graph"
 _OTHER_GRAPH_SEED = 100  # the models of the other graph
 _CONTROL_SEED = 0        # the random embeddings of the stitching control
 _CKA_RANDOM_SEED = 7     # the random embeddings that CKA compares trained ones with
+_R2_RANDOM_SEED = 9      # the random embeddings of the affine-fit control
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,9 @@ class RepresentationResult:
     cka: dict                       # weight decay -> (sizes, pairs of seeds) debiased CKA
     cka_random: dict                # weight decay -> (sizes, seeds) debiased CKA between a
     #                                 trained embedding and a random one of the same size
+    affine_fit: dict                # weight decay -> {"across seeds", "random": (sizes,
+    #                                 seeds)} R² of B's embedding from the best affine
+    #                                 function of A's (the next seed's, or random points)
 
     @property
     def forest(self) -> FamilyForest:
@@ -193,9 +197,9 @@ def run(setup: RepresentationSetup, *, seed: int | None = None, device=None,
     :func:`~seqtheory.utils.experiment_seed`); every random draw has a logical seed under
     it: the forest ``setup.forest_seed``, the split 0, the relabelling 1, model ``s`` of
     every size ``s`` (its own generator, so a model is the same whichever others train with
-    it), the other graph's models 100, the stitching control's random embeddings 0 and
-    CKA's random embeddings 7.  The same seed gives the same bits; base seed 0 draws what
-    the chapter's text was measured on.  Models train
+    it), the other graph's models 100, the stitching control's random embeddings 0,
+    CKA's random embeddings 7 and the affine-fit control's 9.  The same seed gives the
+    same bits; base seed 0 draws what the chapter's text was measured on.  Models train
     on ``device`` (None: the CPU) as one batched program per sweep; everything returned is
     on the CPU.
     """
@@ -231,7 +235,8 @@ def run(setup: RepresentationSetup, *, seed: int | None = None, device=None,
     result = RepresentationResult(
         setup=setup, seed=seed, device=str(device), seconds=0.0, task=task, zoo=zoo,
         other_zoo=other_zoo, bilinear=bilinear, histories=histories,
-        held_out={}, train_acc={}, starved={}, stitched={}, cka={}, cka_random={})
+        held_out={}, train_acc={}, starved={}, stitched={}, cka={}, cka_random={},
+        affine_fit={})
     by_size = result.by_size
     for wd, Z in zoo.items():
         result.held_out[wd] = by_size(accuracy(Z, data))
@@ -252,8 +257,31 @@ def run(setup: RepresentationSetup, *, seed: int | None = None, device=None,
               for s in setup.seeds] for d in setup.dims])
     for models in (*zoo.values(), *other_zoo.values(), bilinear):
         models.to("cpu")
+    gen = make_generator(_R2_RANDOM_SEED, base=seed)
+    for wd, Z in zoo.items():
+        result.affine_fit[wd] = affine_fits(Z, setup.dims, setup.seeds, gen)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def affine_fits(models: KinshipModels, dims, seeds, generator: torch.Generator) -> dict:
+    """How close each model B's embedding is to an affine image of another's: R² of the
+    best affine fit of B's embedding from the next seed's of the same size ("across
+    seeds") and from a random Gaussian embedding of that size drawn from ``generator``
+    ("random").  Returns ``{name: (sizes, seeds) array}``."""
+    if not isinstance(models, KinshipModels):
+        raise TypeError(f"models must be KinshipModels, got {type(models).__name__}")
+    if len(seeds) < 2:
+        raise ValueError(f"seeds must name at least two seeds, got {tuple(seeds)}")
+    out = {"across seeds": np.zeros((len(dims), len(seeds))),
+           "random": np.zeros((len(dims), len(seeds)))}
+    for i, d in enumerate(dims):
+        E = [models.embedding(models.index(d, s)) for s in seeds]
+        for k in range(len(seeds)):
+            noise = torch.randn(E[k].shape, generator=generator)
+            out["across seeds"][i, k] = affine_r2(E[(k + 1) % len(seeds)], E[k])
+            out["random"][i, k] = affine_r2(noise, E[k])
+    return out
 
 
 # --------------------------------------------------------------------------- figures

@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from seqtheory.chapters import representations as chapter
-from seqtheory.knowledge_graphs import KINSHIP, FamilyForest, KinshipData, KinshipModels
+from seqtheory.knowledge_graphs import (
+    KINSHIP,
+    FamilyForest,
+    KinshipData,
+    KinshipModels,
+    accuracy,
+    train_kinship,
+)
 from seqtheory.representations import SETUP, kinship_task
 
 DIMS = (1, 2, 3, 4, 6, 8, 16, 32)
@@ -118,7 +125,7 @@ def test_less_data_that_costs_nothing_above_d1_fails():
 
 
 # --------------------------------------------------------------------------- Experiment 2
-def _stitch_result(across_small=0.4, random32=0.4, cka_random=0.0):
+def _stitch_result(across_small=0.4, random32=0.4, cka_random=0.0, r2_seed=0.55):
     own = [0.6, 0.9, 0.9, 0.9, 0.92, 0.95, 0.9, 0.85]
     across = [0.2, across_small, across_small, across_small, 0.8, 0.93, 0.88, 0.8]
     random = [0.0, 0.0, 0.0, 0.0, 0.0, 0.03, 0.1, random32]
@@ -130,7 +137,9 @@ def _stitch_result(across_small=0.4, random32=0.4, cka_random=0.0):
         setup=SimpleNamespace(dims=DIMS, seeds=SEEDS, weight_decays=WDS),
         stitched=stitched,
         cka={wd: np.full((len(DIMS), 6), 0.4) for wd in WDS},
-        cka_random={wd: np.full((len(DIMS), len(SEEDS)), cka_random) for wd in WDS})
+        cka_random={wd: np.full((len(DIMS), len(SEEDS)), cka_random) for wd in WDS},
+        affine_fit={wd: {"across seeds": _per_size([r2_seed] * len(DIMS)),
+                         "random": _per_size(np.array(DIMS) / 43)} for wd in WDS})
 
 
 def test_stitching_values_and_claims():
@@ -143,6 +152,8 @@ def test_stitching_values_and_claims():
     assert values["cka_mid_lo"] == values["cka_mid_hi"] == pytest.approx(0.4)
     assert len(values["cka_random_med"]) == len(WDS) * len(DIMS)
     assert values["mid_shortfall"] == pytest.approx([0.02, 0.02])   # d = 8 and 16
+    assert values["r2_8_lo"] == values["r2_8_hi"] == pytest.approx(0.55)
+    assert values["r2_gap8_lo"] == pytest.approx(0.55 - 8 / 43)
     # the record over base seeds: each run's largest mid-size shortfall, lowest and highest
     per_run = [max(v) for v in chapter.TABLE.over_seeds("stitching", "mid_shortfall")]
     assert values["rec_seeds"] == chapter.TABLE.seeds_text()
@@ -206,14 +217,15 @@ NAMES = ["B itself", "B rotated (orthogonal map)", "B squashed (invertible linea
          "another seed", "model of the other graph", "random embedding"]
 
 
-def _exp3(seed_acc=0.95, ctrl_acc=0.05, seed_cka=0.4, ctrl_cka=0.03):
+def _exp3(seed_acc=0.95, ctrl_acc=0.05, seed_cka=0.4, ctrl_cka=0.03, squash_cka=0.6,
+          squash_acc=0.96):
     ones = np.ones(4)
     return {
-        "linear CKA": np.stack([ones, ones, 0.6 * ones, seed_cka * ones, 0.1 * ones,
+        "linear CKA": np.stack([ones, ones, squash_cka * ones, seed_cka * ones, 0.1 * ones,
                                 0.1 * ones], 1),
         "debiased CKA": np.stack([ones, ones, 0.5 * ones, seed_cka * ones,
                                   ctrl_cka * ones, -ctrl_cka * ones], 1),
-        "stitched held-out acc": np.stack([0.95 * ones, 0.95 * ones, 0.96 * ones,
+        "stitched held-out acc": np.stack([0.95 * ones, 0.95 * ones, squash_acc * ones,
                                            seed_acc * ones, ctrl_acc * ones,
                                            0.5 * ctrl_acc * ones], 1),
     }
@@ -225,12 +237,59 @@ def test_invariance_values_and_claims():
     assert values["squash_cka"] == "0.60 [0.60, 0.60]"
     assert values["ctrl_acc_max"] == pytest.approx(0.05)
     assert values["ctrl_cka_max"] == pytest.approx(0.03)
+    assert values["squash_cka_max"] == pytest.approx(0.6)
+    assert values["squash_gap"] == pytest.approx(0.005)   # medians 0.96 and 0.955
     assert not _failed(values)
 
 
 def test_seeds_that_agree_up_to_a_rotation_fail():
     values = chapter.claims("invariance", _exp3(seed_cka=0.97, ctrl_cka=0.4), NAMES, [0.95] * 4)
     assert {"invariance.seed_cka_below_one", "invariance.controls_cka_small"} <= _failed(values)
+
+
+# --------------------------------------------------------------------------- the decoder
+def _archive(held, train):
+    """A made-up archive: ``held``/``train`` map width -> value, the same at d = 8 and 32."""
+    widths = sorted(held)
+    runs = [{"base": b, "d": d, "width": w, "seed": s, "held_out": held[w] + 0.01 * s,
+             "train": train[w]} for b in (0, 1) for d in (8, 32) for w in widths
+            for s in range(4)]
+    meta = {"dims": [8, 32], "widths": widths, "base_seeds": [0, 1], "seeds": [0, 1, 2, 3]}
+    return chapter.decoder_archive({"meta": meta, "runs": runs})
+
+
+ZONE_WIDTHS = {4: 0.45, 16: 0.8, 32: 0.88, 128: 0.8, 512: 0.79}
+FITS = {4: 0.8, 16: 1.0, 32: 1.0, 128: 1.0, 512: 1.0}
+
+
+def test_decoder_values_and_claims():
+    values = chapter.claims("decoder", _archive(ZONE_WIDTHS, FITS))
+    assert values["dec_models"] == 8 and values["dec_base_seeds"] == 2
+    assert values["dec_held_8"] == pytest.approx([v + 0.015 for v in ZONE_WIDTHS.values()])
+    assert values["narrow_drop_lo"] == pytest.approx(0.43)
+    assert values["wide_gain_hi"] == pytest.approx(-0.08)
+    assert not _failed(values)
+
+
+def test_the_archive_matches_a_live_run_of_its_narrowest_cell():
+    sweep = chapter.decoder_archive()
+    meta = sweep["meta"]
+    assert meta["script"] == "scripts/representations_decoder.py"
+    assert meta["setup"]["steps"] == SETUP.cpu.steps and meta["setup"]["lr"] == SETUP.cpu.lr
+    width, base = min(meta["widths"]), meta["base_seeds"][0]
+    models, _ = train_kinship(kinship_task(SETUP.cpu, seed=base).data, tuple(meta["dims"]),
+                              SETUP.cpu.seeds, hidden=width, steps=SETUP.cpu.steps,
+                              lr=SETUP.cpu.lr, weight_decay=meta["weight_decay"], base=base,
+                              progress=False)
+    live = accuracy(models, kinship_task(SETUP.cpu, seed=base).data)
+    archived = [r["held_out"] for r in chapter.load_data("representations_decoder.json")["runs"]
+                if r["base"] == base and r["width"] == width]
+    assert live == pytest.approx(archived, abs=0.03)
+
+
+def test_decoder_archive_refuses_a_bad_archive():
+    with pytest.raises(ValueError, match="archive"):
+        chapter.decoder_archive({"runs": []})
 
 
 # --------------------------------------------------------------------------- Experiment 4

@@ -1,15 +1,16 @@
-"""Universality of representations (``book/representations.md``): separately trained
-kinship models share an embedding up to an affine map at mid sizes, not at the smallest."""
+"""Universality of representations (``book/representations.md``): at mid sizes one kinship
+model's decoder reads another seed's embedding through an affine map, though the embeddings
+are not affine images of each other; at the smallest sizes it does not."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..claims import Claim, ClaimTable
 from ..knowledge_graphs import KINSHIP, accuracy, automorphism_count, seen_closure
-from ..utils import spread, to_numpy
+from ..utils import load_data, spread, to_numpy
 
 __all__ = ["TABLE", "claims", "implied_fraction", "closure_errors", "max_terms_per_pair",
-           "automorphism_text", "SMALL_DIMS"]
+           "automorphism_text", "decoder_archive", "SMALL_DIMS", "MID_DIMS"]
 
 SMALL_DIMS = (2, 3, 4)   # the smallest sizes that generalize (Experiment 2; the page's cell)
 MID_DIMS = (8, 16)       # the sizes where another seed stitches (Experiment 2)
@@ -261,6 +262,47 @@ def _zone(result) -> dict:
     }
 
 
+# --------------------------------------------------------------------------- the decoder
+def decoder_archive(archive: dict | None = None) -> dict:
+    """The archived decoder-width sweep (``scripts/representations_decoder.py``) as
+    ``{"meta", "held_out", "train"}``, the last two mapping (d, width) to the values of
+    every model (base seeds x seeds)."""
+    archive = load_data("representations_decoder.json") if archive is None else archive
+    if not isinstance(archive, dict) or not {"meta", "runs"} <= set(archive):
+        raise ValueError("archive must be a dict with 'meta' and 'runs'")
+    out = {"meta": archive["meta"], "held_out": {}, "train": {}}
+    for r in archive["runs"]:
+        key = (int(r["d"]), int(r["width"]))
+        out["held_out"].setdefault(key, []).append(float(r["held_out"]))
+        out["train"].setdefault(key, []).append(float(r["train"]))
+    return out
+
+
+@TABLE.computes("decoder")
+def _decoder(sweep: dict) -> dict:
+    """Medians over every archived model (base seeds x seeds) per (d, decoder width)."""
+    meta = sweep["meta"]
+    dims, widths = list(meta["dims"]), list(meta["widths"])
+    held = {k: float(np.median(v)) for k, v in sweep["held_out"].items()}
+    train = {k: float(np.median(v)) for k, v in sweep["train"].items()}
+    wide = [w for w in widths if w > 32]
+    return {
+        "dec_models": len(sweep["held_out"][dims[0], widths[0]]),
+        "dec_base_seeds": len(meta["base_seeds"]),
+        "dec_held_8": [held[8, w] for w in widths],
+        "dec_held_32": [held[32, w] for w in widths],
+        "dec_train_8": [train[8, w] for w in widths],
+        "dec_best_8": held[8, 32],
+        "dec_narrow_8": held[8, min(widths)],
+        "dec_wide_8": held[8, max(widths)],
+        "narrow_train_hi": max(train[d, min(widths)] for d in dims),
+        "narrow_drop_lo": min(held[d, 32] - held[d, min(widths)] for d in dims),
+        "wide_train_lo": min(train[d, w] for d in dims for w in wide),
+        "wide_gain_hi": max(held[d, w] - held[d, 32] for d in dims for w in wide),
+        "wide_drop_hi": max(held[d, 32] - held[d, w] for d in dims for w in wide),
+    }
+
+
 # --------------------------------------------------------------------------- Experiment 2
 @TABLE.computes("stitching")
 def _stitching(result) -> dict:
@@ -280,6 +322,8 @@ def _stitching(result) -> dict:
     cka_mid = np.array([cka_med[wd][mid] for wd in wds])
     mid_shortfall = [float((med[wd]["own"][mid] - med[wd]["across seeds"][mid]).max())
                      for wd in wds]
+    r2 = {wd: {k: np.median(v, 1) for k, v in result.affine_fit[wd].items()} for wd in wds}
+    r2_8 = np.array([r2[wd]["across seeds"][i8] for wd in wds])
     # the record over base seeds: each run's largest mid-size shortfall (either weight decay)
     rec_shortfall = [max(v) for v in TABLE.over_seeds("stitching", "mid_shortfall")]
     return {
@@ -304,6 +348,11 @@ def _stitching(result) -> dict:
         "small_shortfall": [
             float((med[wd]["own"][small] - med[wd]["across seeds"][small]).min())
             for wd in wds],
+        "r2_8_lo": float(r2_8.min()),
+        "r2_8_hi": float(r2_8.max()),
+        "r2_rand8_hi": float(max(r2[wd]["random"][i8] for wd in wds)),
+        "r2_gap8_lo": float(min(r2[wd]["across seeds"][i8] - r2[wd]["random"][i8]
+                                for wd in wds)),
         "cka_random_med": cka_random_med.reshape(-1),
         "cka_random_abs": float(np.abs(cka_random_med).max()),
     }
@@ -364,9 +413,12 @@ def _invariance(table: dict, names: list, own) -> dict:
     ctrl_acc = acc[:, controls].max(1)  # the better control, per model B
     ctrl_cka = deb[:, controls]
     squashed = col["B squashed (invertible linear map)"]
+    squash_cka = np.asarray(table["linear CKA"])[:, squashed]
     return {
         "own8": spread(own),
-        "squash_cka": spread(np.asarray(table["linear CKA"])[:, squashed]),
+        "squash_cka": spread(squash_cka),
+        "squash_cka_max": float(squash_cka.max()),
+        "squash_gap": float(abs(np.median(acc[:, squashed]) - np.median(own))),
         "squash_acc": spread(acc[:, squashed]),
         "seed_cka": spread(seed_cka),
         "seed_acc": spread(seed_acc),
