@@ -228,6 +228,11 @@ def test_colouring_reduction_consistency_equals_proper_colouring():
     assert solve_partitions(*colouring_instance(k4, 4)[:2], 4, 3,
                             g=colouring_instance(k4, 4)[2], shared=True).status \
         == "unsatisfiable"                                        # K4 is not 3-colourable
+    k4_four = solve_partitions(*colouring_instance(k4, 4, K=4)[:2], 4, 4,
+                               g=colouring_instance(k4, 4, K=4)[2], shared=True,
+                               check_unique=False)
+    assert k4_four.status == "satisfiable"                       # but 4-colourable:
+    assert len(set(k4_four.labels[0].tolist())) == 4              # every vertex its own class
     gx, gy, gg = colouring_instance(random_graph(60, 4.6, seed=0), 60)
     effort = solver_effort(gx, gy, 60, 3, g=gg, shared=True)
     full = solve_partitions(gx, gy, 60, 3, g=gg, shared=True, check_unique=False)
@@ -466,3 +471,60 @@ def test_kmeans_centres_are_cluster_means_far_from_the_origin():
     # centres towards 0 and puts every point in one cluster
     pts = np.array([[100.0], [101.0], [102.0], [200.0], [201.0], [202.0]])
     assert same_partition(kmeans(pts, 2, seed=0), np.array([0, 0, 0, 1, 1, 1]))
+
+
+def test_single_token_moves_are_exactly_the_consistent_one_token_changes():
+    from seqtheory.partitions import single_token_moves
+
+    pb = planted_problem(10, 3, 3, seed=4)
+    x, y = sample(pb, 60, seed=5)
+    moves = single_token_moves(pb, x, y)
+    assert moves.shape == (3, 10, 3)
+    assert not moves[np.arange(3)[:, None], np.arange(10)[None, :], pb.labels].any()
+    for i, n, b in [(0, 0, (pb.labels[0, 0] + 1) % 3), (2, 7, (pb.labels[2, 7] + 2) % 3)]:
+        alt = pb.labels.copy()
+        alt[i, n] = b
+        consistent = (pb.g[tuple(alt[np.arange(3), x].T)] == y).all()
+        assert moves[i, n, b] == consistent                      # brute force agrees
+    unseen = np.setdiff1d(np.arange(10), x[:, 1])
+    assert moves[1, unseen].sum() == 2 * unseen.size              # unseen: both wrong classes
+    assert single_token_moves(pb, *sample(pb, 5000, seed=6)).sum() == 0  # all ruled out
+    with pytest.raises(ValueError, match="x must be"):
+        single_token_moves(pb, x[:, :2], y)
+    with pytest.raises(TypeError, match="problem must be"):
+        single_token_moves("pb", x, y)
+
+
+def test_class_separation_is_zero_for_collapsed_classes_and_near_one_for_mixed():
+    from seqtheory.partitions import class_separation
+
+    labels = np.repeat(np.arange(3), 20)
+    points = np.eye(3)[labels] * 5.0
+    assert class_separation(points, labels) == 0.0
+    mixed = np.random.default_rng(0).normal(size=(60, 3))
+    assert 0.9 < class_separation(mixed, labels) < 1.1
+    with pytest.raises(ValueError, match="at least two classes"):
+        class_separation(points, np.zeros(60, int))
+    with pytest.raises(ValueError, match="embeddings must be"):
+        class_separation(points[:, 0], labels)
+
+
+def test_solver_effort_reports_the_uniqueness_call():
+    from seqtheory.partitions import solver_effort
+
+    pb = planted_problem(12, 3, 3, seed=1)
+    few = solver_effort(*sample(pb, 20, seed=2), 12, 3, g=pb.g, check_unique=True)
+    many = solver_effort(*sample(pb, 3000, seed=2), 12, 3, g=pb.g, check_unique=True)
+    assert few["status"] == many["status"] == "satisfiable"
+    assert few["unique_conflicts"] >= 0 and many["unique_conflicts"] >= 0
+    assert "unique_conflicts" not in solver_effort(*sample(pb, 20, seed=2), 12, 3, g=pb.g)
+
+
+def test_prefix_grid_is_the_searched_grid():
+    from seqtheory.partitions import prefix_grid
+
+    grid = prefix_grid(1000)
+    assert grid[0] == 1 and grid[-1] == 1000 and (np.diff(grid) > 0).all()
+    assert (grid[1:] / grid[:-1] < 1.03)[grid[:-1] > 100].all()
+    with pytest.raises(ValueError, match="s_max must be >= 1"):
+        prefix_grid(0)

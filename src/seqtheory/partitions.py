@@ -54,8 +54,11 @@ __all__ = [
     "solve_partitions",
     "g_symmetries",
     "recovery_threshold",
+    "prefix_grid",
     "survival_prediction",
     "separation_rates",
+    "single_token_moves",
+    "class_separation",
     "SatResult",
     "canonical",
     "same_partition",
@@ -393,11 +396,7 @@ def recovery_threshold(problem: PartitionProblem, s_max: int, *, seed=0,
     rel_tol = check_float("rel_tol", rel_tol, low=1e-6, high=1.0)
     x, y = sample(problem, s_max, seed=seed)
     N, K, I = problem.N, problem.K, problem.I  # noqa: E741
-    grid = np.unique(np.round(np.geomspace(1, s_max, 2 + int(
-        math.log(s_max) / math.log1p(rel_tol)))).astype(int))
-    grid = grid[grid <= s_max]
-    if grid[-1] != s_max:
-        grid = np.append(grid, s_max)
+    grid = prefix_grid(s_max, rel_tol)
 
     if not g_known:
         def ok_at(k):
@@ -456,6 +455,18 @@ def recovery_threshold(problem: PartitionProblem, s_max: int, *, seed=0,
         return _search(grid, ok_at, s_max)
 
 
+def prefix_grid(s_max: int, rel_tol: float = 0.02) -> np.ndarray:
+    """The prefix lengths :func:`recovery_threshold` searches: a geometric grid from 1 to
+    ``s_max`` with ratio ``1 + rel_tol``.  The grid point just below a threshold is the
+    longest prefix known not to recover the instance."""
+    s_max = check_int("s_max", s_max, minimum=1)
+    rel_tol = check_float("rel_tol", rel_tol, low=1e-6, high=1.0)
+    grid = np.unique(np.round(np.geomspace(1, s_max, 2 + int(
+        math.log(s_max) / math.log1p(rel_tol)))).astype(int))
+    grid = grid[grid <= s_max]
+    return grid if grid[-1] == s_max else np.append(grid, s_max)
+
+
 def _search(grid: np.ndarray, ok_at, s_max: int) -> int:
     """Smallest grid[k] with ok_at(k), for a monotone ok_at: gallop up, then bisect."""
     n = len(grid)
@@ -512,22 +523,70 @@ def survival_prediction(problem: PartitionProblem, S) -> np.ndarray:
         S.shape)
 
 
+def single_token_moves(problem: PartitionProblem, x, y) -> np.ndarray:
+    """Which single-token errors the samples leave standing: a boolean (I, N, K) array,
+    True at (i, n, b) when putting token n of group i into the wrong class b (all other
+    tokens in their planted classes) contradicts none of the samples ``x`` (S, I), ``y``.
+    Each True entry is a second consistent partition one token away from the planted one.
+    """
+    if not isinstance(problem, PartitionProblem):
+        raise TypeError(f"problem must be a PartitionProblem, got {type(problem).__name__}")
+    I, N, K = problem.I, problem.N, problem.K  # noqa: E741
+    x, y = np.asarray(x), np.asarray(y)
+    if x.ndim != 2 or x.shape[1] != I or len(y) != len(x):
+        raise ValueError(f"x must be (S, {I}) tokens and y (S,) labels, got {x.shape} and "
+                         f"{y.shape}")
+    if x.size and (x.min() < 0 or x.max() >= N):
+        raise ValueError(f"x must hold tokens in 0..{N - 1}")
+    cls = problem.labels[np.arange(I), x]                                # (S, I)
+    ruled = np.zeros((I, N, K), dtype=bool)
+    for i in range(I):
+        for b in range(K):
+            alt = cls.copy()
+            alt[:, i] = b
+            contradicted = problem.g[tuple(alt.T)] != y                  # (S,)
+            ruled[i, x[contradicted, i], b] = True
+    wrong = np.ones((I, N, K), dtype=bool)
+    wrong[np.arange(I)[:, None], np.arange(N)[None, :], problem.labels] = False
+    return wrong & ~ruled
+
+
 def solver_effort(x, y, N: int, K: int, *, g=None, shared: bool = False,
-                  max_conflicts: int = 500_000, solver: str = "cadical153") -> dict:
+                  check_unique: bool = False, max_conflicts: int = 500_000,
+                  solver: str = "cadical153") -> dict:
     """Decide satisfiability once and report the solver's effort: ``{"status", "conflicts",
     "seconds"}``.  Conflicts are a machine-independent measure; ``status`` is "unknown"
-    if the conflict budget ran out."""
+    if the conflict budget ran out.  With ``check_unique``, a satisfiable instance also
+    gets the uniqueness call of :func:`solve_partitions` (the found partition and its
+    relabellings blocked, solve again), and ``"unique_conflicts"`` counts that call's
+    conflicts alone (0 where the first call found no partition)."""
     from pysat.solvers import Solver
 
-    clauses, _ = encode_cnf(x, y, N, K, g=g, shared=shared)
+    clauses, layout = encode_cnf(x, y, N, K, g=g, shared=shared)
     start = time.perf_counter()
+    unique_conflicts = 0
     with Solver(name=solver, bootstrap_with=clauses) as s:
         s.conf_budget(max_conflicts)
         answer = s.solve_limited()
         conflicts = s.accum_stats().get("conflicts", 0)
+        if check_unique and answer:
+            labels = _decode(s.get_model(), layout)[0]
+            I = layout["I"]  # noqa: E741
+            sigmas = (g_symmetries(g, shared=shared) if g is not None
+                      else [(np.arange(K),) * I])
+            idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K  # (I, N)
+            for sig in sigmas:
+                image = np.stack([sig[i][labels[i]] for i in range(I)])         # (I, N)
+                s.add_clause((-(idx + image)).ravel().tolist())
+            s.conf_budget(max_conflicts)
+            s.solve_limited()
+            unique_conflicts = s.accum_stats().get("conflicts", 0) - conflicts
     status = {True: "satisfiable", False: "unsatisfiable", None: "unknown"}[answer]
-    return {"status": status, "conflicts": int(conflicts),
-            "seconds": time.perf_counter() - start}
+    out = {"status": status, "conflicts": int(conflicts),
+           "seconds": time.perf_counter() - start}
+    if check_unique:
+        out["unique_conflicts"] = int(unique_conflicts)
+    return out
 
 
 # -------------------------------------------------------------------------------- scoring
@@ -565,6 +624,24 @@ def adjusted_rand_index(a, b) -> float:
     expected = sum_a * sum_b / comb(a.size)
     top = (sum_a + sum_b) / 2
     return 1.0 if top == expected else float((sum_ij - expected) / (top - expected))
+
+
+def class_separation(embeddings, labels) -> float:
+    """How tightly embeddings cluster by class: the mean distance between two tokens of the
+    same class divided by the mean distance between two tokens of different classes.
+    About 1 when the classes are mixed, 0 when every class sits on one point.
+    ``embeddings`` (N, m), ``labels`` (N,) with at least two classes."""
+    e = np.asarray(embeddings, dtype=float)
+    lab = np.asarray(labels)
+    if e.ndim != 2 or lab.shape != (len(e),):
+        raise ValueError(f"embeddings must be (N, m) and labels (N,), got {e.shape} and "
+                         f"{lab.shape}")
+    if np.unique(lab).size < 2:
+        raise ValueError("labels must name at least two classes")
+    dist = np.linalg.norm(e[:, None] - e[None], axis=-1)                  # (N, N)
+    same = lab[:, None] == lab[None]
+    within = dist[same & ~np.eye(len(lab), dtype=bool)]
+    return float(within.mean() / dist[~same].mean()) if within.size else 0.0
 
 
 def coverage_probability(N: int, S: int, I: int = 1) -> float:  # noqa: E741
@@ -923,6 +1000,7 @@ class EffortResult:
     by_size: dict               # family -> (rows, 3) array: variables, conflicts, seconds
     by_degree: dict             # mean degree -> (colouring_graphs,) conflicts, n = colouring_n
     by_c: dict                  # (N, c) -> (effort_trials,) conflicts of planted instances
+    by_c_unique: dict           # (N, c) -> (effort_trials,) conflicts of the uniqueness call
 
 
 def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
@@ -933,7 +1011,9 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
     for every n in ``setup.colouring_sizes``, next to planted instances at c = 4 with as
     many Boolean variables (N = n / I); colouring instances of ``setup.colouring_n``
     vertices against the mean degree; planted instances against c for every N in
-    ``setup.effort_sizes``.  Graph / instance s uses the logical seed s, its samples
+    ``setup.effort_sizes``, each with the effort of finding one consistent partition
+    (``by_c``) and of the uniqueness call that exact recovery adds (``by_c_unique``).
+    Graph / instance s uses the logical seed s, its samples
     ``10_000 + s`` (a stream of their own, as in :func:`run_thresholds`), under base seed
     ``seed``
     (default: the book's base seed; see :func:`~seqtheory.utils.experiment_seed`).  The solver
@@ -951,6 +1031,7 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
     by_size: dict = {"colouring, degree 4.6": [], "planted, c = 4": []}
     by_degree: dict = {d: [] for d in setup.colouring_degrees}
     by_c: dict = {(N, c): [] for N in setup.effort_sizes for c in setup.effort_cs}
+    by_c_unique: dict = {key: [] for key in by_c}
     for kind, key, s in progress_bar(jobs, desc="solver effort", disable=not progress):
         if kind == "size":
             n = key
@@ -970,12 +1051,15 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
             N, c = key
             pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
             px, py = sample(pb, samples_for(c, N), seed=make_rng(10_000 + s, base=seed))
-            by_c[key].append(solver_effort(px, py, N, K, g=pb.g)["conflicts"])
+            e = solver_effort(px, py, N, K, g=pb.g, check_unique=True)
+            by_c[key].append(e["conflicts"])
+            by_c_unique[key].append(e["unique_conflicts"])
     return EffortResult(setup=setup, seed=seed, device=ran_on,
                         seconds=time.perf_counter() - start,
                         by_size={k: np.array(v, dtype=float) for k, v in by_size.items()},
                         by_degree={k: np.array(v) for k, v in by_degree.items()},
-                        by_c={k: np.array(v) for k, v in by_c.items()})
+                        by_c={k: np.array(v) for k, v in by_c.items()},
+                        by_c_unique={k: np.array(v) for k, v in by_c_unique.items()})
 
 
 @dataclass

@@ -9,15 +9,19 @@ import numpy as np
 from ..claims import Claim, ClaimTable
 from ..partitions import (
     adjusted_rand_index,
+    class_separation,
     kmeans,
     planted_problem,
+    prefix_grid,
     same_partition,
     sample,
     samples_for,
     separation_rates,
+    single_token_moves,
     solve_partitions,
     train_embeddings,
 )
+from ..utils import make_rng
 
 #: the explorer's default view: N tokens per slot, K classes, S samples, I = 3 slots
 EXPLORE = {"N": 24, "K": 3, "S": 600}
@@ -55,14 +59,23 @@ TABLE = ClaimTable("partitions", [
           "to 128"),
     Claim("sat.union_bound",
           "The union bound with every instance's own rho matches the measured S50 / N "
-          "within 25% at every N.",
-          "max(pred_errs) <= 0.25",
+          "within 20% at every N.",
+          "max(pred_errs) <= 0.2",
           "recovery limited by something other than single-token errors, which the union "
-          "bound does not count"),
-    Claim("sat.average_rho_below",
-          "The union bound with the average rho lies below the data at every N.",
-          "min(simple_gap) > 0",
-          "the average-rho formula reaching the measured S50 / N at some N"),
+          "bound does not count; or the average-rho formula, 30-40% below the data"),
+    Claim("sat.smallest_rho_slope",
+          "The union bound with every instance's own rho rises faster in ln N than the "
+          "average-rho line (slope 1 / E rho, about 2): the smallest rates set the slope.",
+          "pred_slope >= simple_slope + 0.25",
+          "a per-instance prediction as flat as the average-rho line (slope within 0.25 "
+          "of it)"),
+    Claim("sat.single_token",
+          "Just below its threshold, nearly every instance (at least 80%) at N = 32 has a "
+          "single token that can move to a wrong class without contradicting any sample.",
+          "single_frac >= 0.8",
+          "ambiguity just below the threshold coming from alternatives that move two or "
+          "more tokens at once (more than a fifth of the instances without a one-token "
+          "alternative)"),
     # ------------------------------------------------------------------ Experiment 2
     Claim("effort.colouring_grows",
           "On colouring instances at mean degree 4.6 the solver's effort grows much faster "
@@ -76,13 +89,21 @@ TABLE = ClaimTable("partitions", [
           "4.3 <= deg_peak <= 5.0",
           "a peak at degree 3, 4 or 6: no hard region near the colourability threshold"),
     Claim("effort.planted_peak",
-          "Planted instances are hardest near c = 1.",
-          "0.5 <= c_peak <= 1.5",
-          "the effort peaking at c of 2 or more, near the recovery threshold"),
+          "Planted instances are hardest near c = 1: the median effort rises from c = 0.5 "
+          "and peaks between c = 0.75 and 1.25.",
+          "peak_c05 < peak_c1 and 0.75 <= c_peak <= 1.25",
+          "an effort that only falls with c (largest at c = 0.5), or a peak at c of 1.5 "
+          "or more"),
     Claim("effort.peak_falls",
           "By c = 4 the planted effort has fallen far below its peak at c = 1.",
           "peak_ratio >= 4",
           "no peak: about the same effort at c = 1 and c = 4"),
+    Claim("effort.recovery_cheap",
+          "Exact recovery at c = 4 (finding a partition and proving it unique) costs at "
+          "least 3 times fewer conflicts than finding one at c = 1.",
+          "3 * recover_c4 <= peak_c1",
+          "a uniqueness proof past the threshold about as hard as the search at c = 1 "
+          "(within a factor of 3)"),
     Claim("effort.planted_easy",
           "At the largest size, planted instances at c = 4 need far fewer conflicts than "
           "colouring instances with as many variables.",
@@ -101,7 +122,8 @@ TABLE = ClaimTable("partitions", [
           "gradient descent picking up the partition at c = 4 (2 or more of 8, or a mean "
           "adjusted Rand index of 0.1 or more)"),
     Claim("gd.behind_sat",
-          "At c = 8 gradient descent recovers far fewer instances than the solver.",
+          "At c = 8 and N = 32 gradient descent recovers far fewer instances than the "
+          "solver.",
           "gd8 <= sat8 - 0.3",
           "gradient descent within 0.3 of the solver at c = 8"),
     Claim("gd.most_fail_at_8",
@@ -114,6 +136,13 @@ TABLE = ClaimTable("partitions", [
           "gd8_failed >= 2 and loss8_fail >= 0.02",
           "failures at near-zero loss (median below 0.02): the samples, not the optimiser, "
           "would be at fault"),
+    Claim("gd.stuck",
+          "Most failed instances at c = 8 have stopped: over the last 200 steps the median "
+          "failed instance's training loss moves by less than 0.005.",
+          "stall8 <= 0.005",
+          "the typical failed instance still descending (its loss moving by more than "
+          "0.005 over the last 200 steps): more steps, not a better optimiser, would be "
+          "the fix"),
     Claim("gd.information",
           "On the very samples gradient descent failed on at c = 8, the exact solver (not "
           "told g) recovers the partition uniquely in most cases.",
@@ -125,11 +154,18 @@ TABLE = ClaimTable("partitions", [
           "(2.5 times from N = 16 to N = 32).",
           "gd_full is not None and gd_full_small is not None and gd_full < 2 * gd_full_small",
           "the needed c doubling from N = 16 to N = 32"),
-    Claim("gd.bound",
-          "Gradient descent needs several times fewer samples than the paper's "
-          "sufficient N^2 ln^2 N.",
-          "bound_ratio is not None and bound_ratio >= 5",
-          "gradient descent needing within 5x of N^2 ln^2 N samples"),
+    Claim("gd.classes_collapse",
+          "In the instances gradient descent recovers at c = 16, the tokens of a class end "
+          "(almost) on one point: within-class distances at most 5% of between-class "
+          "ones.",
+          "collapse16 <= 0.05",
+          "recovered classes that are only loosely separated clouds"),
+    Claim("gd.failed_spread",
+          "In the failed instances at c = 8 the classes stay spread: their median "
+          "within/between distance ratio is at least 0.3.",
+          "gd8_failed >= 2 and spread8_fail >= 0.3",
+          "failed instances whose classes have collapsed too, misassigned by k-means "
+          "rather than unlearnt"),
     # ------------------------------------------------------------------ variations
     Claim("variations.imbalance_costs",
           "Imbalanced classes are recovered much less often than balanced ones at the same "
@@ -159,7 +195,7 @@ TABLE = ClaimTable("partitions", [
           "instances)"),
     Claim("variations.noise",
           "With 5% of the labels flipped, gradient descent still recovers most instances "
-          "at c = 32.",
+          "at c = 32, at least twice the c from which it succeeds without noise.",
           "noisy_gd > 0.75",
           "label noise costing gradient descent a quarter of the instances or more"),
     # ------------------------------------------------------------------ explorer
@@ -204,6 +240,31 @@ def first_full(rates: dict, need: float = 7 / 8):
     cs = sorted(rates)
     ok = [c for c in cs if all(rates[d] >= need for d in cs if d >= c)]
     return min(ok) if ok else None
+
+
+def moves_below_threshold(sat, N: int) -> np.ndarray:
+    """For every instance of size N that Experiment 1 recovers: how many single-token
+    errors (:func:`~seqtheory.partitions.single_token_moves`) its samples leave standing
+    at the longest prefix below its threshold (the grid point the search found failing)."""
+    s_max = samples_for(sat.setup.c_max, N)
+    grid = prefix_grid(s_max)
+    out = []
+    for t, (pb, thr) in enumerate(zip(sat.problems[N], sat.thresholds[N], strict=True)):
+        if thr > s_max or thr == grid[0]:
+            continue                            # never recovered, or no shorter prefix
+        x, y = sample(pb, s_max, seed=make_rng(10_000 + t, base=sat.seed))
+        below = grid[np.searchsorted(grid, thr) - 1]
+        out.append(int(single_token_moves(pb, x[:below], y[:below]).sum()))
+    return np.array(out)
+
+
+def separation_curves(cell) -> np.ndarray:
+    """:func:`~seqtheory.partitions.class_separation` of every instance of a gradient-descent
+    cell at every snapshot, averaged over the slots: (snapshots, runs), steps in order."""
+    snaps = cell.fit.snapshots
+    return np.array([[np.mean([class_separation(snaps[step][r, i], pb.labels[i])
+                               for i in range(pb.I)])
+                      for r, pb in enumerate(cell.problems)] for step in sorted(snaps)])
 
 
 def explore_view(N: int, K: int, S: int, instance: int = 0, *, train: bool = True,
@@ -252,42 +313,51 @@ def draw_setup(problem, x, y):
     from ..plotting import palette
 
     col, n_tok = palette(2), problem.N
-    fig, ax = plt.subplots(figsize=(8, 3.2), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(8, 3.4), constrained_layout=True)
     ax.set_axis_off()
-    ax.set(xlim=(-0.5, 13.5), ylim=(-0.6, 2.9))
+    ax.set(xlim=(-0.5, 13.8), ylim=(-0.4, 2.9))
     arrow = dict(arrowstyle="->", color="0.3")
     for i, token in enumerate(x):
-        row = 2.0 - 1.6 * i
-        ax.text(-0.4, row + 0.45, f"slot {i + 1}: tokens", fontsize="small", va="bottom")
+        row = 2.2 - 1.7 * i
+        ax.text(-0.4, row + 0.4, f"slot {i + 1}: tokens", fontsize="small", va="bottom")
         for n in range(n_tok):
-            ax.scatter(n * 0.6, row, s=160, color=col[problem.labels[i, n]], zorder=2)
-            ax.text(n * 0.6, row, str(n), ha="center", va="center", fontsize=7, color="w")
-        ax.scatter(token * 0.6, row, s=420, facecolors="none", edgecolors="k", lw=1.5)
+            ax.scatter(n * 0.6, row, s=260, color=col[problem.labels[i, n]], zorder=2)
+            ax.text(n * 0.6, row, str(n), ha="center", va="center", fontsize=9, color="w",
+                    fontweight="bold", zorder=3)
+        ax.scatter(token * 0.6, row, s=600, facecolors="none", edgecolors="k", lw=1.5)
         cls = problem.labels[i, token]
-        ax.annotate("", (6.0, row), (token * 0.6 + 0.3, row), arrowprops=arrow)
-        ax.text(6.1, row, f"class {cls}", va="center", color=col[cls], fontweight="bold")
+        # below the row, so the arrow crosses no other token
+        ax.annotate("", (5.2, row - 0.55), (token * 0.6, row - 0.25),
+                    arrowprops=dict(arrow, connectionstyle="angle,angleA=-90,angleB=0"))
+        ax.text(5.3, row - 0.55, f"class {cls}", va="center", color=col[cls],
+                fontweight="bold")
     for a in range(2):
         for b in range(2):
             pick = (a, b) == (problem.labels[0, x[0]], problem.labels[1, x[1]])
-            ax.add_patch(plt.Rectangle((8.6 + b * 0.8, 1.2 - a * 0.8), 0.8, 0.8,
+            ax.add_patch(plt.Rectangle((9.0 + b, 1.4 - a * 0.8), 1.0, 0.8,
                                        fill=pick, color="0.85", ec="k", lw=1))
-            ax.text(9.0 + b * 0.8, 1.6 - a * 0.8, str(problem.g[a, b]), ha="center",
+            ax.text(9.5 + b, 1.8 - a * 0.8, str(problem.g[a, b]), ha="center",
                     va="center", fontweight="bold" if pick else "normal")
-    ax.text(9.4, 2.15, "table g\n(rows: slot 1 class,\ncolumns: slot 2 class)",
-            ha="center", va="bottom", fontsize="small")
-    ax.annotate("", (8.55, 1.2), (7.5, 2.0), arrowprops=arrow)
-    ax.annotate("", (8.55, 0.8), (7.5, 0.4), arrowprops=arrow)
-    ax.annotate("", (11.6, 1.2), (10.3, 1.2), arrowprops=arrow)
-    ax.text(11.7, 1.2, f"label y = {y}", va="center", fontsize="large")
+        ax.text(8.9, 1.8 - a * 0.8, f"class {a}", ha="right", va="center", fontsize=9)
+        ax.text(9.5 + a, 0.5, f"class {a}", ha="center", va="top", fontsize=9)
+    ax.text(10.0, 2.35, "table g", ha="center", va="bottom", fontsize=9, fontweight="bold")
+    ax.text(8.5, 2.35, "rows: slot 1", ha="center", va="bottom", fontsize=9)
+    ax.text(10.0, 0.05, "columns: slot 2", ha="center", va="top", fontsize=9)
+    ax.annotate("", (7.95, 1.8), (6.6, 1.65), arrowprops=arrow)
+    ax.annotate("", (8.95, -0.05), (6.6, -0.05), arrowprops=arrow)
+    ax.annotate("", (12.0, 1.4), (11.1, 1.4), arrowprops=arrow)
+    ax.text(12.1, 1.4, f"label y = {y}", va="center", fontsize="large")
     return fig
 
 
 # ----------------------------------------------------------------------------- sections
 @TABLE.computes("rho")
-def _rho(rho_formula, rho_count, rho_theory) -> dict:
-    """rho three ways: derived, averaged from g, counted on samples."""
+def _rho(rho_formula, rho_count, rho_theory, rho_min) -> dict:
+    """rho three ways: derived, averaged from g, counted on samples; and the median of the
+    instances' smallest rates ``rho_min``."""
+    med = float(np.median(rho_min))
     return {"rho_formula": float(rho_formula), "rho_count": float(rho_count),
-            "rho_theory": float(rho_theory)}
+            "rho_theory": float(rho_theory), "rho_min_med": med, "inv_rho_min_med": 1 / med}
 
 
 @TABLE.computes("symmetries")
@@ -297,13 +367,17 @@ def _symmetries(n_sym) -> dict:
 
 
 @TABLE.computes("sat")
-def _sat(sat, pred_s50, simple_s50) -> dict:
-    """Experiment 1: recovery rates, the growth of S50 / N and the union-bound predictions."""
+def _sat(sat, pred_s50, simple_s50, moves) -> dict:
+    """Experiment 1: recovery rates, the growth of S50 / N, the union-bound predictions and
+    the single-token errors just below the thresholds (``moves``, from
+    :func:`moves_below_threshold`)."""
     setup = sat.setup
     log_n = np.log(setup.sizes)
     s50 = sat.s50()
     slope, intercept = np.polyfit(log_n, s50, 1)
     pred_errs = np.abs(np.asarray(pred_s50) / s50 - 1)
+    moves = np.asarray(moves)
+    err_rec = _recorded_range("sat", "pred_err")
     c50 = s50 / log_n
     slope_rec = _recorded_range("sat", "s50_slope")      # the record over base seeds
     return {
@@ -318,7 +392,13 @@ def _sat(sat, pred_s50, simple_s50) -> dict:
         "c50_last": float(c50[-1]),
         "s50_first": float(s50[0]),
         "s50_last": float(s50[-1]),
-        "simple_gap": s50 - np.asarray(simple_s50, dtype=float),  # data minus formula
+        "pred_slope": float(np.polyfit(log_n, pred_s50, 1)[0]),
+        "simple_slope": float(np.polyfit(log_n, simple_s50, 1)[0]),
+        "pred_err_rec_lo": err_rec[0], "pred_err_rec_hi": err_rec[1],
+        "single_frac": float(np.mean(moves >= 1)),
+        "single_n": int(moves.size),
+        "single_some": int((moves >= 1).sum()),
+        "single_one": int((moves == 1).sum()),
         "rec_seeds": TABLE.seeds_text(),
         "s50_slope_rec_lo": slope_rec[0], "s50_slope_rec_hi": slope_rec[1],
     }
@@ -334,6 +414,7 @@ def _effort(hardness) -> dict:
     growth = hard[hard[:, 0] == large_n, 1].mean() / hard[hard[:, 0] == small_n, 1].mean()
     N_e = max(setup.effort_sizes)
     med_c = {c: np.median(hardness.by_c[N_e, c]) for c in setup.effort_cs}
+    both4 = hardness.by_c[N_e, 4.0] + hardness.by_c_unique[N_e, 4.0]   # find + uniqueness
     by_degree = hardness.by_degree
     growth_rec = _recorded_range("effort", "hard_growth")   # the record over base seeds
     return {
@@ -347,6 +428,9 @@ def _effort(hardness) -> dict:
         "peak_ratio": float(med_c[1.0] / med_c[4.0]),
         "peak_c1": float(med_c[1.0]),
         "peak_c4": float(med_c[4.0]),
+        "peak_c05": float(med_c[0.5]),
+        "unique_c4": float(np.median(hardness.by_c_unique[N_e, 4.0])),
+        "recover_c4": float(np.median(both4)),
         "deg_peak": float(max(by_degree, key=lambda d: np.median(by_degree[d]))),
         "N_e": int(N_e),
     }
@@ -361,6 +445,11 @@ def _gd(gd, sat) -> dict:
                  for n in setup.gd_sizes}
     cell8 = gd[N, 8]
     failed8 = cell8.final_loss[~cell8.recovered]
+    losses8 = cell8.fit.losses                                           # (steps, runs)
+    stall = np.abs(losses8[-1] - losses8[-201])[~cell8.recovered]
+    spread8 = separation_curves(cell8)[-1][~cell8.recovered]
+    cell16 = gd[N, 16]
+    collapse16 = separation_curves(cell16)[-1][cell16.recovered]
     # the exact solver on the very samples gradient descent failed on, g unknown
     sat_same_ok = 0
     for r in np.flatnonzero(~cell8.recovered):
@@ -374,18 +463,20 @@ def _gd(gd, sat) -> dict:
         "gd_lo": float(gd[N, c_lo].recovery),
         "gd_lo_ari": float(gd[N, c_lo].ari),
         "gd_lo_loss": float(np.median(gd[N, c_lo].final_loss)),
-        "sat_lo": float(np.mean([sat.rate_at(n, c_lo) for n in sat.setup.sizes])),
-        "sat8": float(np.mean([sat.rate_at(n, 8) for n in sat.setup.sizes])),
+        "sat_lo": float(sat.rate_at(N, c_lo)),
+        "sat8": float(sat.rate_at(N, 8)),
         "gd8": float(cell8.recovery),
         "gd8_failed": int(failed8.size),
         "loss8_fail": float(np.median(failed8)) if failed8.size else 0.0,
         "sat_same_ok": int(sat_same_ok),
+        "stall8": float(np.median(stall)) if stall.size else 0.0,
+        "stall8_max": float(stall.max()) if stall.size else 0.0,
+        "spread8_fail": float(np.median(spread8)) if spread8.size else 0.0,
+        "collapse16": float(collapse16.max()) if collapse16.size else 1.0,
         "gd_full": gd_full,
         "gd_full_small": full_by_n[n_small],
         "gd_full_all": [full_by_n[n] for n in setup.gd_sizes],
         "gd_full_S": samples_for(gd_full, N) if gd_full is not None else None,
-        "bound_ratio": (N**2 * math.log(N) ** 2 / samples_for(gd_full, N)
-                        if gd_full is not None else None),
         "anim_recovered": int(gd[N, 16].recovered.sum()) if (N, 16) in gd.cells else 0,
     }
 
@@ -408,6 +499,8 @@ def _variations(sat, imb, unknown_k, noisy_gd) -> dict:
         "k_two": float(np.mean([s == "unsatisfiable" for s, _ in unknown_k])),
         "k_three": int(sum(bool(ok) for _, ok in unknown_k)),
         "k_trials": int(k_trials),
+        "k_three_rec_lo": int(_recorded_range("variations", "k_three")[0]),
+        "k_three_rec_hi": int(_recorded_range("variations", "k_three")[1]),
         "noisy_gd": float(noisy_gd.recovery),
     }
 
@@ -439,4 +532,5 @@ def _exercise(ex4: dict) -> dict:
     for m, (rec, loss) in sorted(ex4.items()):
         out[f"ex4_rec_{m}"] = float(rec)
         out[f"ex4_loss_{m}"] = float(loss)
+    out["ex4_rec_6_lo"], out["ex4_rec_6_hi"] = _recorded_range("exercise", "ex4_rec_6")
     return out
