@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,3 +40,14 @@ def device_label(device: torch.device, threads: int) -> str:
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} GPU, CUDA {torch.version.cuda}"
     return str(device)
+
+
+def git_commit() -> str | None:
+    """The checkout's commit (``git rev-parse HEAD``), or None outside a git checkout."""
+    try:
+        here = str(Path(__file__).resolve().parent)
+        res = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"],
+                             capture_output=True, text=True, check=False, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (res.stdout.strip() or None) if res.returncode == 0 else None

@@ -20,11 +20,11 @@ import argparse
 import dataclasses
 import datetime
 import json
-import subprocess
 import time
 from pathlib import Path
 
 import torch
+from _archive import git_commit
 
 import seqtheory
 from seqtheory import setup_threads
@@ -38,17 +38,6 @@ DIMS = (8, 32)
 WIDTHS = (4, 8, 16, 32, 128, 512)
 BASE_SEEDS = (0, 1, 2, 3)
 WEIGHT_DECAY = 0.0
-
-
-def git_commit() -> str | None:
-    """The checkout's commit (``git rev-parse HEAD``), or None outside a git checkout."""
-    try:
-        here = str(Path(__file__).resolve().parent)
-        res = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"],
-                             capture_output=True, text=True, check=False, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (res.stdout.strip() or None) if res.returncode == 0 else None
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ its device).
 Writes src/seqtheory/data/width_frontier.json (shipped with the library:
 seqtheory.utils.load_data("width_frontier.json")) after every width. Its meta records the
 checkout's commit (``git rev-parse HEAD``; None outside a git checkout; the shipped file
-predates this field).
+has no such field).
 """
 from __future__ import annotations
 
@@ -29,12 +29,12 @@ import dataclasses
 import datetime
 import json
 import platform
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from _archive import git_commit
 
 import seqtheory
 from seqtheory import derive_seed, make_generator, setup_threads
@@ -49,17 +49,6 @@ SEEDS = 16
 STEPS = 20000
 EVAL_EVERY = 250
 SEED_OFFSET = 10_000
-
-
-def git_commit() -> str | None:
-    """The checkout's commit (``git rev-parse HEAD``), or None outside a git checkout."""
-    try:
-        here = str(Path(__file__).resolve().parent)
-        res = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"],
-                             capture_output=True, text=True, check=False, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (res.stdout.strip() or None) if res.returncode == 0 else None
 
 
 def main() -> None:
