@@ -208,12 +208,34 @@ TABLE = ClaimTable("induction_heads", [
           "and rel_ko_l1_prev > rel_unigram + 0.05",
           "a relative-position model whose knock-outs behave like the absolute-position "
           "model's"),
+    Claim("relative.full_run_agrees",
+          "The archived FULL=1 run of PAPER (relative positions, paper scale) agrees with "
+          "the CPU-size relative-position run: layer 1's previous-token weight beyond "
+          "position 60 is more than 2.5 times uniform, without layer 2's matching the loss "
+          "is nearer the unigram rule than the uniform guess, without layer 1's "
+          "previous-token weight it is more than 0.05 nats above the unigram rule, and "
+          "layer 2 is half-way up before layer 1.",
+          "fr_prev_late_ratio > 2.5 "
+          "and abs(fr_ko_l2_mean - fr_unigram) < abs(fr_ko_l2_mean - fr_uniform) "
+          "and fr_ko_l1_prev > fr_unigram + 0.05 and fr_ind_after < fr_prev_after",
+          "a paper-scale run whose mechanism differs from the CPU-size relative-position "
+          "run's"),
     # ------------------------------------------------------------------ variations
     Claim("variations.gain_order",
           "The gain of the bigram rule over the unigram rule grows with k and shrinks with "
           "alpha.",
           "gain_k5 > gain_k3 > gain_a4 and gain_k3 > gain_k2",
           "a task sampler whose gains do not follow the number of states and the prior"),
+    Claim("variations.archive_median_order",
+          "In the archive the median switch steps follow the gains: k = 5 before k = 3 "
+          "before k = 2 before alpha = 4.",
+          "arch_median_order == sorted(arch_median_order) "
+          "and len(set(arch_median_order)) == 4",
+          "an archive whose median switches do not follow the gains"),
+    Claim("variations.small_gains_later",
+          "With every archived seed, k = 2 and alpha = 4 switch later than k = 3.",
+          "small_gain_later_min > 0",
+          "a seed on which a small-gain task switches with or before k = 3"),
     Claim("variations.live_k3",
           "The chapter's k = 3 run switches within 400 steps of the archived seeds' range "
           "(both in the CPU configuration).",
@@ -313,8 +335,34 @@ TABLE = ClaimTable("induction_heads", [
           "sampling error.",
           "max(depth_live_excess) < 0.005",
           "sources or a Bayes rule that differ from the archived ones"),
+    Claim("depth.mlp_reaches_bayes",
+          "The three-layer model with MLPs ends within 0.05 nats of the Bayes rule at "
+          "orders 1 to 3 on every archived seed.",
+          "depth_mlp_max < 0.05",
+          "a three-layer MLP model that has not converged at some order"),
+    Claim("depth.two_layers_fall_behind",
+          "Two attention-only layers fall further behind the three-layer MLP model as the "
+          "order grows (the gap between median final KLs grows from order 1 to 3).",
+          "depth_gap2[0] < depth_gap2[1] < depth_gap2[2]",
+          "a two-layer attention-only model that keeps pace at higher orders"),
+    Claim("depth.four_layers_between",
+          "At order 3, four attention-only layers are behind the MLP model and ahead of "
+          "two attention-only layers on every seed.",
+          "depth_four_behind_m3 > 0 and depth_four_ahead_m3 > 0",
+          "seeds of the four-layer model that catch the MLP model or fall to two layers"),
+    Claim("depth.layernorm_speeds",
+          "Without LayerNorm, two and four attention-only layers end further from the Bayes "
+          "rule than with it, seed by seed at every order.",
+          "ln_gain_min > 0",
+          "a seed or order at which the model without LayerNorm is as close as with it"),
+    Claim("depth.four_ahead_without_layernorm",
+          "Without LayerNorm, four layers end closer to the Bayes rule than two at orders 1 "
+          "and 2 on every seed, and about level at order 3 (medians within 0.01).",
+          "noln4_ahead_min > 0 and noln4_level_m3 < 0.01",
+          "a two-layer model without LayerNorm that matches four layers at order 1 or 2, or "
+          "a clear gap at order 3"),
     Claim("depth.live_follows_archive",
-          "Retrained now, the first 200 steps of the three-layer MLP model at order 1 "
+          "Retrained here, the first 200 steps of the three-layer MLP model at order 1 "
           "follow the archived seeds (within half their minimum and twice their maximum).",
           "live_steps == [0, 100, 200] and min(live_over_lo[1:]) >= 0.5 "
           "and max(live_over_hi[1:]) <= 2",
@@ -443,19 +491,25 @@ def graded_summary(graded: dict) -> dict:
     """The archived graded-prior sweep (``icl_graded.json``) per p (ascending): switch steps
     per seed (``switch``, None: no switch; ``steps``, where a run without a switch counts as
     the budget), their medians, and the doubly stochastic sequences seen before the switch
-    (``seen``: p x 64 x switch step)."""
+    (``seen``: p x 64 x switch step). A switch at a run's last evaluation is one evaluation
+    closer to the bigram rule, not a switch that lasts, and counts as none (``late``: how
+    many runs that turns)."""
     fracs = sorted(graded["meta"]["fractions"])
     budget = graded["meta"]["setup"]["steps"]
     switch: dict = {}
+    late = 0
     for r in sorted(graded["runs"], key=lambda r: r["ds_fraction"]):
-        switch.setdefault(r["seed"], []).append(r["switch"])
+        sw = r["switch"]
+        if sw is not None and sw >= r["steps"][-1]:
+            sw, late = None, late + 1
+        switch.setdefault(r["seed"], []).append(sw)
     steps = {s: np.array([budget if v is None else v for v in sw], float)
              for s, sw in switch.items()}
     seen = {s: np.array(fracs) * 64 * v for s, v in steps.items()}
     return {"fracs": fracs, "budget": budget, "switch": switch, "steps": steps, "seen": seen,
             "med_switch": np.median(np.array(list(steps.values())), axis=0),
             "med_seen": np.median(np.array(list(seen.values())), axis=0),
-            "seen_lo_vs_hi": [v[0] > v[-1] for v in seen.values()]}
+            "seen_lo_vs_hi": [v[0] > v[-1] for v in seen.values()], "late": late}
 
 
 def trigram_summary(archive: dict) -> dict:
@@ -487,10 +541,10 @@ def trigram_summary(archive: dict) -> dict:
 
 
 def final_kl_runs(depth: dict) -> dict:
-    """(order, architecture) -> final KL from the Bayes rule per seed, from
+    """(order, architecture) -> final KL from the Bayes rule per seed (ascending), from
     ``icl_depth.json``."""
     out: dict = {}
-    for r in depth["runs"]:
+    for r in sorted(depth["runs"], key=lambda r: r.get("seed", 0)):
         out.setdefault((r["order"], r["architecture"]), []).append(r["kl_bayes"][-1])
     return {key: np.array(v) for key, v in out.items()}
 
@@ -631,13 +685,25 @@ def _knockout(by_offset, prev_at, knock: dict, ref: dict) -> dict:
 
 
 @TABLE.computes("relative")
-def _relative(history, prev_at, knock: dict, ref: dict) -> dict:
+def _relative(history, prev_at, knock: dict, ref: dict, full_run: dict) -> dict:
     """The relative-position run (:data:`RELATIVE`): its switch, layer 1's weight on the
     previous token by query position (``prev_at``), its knock-out losses and the rules'
-    losses on its held-out sequences."""
+    losses on its held-out sequences; ``full_run``: the archived FULL=1 run of
+    :data:`PAPER` (``icl_paper_full_run.json``)."""
     switch = switch_step(history)
     profile = layer1_profile(prev_at)
+    fr, fmeta = full_run["values"], full_run["meta"]
     return {
+        "fr_prev_late_ratio": fr["prev_late_ratio"],
+        "fr_ko_l1_prev": fr["knock"]["layer 1: no previous-token weight"],
+        "fr_ko_l2_mean": fr["knock"]["layer 2: mean pattern"],
+        "fr_unigram": fr["unigram"],
+        "fr_uniform": float(np.log(PAPER.k)),
+        "fr_switch": float(fr["switch"]),
+        "fr_ind_after": float(fr["rise_ind"] - fr["switch"]),
+        "fr_prev_after": float(fr["rise_prev"] - fr["switch"]),
+        "fr_device": fmeta["device"].split(" (")[0],
+        "fr_date": fmeta["date"],
         "rel_switch": None if switch is None else float(switch),
         "rel_prev_early": profile["prev_early"],
         "rel_prev_late_ratio": profile["prev_late_ratio"],
@@ -661,7 +727,17 @@ def _variations(gains: dict, archive: dict, live_switch: dict) -> dict:
     # a run without a switch is never the earlier one
     k5_earlier = sum(a is not None and (b is None or a < b)
                      for a, b in zip(arch["k=5, α=1"], arch["k=3, α=1"], strict=True))
+    by_seed = switches_by_seed(archive)
+    med = {key: float(np.median([v for v in arch[label] if v is not None] or [np.inf]))
+           for label, key in VARIANTS.items() if label != "doubly stochastic"}
+    # how much later than k = 3 each seed's k = 2 and alpha = 4 runs switch (a run that
+    # never switches counts as later)
+    later = [(v[label] if v[label] is not None else np.inf) - v["k=3, α=1"]
+             for v in by_seed.values() if v["k=3, α=1"] is not None
+             for label in ("k=2, α=1", "k=3, α=4")]
     out.update({
+        "arch_median_order": [med["k5"], med["k3"], med["k2"], med["a4"]],
+        "small_gain_later_min": float(min(later)),
         "k5_earlier": float(k5_earlier),
         "arch_nseeds": float(len(ameta["seeds"])),
         "arch_device": ameta["device"],
@@ -717,6 +793,7 @@ def _graded(graded_ref: dict, graded: dict) -> dict:
             f"p = {f:g}: {m:.0f}"
             for f, m in zip(fracs[::-1], s["med_switch"][::-1], strict=True)),
         "graded_unswitched": float(sum(v is None for sw in s["switch"].values() for v in sw)),
+        "graded_late": float(s["late"]),
         "graded_med_seen": "; ".join(
             f"p = {f:g}: {m:,.0f}"
             for f, m in zip(fracs[::-1], s["med_seen"][::-1], strict=True)),
@@ -819,6 +896,29 @@ def recorded_controls() -> dict:
     }
 
 
+def depth_comparisons(final_runs: dict) -> dict:
+    """The depth archive's comparisons, from :func:`final_kl_runs`: the MLP model's largest
+    final KL, the median gap of two attention-only layers over it per order, where four
+    layers sit at order 3, and what LayerNorm changes, seed by seed."""
+    orders = (1, 2, 3)
+    mlp = {m: final_runs[m, "3 layers, MLP"] for m in orders}
+    two = {m: final_runs[m, "2 layers, attention-only"] for m in orders}
+    four = {m: final_runs[m, "4 layers, attention-only"] for m in orders}
+    two_noln = {m: final_runs[m, NO_LN["2 layers, attention-only"]] for m in orders}
+    four_noln = {m: final_runs[m, NO_LN["4 layers, attention-only"]] for m in orders}
+    return {
+        "depth_mlp_max": float(max(v.max() for v in mlp.values())),
+        "depth_gap2": [float(np.median(two[m]) - np.median(mlp[m])) for m in orders],
+        "depth_four_behind_m3": float(four[3].min() - mlp[3].max()),
+        "depth_four_ahead_m3": float(two[3].min() - four[3].max()),
+        # without minus with LayerNorm, seed by seed, both depths and every order
+        "ln_gain_min": float(min(min((two_noln[m] - two[m]).min(),
+                                     (four_noln[m] - four[m]).min()) for m in orders)),
+        "noln4_ahead_min": float(min((two_noln[m] - four_noln[m]).min() for m in (1, 2))),
+        "noln4_level_m3": float(abs(np.median(two_noln[3]) - np.median(four_noln[3]))),
+    }
+
+
 @TABLE.computes("depth")
 def _depth(depth: dict, live_ref: dict, live_history) -> dict:
     """The archived depth runs (``icl_depth.json``), ``live_ref`` (order -> Bayes-rule loss
@@ -841,6 +941,7 @@ def _depth(depth: dict, live_ref: dict, live_history) -> dict:
                           ("ln4", "4 layers, attention-only")):
             out[f"{key}_m{m}"] = spread(final_runs[m, arch], 3)
             out[f"no{key}_m{m}"] = spread(final_runs[m, NO_LN[arch]], 3)
+    out.update(depth_comparisons(final_runs))
     steps, kl = live_history.metric("KL(bigram||model)")
     at = archived_kl_at(depth, steps)  # (seeds, steps)
     return {**out,
