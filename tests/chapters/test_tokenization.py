@@ -168,9 +168,9 @@ def _sweep(bpe4_at_4=1.2, m1_off=0.001, lzw16_at_4=1.06):
     exact1 = block_unigram_entropy(P, Q, 1, 10)
     return {1: _rows(1, [0.9, 0.8, 0.76, exact1 + 0.004, exact1 + m1_off],
                      [0.95, 0.85, 0.80, 0.77, 0.76]),
-            2: _rows(2, [0.95, 0.85, 0.8, 0.78, 0.77], [0.97, 0.9, 0.85, 0.82, 0.80]),
+            2: _rows(2, [0.95, 0.85, 0.8, 0.78, 0.778], [0.97, 0.9, 0.85, 0.82, 0.80]),
             4: _rows(4, [bpe4_at_4, 0.99, H + 0.75 / 6, H + 0.75 / 8, H + 0.75 / 10],
-                     [1.0, lzw16_at_4, 0.92, 0.88, 0.852])}
+                     [1.0, lzw16_at_4, H + 0.25, 0.88, 0.852])}
 
 
 def _streams(sweep):
@@ -226,7 +226,38 @@ def test_lzw_above_theorem_45_bound_fails():
     for r in sweep[4]:
         if r["tokenizer"] == "LZW" and r["d"] == 1024:
             r["bits_per_symbol"] = 0.95           # above H / (1 - 0.235) = 0.943
+        if r["tokenizer"] == "LZW" and r["d"] == 64:
+            r["bits_per_symbol"] = 1.25           # still shrinking faster than the blocks
     assert _failed(chapter.claims("gap", sweep, P, Q)) == {"gap.lzw_within_bound"}
+
+
+def test_lzw_shrinking_like_the_blocks_fails():
+    sweep = _sweep()
+    H = switching_entropy_rate(P, Q)
+    for r in sweep[4]:
+        if r["tokenizer"] == "LZW" and r["d"] == 64:
+            r["bits_per_symbol"] = H + 0.13 * 10 / 6     # the blocks' ratio 10/6 exactly
+    assert _failed(chapter.claims("gap", sweep, P, Q)) == {"gap.lzw_above_blocks_shrinks_faster"}
+
+
+def test_long_stream_moving_at_m2_fails():
+    sweep = _sweep()
+    for r in sweep[2]:
+        if r["tokenizer"] == "BPE" and r["d"] == 1024:
+            r["bits_per_symbol"] = 0.77                  # 0.01 bits below d = 256
+    values = chapter.claims("overfit", sweep, _short(sweep), READ)
+    assert "overfit.long_m4_falls" in _failed(values)
+
+
+def test_bpe4_values_and_claims():
+    bpe4 = BPE.train(np.array([0, 0, 1, 1] * 50), 4)
+    ids = np.array([0, 1, 2, 3] * 25)
+    values = chapter.claims("bpe4", bpe4, ids)
+    assert values["bits_per_token"] == pytest.approx(2.0)
+    assert values["bits_per_char"] == pytest.approx(2.0 / values["chars_per_token"])
+    assert not _failed(values)
+    skewed = chapter.claims("bpe4", bpe4, np.array([2] * 97 + [0, 1, 3]))
+    assert _failed(skewed) == {"bpe4.tokens_near_two_bits", "bpe4.worse_than_characters"}
 
 
 def test_theorem_45_bound_and_its_inputs():
@@ -274,7 +305,8 @@ def test_overfit_values_and_claims():
     sweep = _sweep()
     values = chapter.claims("overfit", sweep, _short(sweep), READ)
     assert values["lzw_read_range"] == "9,900–10,900"
-    assert values["bpe_rise"] == "0.027 and 0.020"
+    assert values["bpe_rise"] == "0.027 and 0.028"
+    assert values["long_fall4"] == pytest.approx(0.75 / 8 - 0.75 / 10)
     assert values["bpe_rise4"] == pytest.approx(0.02 - 0.75 / 8 + 0.75 / 10)
     assert values["lzw_fall_min"] == pytest.approx(0.01)
     assert not _failed(values)

@@ -139,6 +139,11 @@ TABLE = ClaimTable("tokenization", [
           "smaller by more than 0.03.",
           "eff_bpe < eff_lzw - 0.03",
           "BPE's epsilon within 0.03 of LZW's, or above it"),
+    Claim("gap.lzw_above_blocks_shrinks_faster",
+          "At m = 4 and d = 64, 256, 1024 LZW's gap is above the exact line of fixed blocks "
+          "but shrinks faster: its ratio from d = 64 to 1024 exceeds the blocks' (10/6).",
+          "lzw_over_blocks_min > 0 and lzw_shrink > block_shrink",
+          "LZW at or below the block line, or shrinking no faster than it"),
     Claim("gap.lzw_within_bound",
           "At d = 1024 LZW is below the bound of Theorem 4.5, H/(1 - eps) with "
           "eps = log(1/delta)/(0.99 log d) = 0.235 (0.943 bits per character), at m = 1, 2 "
@@ -165,6 +170,12 @@ TABLE = ClaimTable("tokenization", [
           "dictionary and differ only in its token frequencies.",
           "max(lzw_read) < 20_000",
           "an LZW parse that reads 20,000 characters or more before its dictionary is full"),
+    Claim("overfit.long_m4_falls",
+          "With 10^6 training characters BPE's test loss falls from d = 256 to d = 1024 at "
+          "m = 4 (by more than 0.01 bits) and moves by less than 0.005 bits at m = 1 and 2.",
+          "long_fall4 > 0.01 and long_small_max < 0.005",
+          "a long-stream BPE that stops gaining at m = 4, or moves by 0.005 bits at m = 1 "
+          "or 2"),
     Claim("overfit.long_no_rise",
           "With 10^6 training characters BPE's test loss does not rise from d = 256 to "
           "d = 1024 (beyond 0.002 bits), at any m.",
@@ -178,6 +189,17 @@ TABLE = ClaimTable("tokenization", [
           "n_eight > 0 and 2 * n_compl >= n_eight",
           "no 8-character token among the 12, or fewer than half of them of the form "
           "x + complement(x)"),
+    # ---------------------------------------------------------------- exercise 3
+    Claim("bpe4.tokens_near_two_bits",
+          "At m = 4 BPE's d = 4 dictionary (two merges) has four tokens used about equally "
+          "often: the best unigram model pays more than 1.8 bits per token.",
+          "bits_per_token > 1.8",
+          "a d = 4 dictionary whose token frequencies are far from equal"),
+    Claim("bpe4.worse_than_characters",
+          "Its tokens cover fewer than 1.7 characters each on average, so it pays more than "
+          "1.1 bits per character: worse than no tokenization (1 bit).",
+          "chars_per_token < 1.7 and bits_per_char > 1.1",
+          "a d = 4 dictionary that is no worse than single characters"),
     # ---------------------------------------------------------------- exercise 4
     Claim("exercise.best_moves_down",
           "With 3 x 10^4 training characters (m = 1) the best dictionary size moves down: "
@@ -408,7 +430,13 @@ def _gap(sweep: dict, p: float, q: float) -> dict:
     delta = min(p, q, 1 - p, 1 - q)
     eps, bound = theorem_45_bound(H, delta, 1024)
     bpe = [table[4, "BPE", d] - H for d in (64, 1024)]
+    sizes = (64, 256, 1024)
+    lzw_gap = [table[4, "LZW", d] - H for d in sizes]
+    block_gap = [float(block_unigram_entropy(p, q, 4, round(math.log2(d)))) - H for d in sizes]
     return {
+        "lzw_over_blocks_min": min(a - b for a, b in zip(lzw_gap, block_gap, strict=True)),
+        "lzw_shrink": lzw_gap[0] / lzw_gap[-1],
+        "block_shrink": block_gap[0] / block_gap[-1],
         "thm_eps": eps,
         "thm_bound": bound,
         "lzw1024_orders": [table[o, "LZW", 1024] for o in (1, 2, 4)],
@@ -438,6 +466,8 @@ def _overfit(sweep: dict, short: dict, lzw_read: dict) -> dict:
         "lzw_fall_min": float(-max(lzw_rises)),
         "long_rise_max": float(max(long_rises)),
         "bpe_rises": bpe_rises, "lzw_rises": lzw_rises, "long_rises": long_rises,
+        "long_fall4": float(-long_rises[2]),
+        "long_small_max": float(max(abs(v) for v in long_rises[:2])),
         "lzw_read": [lzw_read[o] for o in (1, 2, 4)],
         "lzw_read_range": f"{min(lzw_read.values()):,}–{max(lzw_read.values()):,}",
     }
@@ -453,6 +483,26 @@ def _vocab(tokenizer, top) -> dict:
         "n_compl": sum(is_complement_pair(t) for t in eight),
         "eight": eight,
     }
+
+
+@TABLE.computes("bpe4")
+def _bpe4(tokenizer, ids) -> dict:
+    """Exercise 3: a d = 4 BPE dictionary and the token ids of a stream parsed with it."""
+    ids = np.asarray(ids)
+    freq = np.bincount(ids, minlength=len(token_lengths(tokenizer))) / ids.size
+    used = freq[freq > 0]
+    per_token = float(-(used * np.log2(used)).sum())
+    chars = float(token_lengths(tokenizer)[ids].mean())
+    try:
+        others = spread(TABLE.over_seeds("bpe4", "bits_per_char"), 2)
+    except KeyError:
+        others = "not recorded"
+    return {"bpe4_over_seeds": others,
+            "bpe4_tokens": ", ".join(f"`{tokenizer.token_string(i)}`"
+                                     for i in range(len(freq))),
+            "bpe4_freqs": ", ".join(f"{f:.2f}" for f in freq),
+            "bits_per_token": per_token, "chars_per_token": chars,
+            "bits_per_char": per_token / chars}
 
 
 @TABLE.computes("exercise")
