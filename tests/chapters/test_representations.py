@@ -169,6 +169,13 @@ def test_small_models_that_stitch_and_a_dead_control_fail():
             "stitching.random_control_32", "stitching.cka_random_small"} <= failed
 
 
+def test_seeds_that_are_affine_images_of_each_other_fail():
+    failed = _failed(chapter.claims("stitching", _stitch_result(r2_seed=0.97)))
+    assert "stitching.not_affine_images" in failed
+    failed = _failed(chapter.claims("stitching", _stitch_result(r2_seed=0.25)))
+    assert "stitching.r2_above_random" in failed
+
+
 def _small_rows(nonlinear=(0.75, 0.85, 0.85), best=(0.5, 0.5, 0.5)):
     def rows(v):
         return _per_size(v)
@@ -242,9 +249,10 @@ def test_invariance_values_and_claims():
     assert not _failed(values)
 
 
-def test_seeds_that_agree_up_to_a_rotation_fail():
-    values = chapter.claims("invariance", _exp3(seed_cka=0.97, ctrl_cka=0.4), NAMES, [0.95] * 4)
-    assert {"invariance.seed_cka_below_one", "invariance.controls_cka_small"} <= _failed(values)
+def test_a_squash_that_keeps_cka_or_loses_the_stitch_fails():
+    values = chapter.claims("invariance", _exp3(squash_cka=0.95, squash_acc=0.8), NAMES,
+                            [0.95] * 4)
+    assert {"invariance.squash_lowers_cka", "invariance.squash_stitches"} <= _failed(values)
 
 
 # --------------------------------------------------------------------------- the decoder
@@ -269,6 +277,12 @@ def test_decoder_values_and_claims():
     assert values["narrow_drop_lo"] == pytest.approx(0.43)
     assert values["wide_gain_hi"] == pytest.approx(-0.08)
     assert not _failed(values)
+
+
+def test_a_decoder_that_helps_when_wide_or_fits_when_narrow_fails():
+    held = {**ZONE_WIDTHS, 4: 0.85, 512: 0.95}
+    values = chapter.claims("decoder", _archive(held, {**FITS, 4: 1.0}))
+    assert {"decoder.narrow_underfits", "decoder.wide_no_better"} <= _failed(values)
 
 
 def test_the_archive_matches_a_live_run_of_its_narrowest_cell():
