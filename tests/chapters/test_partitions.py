@@ -148,13 +148,13 @@ def test_rho_claims():
     assert _failed("rho", chapter.claims("rho", 0.5, 0.53, 0.501, rho_min)) == {"rho.count"}
 
 
-def _effort(peak_at=1.0, unique_at_4=100.0):
-    setup = PartitionSetup(effort_sizes=(64,), effort_cs=(0.5, 1.0, 4.0))
+def _effort(peak_at=1.0, unique_at_4=100.0, unique_at_6=200.0):
+    setup = PartitionSetup(effort_sizes=(64,), effort_cs=(0.5, 1.0, 4.0, 6.0))
     hard = np.array([[300, 10, 0.1], [300, 12, 0.1], [1050, 5000, 1.0], [1050, 7000, 1.0]])
     easy = np.array([[288, 5, 0.0], [1053, 100, 0.0], [1053, 300, 0.0]])
     by_c = {(64, c): np.array([1000.0 if c == peak_at else 50.0] * 3) for c in setup.effort_cs}
-    by_c_unique = {(64, c): np.array([unique_at_4 if c == 4.0 else 0.0] * 3)
-                   for c in setup.effort_cs}
+    unique = {4.0: unique_at_4, 6.0: unique_at_6}
+    by_c_unique = {(64, c): np.array([unique.get(c, 0.0)] * 3) for c in setup.effort_cs}
     by_degree = {4.0: np.array([10, 20]), 4.6: np.array([900, 1100]), 6.0: np.array([5])}
     return SimpleNamespace(setup=setup, by_size={"colouring, degree 4.6": hard,
                                                  "planted, c = 4": easy},
@@ -170,7 +170,7 @@ def test_effort_values_and_claims():
     assert values["c_peak"] == 1.0 and values["deg_peak"] == 4.6
     assert values["peak_ratio"] == pytest.approx(20.0)
     assert values["peak_c05"] == 50.0 and values["recover_c4"] == 150.0
-    assert values["unique_c4"] == 100.0
+    assert values["unique_c4"] == 100.0 and values["recover_c6"] == 250.0
     assert not _failed("effort", values)
 
 
@@ -184,7 +184,7 @@ def test_effort_peaking_at_the_threshold_or_falling_from_the_start_fails():
 
 
 def test_an_expensive_uniqueness_proof_fails():
-    values = chapter.claims("effort", _effort(unique_at_4=600.0))
+    values = chapter.claims("effort", _effort(unique_at_6=600.0))
     assert _failed("effort", values) == {"effort.recovery_cheap"}
 
 
