@@ -716,6 +716,8 @@ def load_text_sweep(name: str = "scaling_text.json") -> dict:
         "id": np.array([[r["id"] for r in row] for row in grid]),
         "widths": np.array(widths),
         "width_id": np.array([[run(s, n_ab, w)["id"] for w in widths] for s in seeds]),
+        "width_best_step": np.array([[run(s, n_ab, w)["best_step"] for w in widths]
+                                     for s in seeds]),
         "layer_id": np.array([run(s, n_ab, width0)["layer_id"] for s in seeds]),
         "positions": np.array(meta["positions"]),
         "position_id": np.array([run(s, n_ab, width0)["position_id"] for s in seeds]),

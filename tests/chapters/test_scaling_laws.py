@@ -164,6 +164,16 @@ def test_ablation_blocks_that_add_nothing_fail():
     assert values["late_pos_id"] == [3.5, 3.6, 3.5, 3.6] and not _failed("ablation", values)
     flat = chapter.claims("ablation", sweep, [3.0, 3.4, 3.6], [2.0, 3.0, 3.5, 3.6, 3.5, 3.6])
     assert _failed("ablation", flat) == {"ablation.blocks_add_dimensions"}
+    assert values["narrow_at_last"] == values["narrow_n"] == 3
+
+
+def test_ablation_widths_that_converge_or_lose_dimensions_fail():
+    sweep = load_text_sweep()
+    pos = [2.0, 3.0, 3.5, 3.6, 3.5, 3.6]
+    falling = {**sweep, "width_id": sweep["width_id"][:, ::-1],
+               "width_best_step": sweep["width_best_step"] * 0 + 500}
+    assert _failed("ablation", chapter.claims("ablation", falling, [1.3, 3.4, 4.1], pos)) == {
+        "ablation.width_rises_little", "ablation.narrow_still_improving"}
 
 
 def test_floor_helpers_find_a_known_floor():

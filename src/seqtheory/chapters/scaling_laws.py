@@ -169,6 +169,16 @@ TABLE = ClaimTable("scaling_laws", [
           "after the last block than at the embeddings (live model).",
           "layer_id[-1] > layer_id[0] + 1",
           "blocks that add less than one dimension"),
+    Claim("ablation.width_rises_little",
+          "In the archive the dimension rises with the width on every seed (16 to 32 to 64), "
+          "by less than one dimension from width 16 to 64 (medians).",
+          "width_id_step_min > 0 and size_id_hi - size_id_lo < 1",
+          "a seed whose dimension falls with the width, or a rise of a dimension or more"),
+    Claim("ablation.narrow_still_improving",
+          "The width-16 models are still improving at their last step: their best "
+          "validation loss is at the last step on every archived seed.",
+          "narrow_at_last == narrow_n",
+          "a width-16 model that converged before its last step"),
     Claim("ablation.positions_settle",
           "After a few characters the estimate settles: from position 4 on the live model's "
           "dimensions differ by less than a quarter of their mean.",
@@ -445,8 +455,13 @@ def _width(wsweep: dict, live_check) -> dict:
 def _ablation(sweep: dict, layer_id, pos_id) -> dict:
     """Dimension of the live model's activations by layer and position, and of the
     archived models by width."""
-    width_med = np.median(np.asarray(sweep["width_id"]), 0)
+    width_id = np.asarray(sweep["width_id"])                     # (seeds, widths)
+    width_med = np.median(width_id, 0)
+    narrow_best = np.asarray(sweep["width_best_step"])[:, 0]
     return {
         "size_id_lo": float(width_med[0]), "size_id_hi": float(width_med[-1]),
+        "width_id_step_min": float(np.diff(width_id, axis=1).min()),
+        "narrow_at_last": int((narrow_best == sweep["meta"]["train_char_model"]["steps"]).sum()),
+        "narrow_n": int(narrow_best.size),
         "layer_id": layer_id, "late_pos_id": list(pos_id)[2:],
     }
