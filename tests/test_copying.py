@@ -399,3 +399,37 @@ def test_repeat_accuracy_tells_a_bigram_lookup_from_an_exact_copier():
     split = accuracy_by_repeats(_BigramLookup(), [12], n=2, size=200, seed=0)
     assert split["without"][0] == 1.0 and split["with"][0] < 0.5
     assert 0 < split["frac_with"][0] < 0.3
+
+
+def test_lookup_rows_hold_the_string_the_query_and_the_first_answer():
+    from seqtheory.copying import lookup_batch
+    from seqtheory.training import IGNORE_INDEX
+    from seqtheory.utils import make_generator
+
+    for key in ("suffix", "prefix"):
+        x, y = lookup_batch(200, 5, 12, n=2, key=key, generator=make_generator(3))
+        assert x.shape == y.shape == (200, 12 + 2 + 3)
+        for row, target in zip(x.tolist(), y.tolist(), strict=True):
+            counted = [(i, t) for i, t in enumerate(target) if t != IGNORE_INDEX]
+            assert len(counted) == 1
+            end, answer = counted[0]
+            assert row[0] == BOS and row[end] == SEP
+            parts = decode(row[1:end]).split("|")
+            s, q = (parts[0], parts[1]) if key == "suffix" else (parts[1], parts[0])
+            assert len(q) == 2 and 5 <= len(s) <= 12 and q in s[:-1]
+            first = next(i for i in range(len(s) - 2) if s[i:i + 2] == q)
+            assert decode([answer]) == s[first + 2]          # after the first occurrence
+            assert all(t == PAD for t in row[end + 2:])
+
+
+def test_lookup_refuses_bad_arguments():
+    from seqtheory.copying import lookup_batch
+
+    with pytest.raises(ValueError, match="key"):
+        lookup_batch(4, 5, key="middle")
+    with pytest.raises(ValueError, match="min_len"):
+        lookup_batch(4, 2, n=2)
+    with pytest.raises(ValueError, match="max_len"):
+        lookup_batch(4, 6, 5)
+    with pytest.raises(TypeError, match="generator"):
+        lookup_batch(4, 5, generator=3)

@@ -44,7 +44,7 @@ __all__ = [
     "train_copier", "encode", "greedy_copy", "accuracy_by_length", "MODEL_NAMES",
     "copy_model", "CopyRun", "CopyResult", "run", "plot_learning_curves", "copied",
     "copy_rows", "has_repeated_ngram", "planted_repeat_batch", "repeat_accuracy",
-    "accuracy_by_repeats", "repeat_probability",
+    "accuracy_by_repeats", "repeat_probability", "lookup_batch", "LOOKUP_KEYS",
 ]
 
 NUM_LETTERS = 26
@@ -92,6 +92,73 @@ def copy_batch(
     x, y = seq[:, :-1], seq[:, 1:].clone()                                  # (B, T-1)
     counted = (t[:, 1:] >= L + 2) & (t[:, 1:] <= 2 * L + 2)
     y[~counted] = IGNORE_INDEX
+    return x, y
+
+
+#: Where the n-gram to look up stands: after the string (``suffix``: ``^ s | q | a``) or
+#: before it (``prefix``: ``^ q | s | a``).
+LOOKUP_KEYS = ("suffix", "prefix")
+
+
+def lookup_batch(
+    batch_size: int,
+    min_len: int,
+    max_len: int | None = None,
+    *,
+    n: int = 2,
+    key: str = "suffix",
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets of the n-gram lookup task on strings of ``min_len..max_len``
+    random letters (uniform length).
+
+    Each row holds a string ``s``, a query ``q`` (the n-gram of ``s`` at a uniformly drawn
+    position that has a letter after it) and the answer ``a``, the letter that follows the
+    first occurrence of ``q`` in ``s``: ``<BOS> s <SEP> q <SEP> a`` for ``key="suffix"``
+    (the query comes after the string, so a model must keep all of ``s``), ``<BOS> q <SEP>
+    s <SEP> a`` for ``key="prefix"`` (the query comes first, so a model can watch for
+    it). Rows are padded with ``<PAD>`` to ``max_len + n + 4`` tokens; inputs are all but
+    the last token, targets all but the first, and only the answer counts (the others are
+    ``-100``), so :func:`string_accuracy` is the fraction of queries answered right.
+    Returns ``(x, y)``, both (batch_size, max_len + n + 3), on the generator's device.
+    """
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    n = check_int("n", n, minimum=1)
+    min_len = check_int("min_len", min_len, minimum=n + 1)
+    max_len = min_len if max_len is None else check_int("max_len", max_len, minimum=n + 1)
+    if max_len < min_len:
+        raise ValueError(f"max_len must be >= min_len={min_len}, got {max_len}")
+    if key not in LOOKUP_KEYS:
+        raise ValueError(f"key must be one of {LOOKUP_KEYS}, got {key!r}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    g = generator
+    dev = g.device if g is not None else torch.device("cpu")
+    B = batch_size
+    L = torch.randint(min_len, max_len + 1, (B, 1), generator=g, device=dev)     # (B, 1)
+    s = torch.randint(NUM_LETTERS, (B, max_len), generator=g, device=dev)        # (B, Lmax)
+    at = (torch.rand(B, 1, generator=g, device=dev) * (L - n)).long()             # < L - n
+    q = s.gather(1, at + torch.arange(n, device=dev))                             # (B, n)
+    windows = s.unfold(1, n, 1)                                                   # (B, K, n)
+    pos = torch.arange(windows.shape[1], device=dev)[None]                        # (1, K)
+    match = (windows == q[:, None]).all(-1) & (pos + n < L)
+    first = torch.where(match, pos, max_len).min(1, keepdim=True).values          # (B, 1)
+    answer = s.gather(1, first + n)                                               # (B, 1)
+    T = max_len + n + 4
+    t = torch.arange(T, device=dev)[None]                                         # (1, T)
+    s_start, q_start = (1, L + 2) if key == "suffix" else (n + 2, 1)
+    in_s = (t >= s_start) & (t < s_start + L)
+    in_q = (t >= q_start) & (t < q_start + n)
+    end = L + n + 2                                                              # last SEP
+    seq = torch.full((B, T), PAD, device=dev)
+    seq = torch.where(in_s, s.gather(1, (t - s_start).clamp(0, max_len - 1).expand(B, T)), seq)
+    seq = torch.where(in_q, q.gather(1, (t - q_start).clamp(0, n - 1).expand(B, T)), seq)
+    seq = torch.where(t == 0, BOS, seq)
+    seq = torch.where((t == s_start + L) if key == "suffix" else (t == n + 1), SEP, seq)
+    seq = torch.where(t == end, SEP, seq)
+    seq = torch.where(t == end + 1, answer, seq)
+    x, y = seq[:, :-1], seq[:, 1:].clone()                                        # (B, T-1)
+    y[t[:, 1:] != end + 1] = IGNORE_INDEX
     return x, y
 
 
