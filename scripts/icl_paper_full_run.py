@@ -62,7 +62,8 @@ def _numbers(message: str) -> list:
 
 def extract(records: list[dict]) -> dict:
     """The archived values: layer 1's profile, the rise steps, the switch, the knock-out
-    losses and the unigram rule's loss on the run's held-out sequences."""
+    losses, and the unigram rule's loss on the fresh sequences of the chapter's live check
+    of the paper-scale archive (the log does not hold it on the run's held-out ones)."""
     early, reach, late = _numbers(_message(records, "profile"))
     rise_prev, rise_ind = _numbers(_message(records, "rise"))
     _, switch = _numbers(_message(records, "switch"))

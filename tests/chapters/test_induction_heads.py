@@ -457,3 +457,18 @@ def test_an_archive_where_a_small_gain_task_switches_first_fails():
             r["switch"] = 100
     values = chapter.claims("variations", gains, variations, live)
     assert "variations.small_gains_later" in _failed("variations", values)
+
+
+def test_graded_archive_claims_and_an_archive_where_dilution_helps_fails():
+    graded = load_data("icl_graded.json")
+    ref = {f: {"uniform": 0.693, "unigram": 0.693 - 0.15 * (1 - f)}
+           for f in graded["meta"]["fractions"]}
+    values = chapter.claims("graded", ref, graded)
+    assert values["graded_unswitched"] == 2.0 and values["graded_late"] == 1.0
+    assert values["graded_med_sw"].endswith("p = 0.25: ≥ 3,000")
+    assert not _failed("graded", values)
+    for r in graded["runs"]:
+        if r["ds_fraction"] == 0.25:
+            r["switch"], r["steps"] = 200, [0, 700]
+    early = chapter.claims("graded", ref, graded)
+    assert _failed("graded", early) == {"graded.later_when_diluted", "graded.more_seen_at_low_p"}

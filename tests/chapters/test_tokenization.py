@@ -367,3 +367,12 @@ def test_vocab_values_and_claims():
     assert _failed(chapter.claims("vocab", bpe, [6, 7, 8, 10])) == {"vocab.complements"}
     assert _failed(chapter.claims("vocab", bpe, [7, 8, 2])) == {"vocab.complements"}
     assert _failed(chapter.claims("vocab", bpe, [2, 3])) == {"vocab.complements"}
+
+
+def test_lzw_overfitting_or_flat_on_the_long_stream_fails():
+    sweep = _sweep()
+    for r in sweep[1]:
+        if r["tokenizer"] == "LZW" and r["d"] == 1024:
+            r["bits_per_symbol"] = 0.775                 # 0.005 bits above d = 256
+    values = chapter.claims("overfit", sweep, _short(sweep), READ)
+    assert {"overfit.long_no_rise", "overfit.long_lzw_gains"} <= _failed(values)

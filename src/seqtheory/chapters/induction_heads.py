@@ -267,6 +267,16 @@ TABLE = ClaimTable("induction_heads", [
           "graded_adv[0] > 0.1 and graded_adv[-1] < 0.02",
           "i.i.d. chains missing from the mixture, or doubly stochastic chains with a "
           "unigram signal"),
+    Claim("graded.later_when_diluted",
+          "In the archived sweep the median switch comes no earlier as the share p of "
+          "doubly stochastic chains falls, and later at p = 0.25 than at p = 1.",
+          "min(graded_med_drops) >= 0 and graded_med_list[0] > graded_med_list[-1]",
+          "a median switch that comes earlier at a smaller share p"),
+    Claim("graded.more_seen_at_low_p",
+          "At p = 0.25 at least two of the three archived seeds see more doubly stochastic "
+          "sequences before the switch (or the budget) than at p = 1.",
+          "graded_more_lo >= 2",
+          "runs at p = 0.25 that need no more doubly stochastic sequences than at p = 1"),
     # ------------------------------------------------------------------ trigram
     Claim("trigram.same_setup",
           "The archived trigram runs used the library's TRIGRAM_SETUP (CPU size).",
@@ -790,8 +800,10 @@ def _graded(graded_ref: dict, graded: dict) -> dict:
         "graded_device": gmeta["device"],
         "graded_torch": gmeta["torch"],
         "graded_med_sw": "; ".join(
-            f"p = {f:g}: {m:.0f}"
+            f"p = {f:g}: " + (f"≥ {m:,.0f}" if m >= s["budget"] else f"{m:,.0f}")
             for f, m in zip(fracs[::-1], s["med_switch"][::-1], strict=True)),
+        "graded_med_list": [float(m) for m in s["med_switch"]],   # ascending p
+        "graded_med_drops": [float(d) for d in -np.diff(s["med_switch"])],
         "graded_unswitched": float(sum(v is None for sw in s["switch"].values() for v in sw)),
         "graded_late": float(s["late"]),
         "graded_med_seen": "; ".join(

@@ -177,10 +177,15 @@ TABLE = ClaimTable("tokenization", [
           "a long-stream BPE that stops gaining at m = 4, or moves by 0.005 bits at m = 1 "
           "or 2"),
     Claim("overfit.long_no_rise",
-          "With 10^6 training characters BPE's test loss does not rise from d = 256 to "
-          "d = 1024 (beyond 0.002 bits), at any m.",
-          "max(long_rises) < 0.002",
-          "BPE overfitting the long stream too"),
+          "With 10^6 training characters neither BPE's nor LZW's test loss rises from "
+          "d = 256 to d = 1024 (beyond 0.002 bits), at any m.",
+          "max(long_rises) < 0.002 and max(long_lzw_rises) < 0.002",
+          "BPE or LZW overfitting the long stream too"),
+    Claim("overfit.long_lzw_gains",
+          "With 10^6 training characters LZW gains between 0.005 and 0.02 bits from d = 256 "
+          "to 1024 at m = 1.",
+          "0.005 < long_lzw_gain1 < 0.02",
+          "LZW flat or gaining much more on the long stream at m = 1"),
     # ---------------------------------------------------------------- the tokens
     Claim("vocab.complements",
           "The 12 most used BPE-64 tokens (m = 4) include 8-character tokens, and at least "
@@ -456,10 +461,11 @@ def _overfit(sweep: dict, short: dict, lzw_read: dict) -> dict:
     characters, per order m = 1, 2, 4; ``lzw_read``: ``{order: characters the LZW-1024
     parse consumed}``."""
     rise = dictionary_rise(loss_table(short))
-    long = dictionary_rise(loss_table(sweep), tokenizers=("BPE",))
+    long = dictionary_rise(loss_table(sweep), tokenizers=("BPE", "LZW"))
     bpe_rises = [rise["BPE", o] for o in (1, 2, 4)]
     lzw_rises = [rise["LZW", o] for o in (1, 2, 4)]
     long_rises = [long["BPE", o] for o in (1, 2, 4)]
+    long_lzw_rises = [long["LZW", o] for o in (1, 2, 4)]
     return {
         "bpe_rise": f"{bpe_rises[0]:.3f} and {bpe_rises[1]:.3f}",
         "bpe_rise4": float(bpe_rises[2]),
@@ -467,6 +473,8 @@ def _overfit(sweep: dict, short: dict, lzw_read: dict) -> dict:
         "long_rise_max": float(max(long_rises)),
         "bpe_rises": bpe_rises, "lzw_rises": lzw_rises, "long_rises": long_rises,
         "long_fall4": float(-long_rises[2]),
+        "long_lzw_rises": long_lzw_rises,
+        "long_lzw_gain1": float(-long_lzw_rises[0]),
         "long_small_max": float(max(abs(v) for v in long_rises[:2])),
         "lzw_read": [lzw_read[o] for o in (1, 2, 4)],
         "lzw_read_range": f"{min(lzw_read.values()):,}–{max(lzw_read.values()):,}",
