@@ -74,7 +74,7 @@ def _runs(tf=(1.0, 1.0, 0.99), ha=(0.95, 0.94, 0.97), gated=(0.15, 0.1, 0.13),
 def test_training_values_and_claims():
     values = chapter.claims("training", _runs())
     assert values["tf_acc"] == pytest.approx(1.0)
-    assert values["tf_worst"] == pytest.approx(0.94)
+    assert values["tf_worst"] == pytest.approx(0.99) and values["ha_worst"] == pytest.approx(0.94)
     assert values["fixed_best"] == pytest.approx(0.15)
     assert values["gated_acc"] == pytest.approx(0.13)
     assert values["ha_test"] == pytest.approx(0.78)
@@ -261,3 +261,15 @@ def test_archive_the_two_smallest_states_copy_not_even_one_letter(sweeps):
     values = chapter.claims("state", sweeps)
     sizes, _ = chapter.longest_by_state(sweeps["state"])
     assert values["zero_sizes"] == "8 and 16" and sizes[:2] == [8, 16]
+
+
+def test_state_claims_hold_on_the_archive_and_fail_when_the_state_stops_helping(sweeps):
+    import copy
+
+    assert not _failed(chapter.claims("state", sweeps), "state")
+    flat = copy.deepcopy(sweeps)
+    for r in flat["state"]:
+        r["acc"] = [[0.0] * len(a) for a in r["acc"]]          # no state copies a letter
+    assert {"state.longest_grows"} <= _failed(chapter.claims("state", flat), "state")
+    assert "sweep.gated_best_fixed" not in _failed(chapter.claims("sweep", sweeps, SETUP.cpu),
+                                                   "sweep")

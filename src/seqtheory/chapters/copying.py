@@ -26,6 +26,11 @@ TABLE = ClaimTable("copying", [
           "The chapter's CopySetup carries the learning rates the archived sweep picked.",
           "setup_rates == tuned_rates",
           "a learning rate in CopySetup.lrs changed without re-running the sweep"),
+    Claim("sweep.gated_best_fixed",
+          "At the tuned rates every tuning seed of the gated recurrence copies more strings "
+          "than every seed of the LSTM and of the linear recurrence (archived run).",
+          "gated_tuned_min > other_fixed_tuned_max",
+          "an LSTM or linear-recurrence seed that matches the gated recurrence's worst"),
     Claim("training.transformer_copies",
           "The transformer with absolute positions learns to copy within the budget: the "
           "median over seeds copies nearly all strings of the longest training length, "
@@ -69,8 +74,9 @@ TABLE = ClaimTable("copying", [
     Claim("lengths.hard_alibi_gradual",
           "The hard-ALiBi accuracy has no cliff but still falls with length: it copies "
           "some strings at the longest length of the grid.",
-          "ha_len_last >= 0.1",
-          "hard-ALiBi accuracy dropping to about 0 at the longest length"),
+          "ha_len_last >= 0.1 and ha_len_last < ha_len_mid - 0.1",
+          "hard-ALiBi accuracy dropping to about 0 at the longest length, or not falling "
+          "past twice the training length"),
     Claim("lengths.gated_falls_with_length",
           "The gated recurrence's accuracy falls with length inside the trained range: it "
           "copies many of the shortest trained strings and far fewer of the longest.",
@@ -100,6 +106,23 @@ TABLE = ClaimTable("copying", [
           "max(planted_trigram) <= 0.05",
           "a model that tells the two occurrences apart by more than the three letters its "
           "windows can see (e.g. by position)"),
+    Claim("state.longest_grows",
+          "The longest string the gated recurrence learns to copy (median over seeds) grows "
+          "with its state: never shorter at a larger state, and longer at the largest than "
+          "at the smallest (archived run).",
+          "min(gated_longest_steps) >= 0 and gated_longest_max > gated_longest_min",
+          "a longest copyable length that falls as the state grows"),
+    Claim("state.below_one_bit",
+          "The trained recurrences use less than one bit of their state per number: every "
+          "seed's longest copy, at every state size, stays below the bound for a state of "
+          "single bits (archived run).",
+          "bits_used < 1",
+          "a recurrence that stores more than one bit per state number"),
+    Claim("state.small_states_nothing",
+          "The smallest states learn to copy not even one letter on any seed, though they "
+          "could hold several (archived run).",
+          "n_zero_sizes >= 1 and zero_capacity_min >= 5",
+          "every state size learning to copy at least one letter"),
     Claim("repeats.unique_still_falls",
           "Strings with no repeated bigram are copied almost always at the longest training "
           "length and far less often at the longest test length: the length failure is not "
@@ -179,6 +202,10 @@ def _sweep(sweeps: dict, setup) -> dict:
         "tuned_rates": [tuned[n] for n in MODEL_NAMES],
         "setup_rates": [setup.lr_for(n) for n in MODEL_NAMES],
     }
+    tuned_acc = {n: np.array(by[n, tuned[n]]["acc"]) for n in _FIXED}
+    values["gated_tuned_min"] = float(tuned_acc["gated recurrence"].min())
+    values["other_fixed_tuned_max"] = float(max(tuned_acc["LSTM"].max(),
+                                                tuned_acc["linear recurrence"].max()))
     for short, name in (("lstm", "LSTM"), ("gated", "gated recurrence")):
         values[f"{short}_lr3"] = float(np.median(np.array(by[name, 3e-3]["acc"])))
         values[f"{short}_tuned"] = float(np.median(np.array(by[name, tuned[name]]["acc"])))
@@ -193,7 +220,7 @@ def _training(runs: dict) -> dict:
     tf, ha, gated = final["transformer"], final["hard-ALiBi"], final["gated recurrence"]
     return {
         "tf_acc": float(np.median(tf)), "ha_acc": float(np.median(ha)),
-        "tf_worst": float(min(tf.min(), ha.min())),
+        "tf_worst": float(tf.min()), "ha_worst": float(ha.min()),
         "fixed_best": float(gated.max()), "gated_acc": float(np.median(gated)),
         "ha_test": float(np.median(test["hard-ALiBi"])),
         "ha_test_worst": float(test["hard-ALiBi"].min()),
@@ -305,4 +332,8 @@ def _state(sweeps: dict) -> dict:
         "state_max": sizes[-1],
         "bound_max": float(max_copy_length(32 * sizes[-1] + 1)),
         "bits_used": used, "zero_sizes": " and ".join(map(str, zero)),
+        "n_zero_sizes": len(zero),
+        "zero_capacity_min": float(max_copy_length(32 * min(zero) + 1)) if zero else 0.0,
+        "gated_longest_min": float(med["gated recurrence"][0]),
+        "gated_longest_steps": [float(v) for v in np.diff(med["gated recurrence"])],
     }

@@ -97,6 +97,30 @@ TABLE = ClaimTable("width_and_luck", [
           "setup_mismatch == []",
           "a change of the library's set-up (e.g. its weight decay) without regenerating "
           "the archive"),
+    Claim("frontier.floor",
+          "None of the archived runs with at most 200 examples succeeds, at any width, "
+          "initialisation or recorded step.",
+          "wf_floor_hits == 0",
+          "an archived run that learns from 200 examples or fewer"),
+    Claim("frontier.luck_below_tickets",
+          "At m = 300 the sparse networks' success rate never falls as the width grows and "
+          "stays below the chance that the layer holds a full ticket, at every width "
+          "(archived run).",
+          "min(luck_rate_steps) >= 0 and luck_rate_minus_ticket < 0",
+          "a width that succeeds more often than it draws a full ticket at m = 300, or a "
+          "wider layer that succeeds less often"),
+    Claim("frontier.partial_tickets_400",
+          "At m = 400 the narrowest sparse networks succeed more than twice as often as they "
+          "draw a full ticket: partial tickets suffice there (archived run).",
+          "partial_ratio > 2",
+          "narrow networks at m = 400 that succeed no more often than their full tickets "
+          "allow"),
+    Claim("frontier.restarts_like_width",
+          "At m = 300, for every width that succeeds at all, restarts up to as many neurons "
+          "as a wider network succeed with a probability within 0.15 of that network's "
+          "(archived run).",
+          "restart_gap_max <= 0.15",
+          "a pair of widths where restarts and width buy clearly different luck"),
     Claim("slice.agrees",
           "The live runs agree with the archive's cells of the same width, sample size and "
           "number of steps (no Fisher test below 1e-3).",
@@ -111,6 +135,7 @@ FRONT_W = 512                 # width of the frontier's samples x steps panels
 EQUAL_COMPUTE = ((32, 20000), (128, 5000), (512, 1250), (2048, 500))
 #: sample size, initialisation and width pair of the luck table (restarts against width)
 LUCK_M, LUCK_INIT, LUCK_PAIR = 300, "sparse", (64, 512)
+PARTIAL_M = 400               # a sample size at which partial tickets suffice
 #: the set-up fields the archive must share with the chapter's networks
 SHARED_FIELDS = ("n", "k", "sparsity", "lr", "weight_decay", "success")
 
@@ -356,7 +381,15 @@ def _mechanism(setup, mech: dict) -> dict:
     n_fin = np.median([t[3] for t in narrow]) if narrow else np.nan
     n_frac = _neuron_fraction(narrow, setup.k)
     decay = (1 - setup.lr * setup.weight_decay) ** setup.steps
+    try:  # under how many recorded base seeds the narrow networks' share falls
+        falls = [f < i for i, f in zip(TABLE.over_seeds("mechanism", "narrow_init_median"),
+                                       TABLE.over_seeds("mechanism", "narrow_final_median"),
+                                       strict=True)]
+        narrow_falls = f"{sum(falls)} of {len(falls)}"
+    except KeyError:
+        narrow_falls = "not recorded"
     return {
+        "wl_narrow_falls_rec": narrow_falls,
         "wl_mech_n": len(wide),
         "wl_mech_init": f"{np.median(share_ini):.2f}",
         "wl_mech_final": f"{np.median(share_fin):.2f}",
@@ -394,6 +427,13 @@ def _frontier(arch: dict, setup) -> dict:
     budget = EQUAL_COMPUTE[0][0] * EQUAL_COMPUTE[0][1]
     restart, wide_p = restarts_against_width(arch)
     last_w, last_t = EQUAL_COMPUTE[-1]
+    luck = {m: luck_rows(arch, setup, m=m) for m in (LUCK_M, PARTIAL_M)}
+    rate = {m: [row[4] for row in rows] for m, rows in luck.items()}
+    ticket = {m: [row[2] for row in rows] for m, rows in luck.items()}
+    # restarts of a width that succeeds at all against one network with as many neurons
+    gaps = [abs(r - w) for n in widths for v in widths
+            if v > n and v % n == 0 and arch_count(arch, LUCK_INIT, n, LUCK_M) > 0
+            for r, w in [restarts_against_width(arch, pair=(n, v))]]
     out = {
         "wf_samples": "{" + ", ".join(map(str, samples)) + "}",
         "wf_widths": "{" + ", ".join(map(str, widths)) + "}",
@@ -424,6 +464,19 @@ def _frontier(arch: dict, setup) -> dict:
         "wf_save_6000": f"{msteps['dense'][1] / msteps['sparse'][1]:.1f}",
         "wf_save_20000": f"{msteps['dense'][2] / msteps['sparse'][2]:.1f}",
         "wf_luck_m": LUCK_M,
+        "wf_partial_m": PARTIAL_M,
+        "luck_rate_minus_ticket": max(r - t for r, t in zip(rate[LUCK_M], ticket[LUCK_M],
+                                                            strict=True)),
+        "luck_rate_steps": [float(d) for d in np.diff(rate[LUCK_M])],
+        "partial_ratio": rate[PARTIAL_M][0] / ticket[PARTIAL_M][0],
+        "wf_partial_narrow": f"{rate[PARTIAL_M][0]:.2f}",
+        "wf_partial_ticket": f"{ticket[PARTIAL_M][0]:.2f}",
+        "wf_partial_w": widths[0],
+        "restart_gap_max": max(gaps),
+        "wf_restart_gap": f"{max(gaps):.2f}",
+        "wf_never_w": max((w for w in widths if arch_count(arch, LUCK_INIT, w, LUCK_M) == 0),
+                          default=0),
+        "wf_floor_hits": archive_floor(arch)[0],
         "wf_luck_restart": f"{restart:.2f}",
         "wf_luck_wide": f"{wide_p:.2f}",
         "wf_luck_r": LUCK_PAIR[1] // LUCK_PAIR[0],
