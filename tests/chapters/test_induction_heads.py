@@ -472,3 +472,19 @@ def test_graded_archive_claims_and_an_archive_where_dilution_helps_fails():
             r["switch"], r["steps"] = 200, [0, 700]
     early = chapter.claims("graded", ref, graded)
     assert _failed("graded", early) == {"graded.later_when_diluted", "graded.more_seen_at_low_p"}
+
+
+def test_unigram_plateau_and_exercise_5_claims():
+    main = _main_history(switch=800)
+    p = chapter.unigram_plateau(main)
+    assert p["switch"] == 800.0 and p["length"] == 750.0 and p["kl_min"] == pytest.approx(0.01)
+    peaked = _main_history(switch=400)
+    for e in peaked.evals[1:]:
+        if e["step"] < 400:
+            e["KL(unigram||model)"] = 0.03
+    values = chapter.claims("exercise", main, peaked)
+    assert (values["ex5_peaked_len"], values["ex5_main_len"]) == (350.0, 750.0)
+    assert not _failed("exercise", values)
+    # a peaked-rows run with as long and as clean a plateau fails both claims
+    assert _failed("exercise", chapter.claims("exercise", main, main)) == {
+        "exercise.peaked_plateau_less_clean", "exercise.peaked_plateau_shorter"}

@@ -378,6 +378,18 @@ TABLE = ClaimTable("induction_heads", [
           "and max(live_over_hi[1:]) <= 2",
           "a change in learning rate, clipping or initialisation that makes training twice "
           "as fast or as slow"),
+    # ------------------------------------------------------------------ exercise 5
+    Claim("exercise.peaked_plateau_less_clean",
+          "With peaked rows (alpha = 0.25) the model comes less close to the unigram rule "
+          "before its switch than the main run (alpha = 1): its smallest KL from the "
+          "unigram rule is larger.",
+          "ex5_peaked_kl > ex5_main_kl",
+          "a peaked-rows run that rests on the unigram rule as closely as the main run"),
+    Claim("exercise.peaked_plateau_shorter",
+          "With peaked rows the unigram phase before the switch is shorter than the main "
+          "run's.",
+          "ex5_peaked_len < ex5_main_len",
+          "a unigram phase as long with peaked rows as with alpha = 1"),
 ])
 claims = TABLE.claims_for
 
@@ -963,3 +975,30 @@ def _depth(depth: dict, live_ref: dict, live_history) -> dict:
             "live_steps": steps,
             "live_over_lo": kl / at.min(0),
             "live_over_hi": kl / at.max(0)}
+
+
+def unigram_plateau(history) -> dict:
+    """The unigram phase before the switch: its length in steps (every evaluation at which
+    the unigram rule was the closest, before :func:`~seqtheory.incontext.switch_step`),
+    the smallest KL from the unigram rule before the switch, and the switch step."""
+    steps, near_uni = history.metric("KL(unigram||model)")
+    switch = switch_step(history)
+    before = steps < (np.inf if switch is None else switch)
+    curves = {n: history.metric(f"KL({n}||model)")[1] for n in ("uniform", "unigram", "bigram")}
+    every = int(steps[1] - steps[0])
+    length = sum(last - first + every for name, first, last in phases(steps, curves)
+                 if name == "unigram" and (switch is None or first < switch))
+    return {"length": float(length), "kl_min": float(near_uni[before].min()),
+            "switch": None if switch is None else float(switch)}
+
+
+@TABLE.computes("exercise")
+def _exercise(main_history, peaked_history) -> dict:
+    """Exercise 5: the unigram plateau (:func:`unigram_plateau`) of the main run and of the
+    same run with peaked rows (alpha = 0.25)."""
+    out = {}
+    for key, h in (("main", main_history), ("peaked", peaked_history)):
+        p = unigram_plateau(h)
+        out.update({f"ex5_{key}_len": p["length"], f"ex5_{key}_kl": p["kl_min"],
+                    f"ex5_{key}_switch": p["switch"]})
+    return out
