@@ -134,6 +134,17 @@ TABLE = ClaimTable("hidden_progress", [
           "and np.all(np.less(median_3050, blind_3050))",
           "SGD slower than enumerating the candidate triples one per step, or faster than "
           "1,000 candidates per step"),
+    # ------------------------------------------------------------------ exercise 4
+    Claim("exercise.half_lr_slower",
+          "Halving the learning rate makes the k = 3 networks need more than 1.5 times as "
+          "many steps (medians over seeds).",
+          "ex4_lr_ratio > 1.5",
+          "a transition time in steps that does not grow when the drift per step halves"),
+    Claim("exercise.double_batch_same_steps",
+          "Doubling the batch changes the number of steps by less than a quarter (medians), "
+          "so the number of samples seen nearly doubles.",
+          "0.75 < ex4_batch_ratio < 1.25",
+          "a larger batch that saves steps in proportion (as many samples) or costs steps"),
 ])
 claims = TABLE.claims_for
 
@@ -385,3 +396,19 @@ def _n_sweep(sweep) -> dict:
         "cv_n": cv,
         "n_unsolved": count_unsolved(steps),
     }
+
+
+@TABLE.computes("exercise")
+def _exercise(steps: dict) -> dict:
+    """Exercise 4: ``steps`` maps (batch size, learning rate) to the k = 3 networks' steps to
+    success (one per seed), the first key the chapter's own setting."""
+    (base_bs, base_lr), *_ = steps
+    med = {key: float(np.median(v)) for key, v in steps.items()}
+    double = next(key for key in steps if key[0] == 2 * base_bs and key[1] == base_lr)
+    half = next(key for key in steps if key[0] == base_bs and key[1] == base_lr / 2)
+    out = {"ex4_lr_ratio": med[half] / med[(base_bs, base_lr)],
+           "ex4_batch_ratio": med[double] / med[(base_bs, base_lr)]}
+    for name, key in (("base", (base_bs, base_lr)), ("double", double), ("half", half)):
+        out[f"ex4_{name}_steps"] = f"{med[key]:,.0f}"
+        out[f"ex4_{name}_samples"] = f"{med[key] * key[0]:,.0f}"
+    return out
