@@ -273,3 +273,34 @@ def test_state_claims_hold_on_the_archive_and_fail_when_the_state_stops_helping(
     assert {"state.longest_grows"} <= _failed(chapter.claims("state", flat), "state")
     assert "sweep.gated_best_fixed" not in _failed(chapter.claims("sweep", sweeps, SETUP.cpu),
                                                    "sweep")
+
+
+def _lookup_archive(gated_prefix=(0.5, 0.45, 0.55), gated_prefix_40=(0.2, 0.15, 0.25),
+                    ha_prefix=(0.1, 0.12, 0.1)):
+    def run(model, key, a10, a40):
+        return {"model": model, "key": key, "seeds": [0, 1, 2],
+                "acc": {"10": list(a10), "20": list(a10), "40": list(a40)}}
+    return {"meta": {"steps": 3000, "date": "2026-11-26", "device": "CPU", "lengths": [10, 20, 40],
+                     "train_lengths": [5, 10], "keys": ["suffix", "prefix"],
+                     "models": ["gated recurrence", "hard-ALiBi"]},
+            "runs": [run("gated recurrence", "suffix", (0.19, 0.21, 0.19), (0.07, 0.08, 0.04)),
+                     run("hard-ALiBi", "suffix", (0.98, 0.99, 0.98), (0.89, 0.94, 0.93)),
+                     run("gated recurrence", "prefix", gated_prefix, gated_prefix_40),
+                     run("hard-ALiBi", "prefix", ha_prefix, (0.05, 0.05, 0.05))]}
+
+
+def test_lookup_values_claims_and_table():
+    values = chapter.claims("lookup", _lookup_archive())
+    assert values["gated_prefix_10_max"] == pytest.approx(0.55) and values["lk_train"] == "5–10"
+    assert values["gated_prefix_learned"] == 3 and values["gated_prefix_40_max"] == 0.25
+    assert not _failed(values, "lookup")
+    assert "after the string" in str(chapter.lookup_table(_lookup_archive()).data)
+    # a recurrence no better with the query first, and a hard-ALiBi that solves it, fail
+    bad = chapter.claims("lookup", _lookup_archive(gated_prefix=(0.2, 0.22, 0.2),
+                                                   gated_prefix_40=(0.2, 0.2, 0.2),
+                                                   ha_prefix=(0.9, 0.9, 0.9)))
+    assert _failed(bad, "lookup") == {"lookup.recurrence_prefix_one_seed",
+                                      "lookup.hard_alibi_no_prefix",
+                                      "lookup.recurrence_prefix_falls"}
+    archived = chapter.claims("lookup", load_data("copying_lookup.json"))
+    assert not _failed(archived, "lookup") and archived["gated_prefix_learned"] == 1

@@ -130,6 +130,36 @@ TABLE = ClaimTable("copying", [
           "uniq_first >= 0.9 and uniq_last <= uniq_first - 0.15",
           "accuracy without repeats that stays flat with length, as for the paper's "
           "construction (errors only where an n-gram repeats)", scale="cpu"),
+    # ------------------------------------------------------------------ Experiment 4
+    Claim("lookup.recurrence_suffix_fails",
+          "With the query after the string the gated recurrence answers at most a third of "
+          "the queries at length 10, on every seed (archived run).",
+          "gated_suffix_10_max < 0.34",
+          "a recurrence that keeps a string of 10 letters well enough to look it up"),
+    Claim("lookup.recurrence_prefix_one_seed",
+          "With the query before the string at least one seed of the gated recurrence "
+          "answers more than twice as many queries at length 10 as the best seed with the "
+          "query after it (archived run).",
+          "gated_prefix_10_max > 2 * gated_suffix_10_max",
+          "a recurrence that does no better on any seed with the query first"),
+    Claim("lookup.recurrence_prefix_falls",
+          "The best query-first seed of the gated recurrence answers far fewer queries at "
+          "length 40 than at length 10 (by more than 0.2): no length generalization "
+          "(archived run).",
+          "gated_prefix_10_max - gated_prefix_40_max > 0.2",
+          "a recurrence that generalizes the query-first lookup in length, as the paper's "
+          "GSSMs do"),
+    Claim("lookup.hard_alibi_suffix",
+          "With the query after the string hard-ALiBi answers nearly all queries at length "
+          "10 and most at length 40, four times the longest training string (medians, "
+          "archived run).",
+          "ha_suffix_10 > 0.9 and ha_suffix_40 > 0.7",
+          "a hard-ALiBi lookup that fails or does not generalize in length"),
+    Claim("lookup.hard_alibi_no_prefix",
+          "With the query before the string our two-layer hard-ALiBi answers few queries "
+          "(median below 0.3 at length 10) (archived run).",
+          "ha_prefix_10 < 0.3",
+          "a two-layer hard-ALiBi that solves the query-first lookup"),
 ])
 claims = TABLE.claims_for
 
@@ -336,4 +366,51 @@ def _state(sweeps: dict) -> dict:
         "zero_capacity_min": float(max_copy_length(32 * min(zero) + 1)) if zero else 0.0,
         "gated_longest_min": float(med["gated recurrence"][0]),
         "gated_longest_steps": [float(v) for v in np.diff(med["gated recurrence"])],
+    }
+
+
+def lookup_accuracy(archive: dict) -> dict:
+    """The archived lookup runs (``copying_lookup.json``) as ``{(model, key): {length:
+    per-seed accuracies}}``."""
+    return {(r["model"], r["key"]): {int(L): np.asarray(v) for L, v in r["acc"].items()}
+            for r in archive["runs"]}
+
+
+def lookup_table(archive: dict):
+    """The archived lookup runs as one Markdown table: fraction of queries answered, median
+    [range] over seeds, per model, key position and string length."""
+    from ..plotting import markdown_table
+    from ..utils import spread
+
+    acc = lookup_accuracy(archive)
+    lengths = archive["meta"]["lengths"]
+    where = {"suffix": "after the string", "prefix": "before the string"}
+    rows = [[model, where[key]] + [spread(acc[model, key][L]) for L in lengths]
+            for key in archive["meta"]["keys"] for model in archive["meta"]["models"]]
+    return markdown_table(["model", "query"] + [f"L = {L}" for L in lengths], rows)
+
+
+@TABLE.computes("lookup")
+def _lookup(archive: dict) -> dict:
+    """Experiment 4 (archived): the n-gram lookup with the query before or after the
+    string."""
+    from ..utils import spread
+
+    meta = archive["meta"]
+    acc = lookup_accuracy(archive)
+    g_pre, g_suf = acc["gated recurrence", "prefix"], acc["gated recurrence", "suffix"]
+    h_pre, h_suf = acc["hard-ALiBi", "prefix"], acc["hard-ALiBi", "suffix"]
+    return {
+        "lk_steps": f"{meta['steps']:,}", "lk_seeds": len(archive["runs"][0]["seeds"]),
+        "lk_date": meta["date"], "lk_device": meta["device"],
+        "lk_train": f"{meta['train_lengths'][0]}–{meta['train_lengths'][1]}",
+        "gated_suffix_10_max": float(g_suf[10].max()),
+        "gated_suffix_10_min": float(g_suf[10].min()),
+        "gated_prefix_10_max": float(g_pre[10].max()),
+        "gated_prefix_40_max": float(g_pre[40][np.argmax(g_pre[10])]),
+        "gated_prefix_learned": int((g_pre[10] > 2 * g_suf[10].max()).sum()),
+        "gated_prefix_rest": spread(np.sort(g_pre[10])[:-1]),
+        "ha_suffix_10": float(np.median(h_suf[10])),
+        "ha_suffix_40": float(np.median(h_suf[40])),
+        "ha_prefix_10": float(np.median(h_pre[10])),
     }
