@@ -136,9 +136,9 @@ TABLE = ClaimTable("hidden_progress", [
           "1,000 candidates per step"),
     # ------------------------------------------------------------------ exercise 4
     Claim("exercise.half_lr_slower",
-          "Halving the learning rate makes the k = 3 networks need more than 1.5 times as "
+          "Halving the learning rate makes the k = 3 networks need more than 1.3 times as "
           "many steps (medians over seeds).",
-          "ex4_lr_ratio > 1.5",
+          "ex4_lr_ratio > 1.3",
           "a transition time in steps that does not grow when the drift per step halves"),
     Claim("exercise.double_batch_same_steps",
           "Doubling the batch saves at most a third of the steps and costs no more than a "
