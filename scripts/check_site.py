@@ -63,6 +63,7 @@ PAGE_JS = r"""
     images: imgs.length,
     missing_alt: imgs.filter(i => !alt(i) || /\.(png|jpe?g|gif|svg)$/i.test(alt(i)))
                      .map(i => (i.getAttribute('src') || '#' + i.id).slice(0, 80)),
+    latex_alt: imgs.filter(i => /\\[a-zA-Z]+|\$/.test(alt(i))).map(i => alt(i).slice(0, 80)),
     math: document.querySelectorAll('.math').length,
     math_unrendered: [...document.querySelectorAll('.math')]
         .filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 60)),
@@ -84,9 +85,69 @@ PAGE_JS = r"""
     solutions_open: [...document.querySelectorAll('div.solution.dropdown')]
         .filter(d => !d.classList.contains('toggle-hidden'))
         .map(d => (d.querySelector('.admonition-title') || d).textContent.trim().slice(0, 60)),
+    reader: READER,
   });
 })()
 """
+
+# What a reader meets on the page, with every folded block closed (scripts/check_site.py
+# checks these on the chapters; reader_report writes them to _build/reader_report.tsv):
+# - core_words: prose words outside code cells, closed dropdowns and toggles, exercises,
+#   solutions, math and the reference list (the chapter's core path);
+# - first_figure_screens: from the bottom of the chapter's header box (else its title) to
+#   the top of the first visible figure, in screens of the check's window height;
+# - images: [shown width / natural width, src] of every visible image of 100 px or more;
+# - code_lines: non-empty lines of every visible code cell's input;
+# - myst: literal MyST left in the text; pipe_tables: paragraphs that are raw pipe tables;
+# - bars: progress-bar lines of the outputs.
+READER_JS = r"""
+(() => {
+  const article = document.querySelector('article') || document.body;
+  const shown = e => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  const clone = article.cloneNode(true);
+  clone.querySelectorAll(['div.cell', 'details', '.toggle-hidden', 'div.dropdown', '.exercise',
+      '.solution', '.math', 'mjx-container', 'script', 'style', '.headerlink',
+      '.bibliography', 'div.citation', '#references', '.sqx-explorer', '.admonition.margin',
+      'aside.margin', '.toctree-wrapper', '.sd-dropdown'].join(','))
+      .forEach(e => e.remove());
+  const count = e => (e.textContent.match(/[A-Za-z][A-Za-z'-]*|\d[\d.,]*/g) || []).length;
+  const words = count(clone);
+  const open = article.cloneNode(true);
+  open.querySelectorAll(['div.cell', '.math', 'mjx-container', 'script', 'style', '.headerlink',
+      '.bibliography', 'div.citation', '#references', '.sqx-explorer', '.toctree-wrapper']
+      .join(',')).forEach(e => e.remove());
+  const top = e => e.getBoundingClientRect().top + window.scrollY;
+  const head = article.querySelector('.chapter-header') || article.querySelector('h1');
+  const start = head ? top(head) + head.getBoundingClientRect().height : top(article);
+  const figs = [...article.querySelectorAll('img, .animation, .sqx-explorer, svg.figure')]
+      .filter(e => shown(e) && e.getBoundingClientRect().width >= 100);
+  const first = figs.length ? (top(figs[0]) - start) / window.innerHeight : null;
+  const images = [...article.querySelectorAll('img')]
+      .filter(i => shown(i) && i.naturalWidth >= 100)
+      .map(i => [i.getBoundingClientRect().width / i.naturalWidth,
+                 (i.getAttribute('alt') || i.getAttribute('src') || '').slice(0, 70)]);
+  const code = [...article.querySelectorAll('div.cell div.cell_input')]
+      .filter(shown).map(c => c.innerText.split('\n').filter(l => l.trim()).length);
+  const prose = article.cloneNode(true);
+  prose.querySelectorAll('pre, code, div.cell, script, style, .math, mjx-container')
+      .forEach(e => e.remove());
+  const myst = (prose.textContent.match(
+      /\{(glue|cite|term|numref|doc|ref|eq|math)[:}][^\n]{0,30}|^:::.{0,30}|glue:text.{0,30}/gm)
+      || []).map(t => t.trim());
+  const pipe_tables = [...article.querySelectorAll('p')]
+      .map(p => p.textContent).filter(t => /^\s*\|.*\|\s*$/m.test(t) && /\|\s*:?-{3,}/.test(t))
+      .map(t => t.trim().slice(0, 60));
+  const bars = [...article.querySelectorAll('div.cell_output pre, div.output pre')]
+      .flatMap(p => p.textContent.split('\n'))
+      .filter(l => /\d{1,3}%\|/.test(l) || /\bstopped at\b/.test(l)).map(l => l.slice(0, 120));
+  return {core_words: words, open_words: count(open), first_figure_screens: first, images,
+          code_lines: code, myst, pipe_tables, bars,
+          explorers: article.querySelectorAll('.sqx-explorer').length,
+          text_static: (article.innerText.match(/[^.]*\bstatic (picture|image|figure)[^.]*\./gi)
+                        || []).map(t => t.trim().slice(0, 100))};
+})()
+"""
+PAGE_JS = PAGE_JS.replace("READER", READER_JS.strip())
 
 WAIT_JS = r"""
 (async () => {
@@ -347,6 +408,8 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
     problems += [f"request leaves the site (must work offline): {u}" for u in net["outside"]]
     problems += [f"image did not load: {s}" for s in info["broken_images"]]
     problems += [f"image without alt text: {s}" for s in info["missing_alt"]]
+    problems += [f"alt text holds LaTeX (a screen reader reads it raw): {s!r}"
+                 for s in info.get("latex_alt", [])]
     problems += [f"math not rendered: {t!r}" for t in info["math_unrendered"]]
     problems += [f"math error: {t!r}" for t in info["math_errors"]]
     problems += [f"placeholder instead of output: {p!r}" for p in PLACEHOLDERS
@@ -355,6 +418,7 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
         problems.append(f"{info['widget_views']} widget view(s) that a static page cannot show")
     problems += [f"solution dropdown is open: {t!r}" for t in info["dropdowns_open"]]
     problems += [f"exercise solution is not collapsed: {t!r}" for t in info["solutions_open"]]
+    problems += reader_problems(rel, info)
     levels = [h[0] for h in info["headings"]]
     if rel.startswith("book/"):
         if levels.count(1) != 1:
@@ -365,6 +429,55 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
     if own_bytes(rel, net, html_root) > MAX_PAGE_BYTES:
         problems.append(f"page is {own_bytes(rel, net, html_root) / 2**20:.1f} MB "
                         f"(limit {MAX_PAGE_BYTES / 2**20:.0f} MB)")
+    return problems
+
+
+CORE_WORDS = {"book/meet_the_model.html": 2000}   # the core path's word budget per chapter
+CORE_WORDS_DEFAULT = 3000
+MIN_IMAGE_RATIO = 0.8          # no image shown below 80% of its natural width
+MAX_FIRST_FIGURE_SCREENS = 2.0
+
+
+def reader_row(rel: str, info: dict) -> dict:
+    """One chapter page's reader metrics (see READER_JS)."""
+    r = info["reader"]
+    code = sorted(r["code_lines"])
+    ratios = [x for x, _ in r["images"]]
+    return {"page": rel, "core_words": r["core_words"], "words_folds_open": r["open_words"],
+            "first_figure_screens": r["first_figure_screens"],
+            "smallest_image_ratio": min(ratios) if ratios else None,
+            "images_below_80pct": sum(x < MIN_IMAGE_RATIO for x in ratios),
+            "visible_code_cells": len(code), "visible_code_lines": sum(code),
+            "median_code_lines": code[len(code) // 2] if code else 0}
+
+
+def reader_problems(rel: str, info: dict) -> list[str]:
+    """What a chapter page must not show a reader: literal MyST, raw pipe tables, images shown
+    below 80% of their size, a first figure beyond two screens, a core path over its budget,
+    an Explore sentence that calls a working player static, a progress bar left below 100%
+    without a final note."""
+    r = info["reader"]
+    problems = [f"literal MyST in the text: {t!r}" for t in r["myst"]]
+    problems += [f"a table shown as raw pipes: {t!r}" for t in r["pipe_tables"]]
+    if not rel.startswith("book/") or rel not in CHAPTER_PAGES:
+        return problems
+    budget = CORE_WORDS.get(rel, CORE_WORDS_DEFAULT)
+    if r["core_words"] > budget:
+        problems.append(f"core path of {r['core_words']} words with folds closed "
+                        f"(budget {budget})")
+    first = r["first_figure_screens"]
+    if first is None or first > MAX_FIRST_FIGURE_SCREENS:
+        problems.append("first figure " + ("missing" if first is None else
+                        f"{first:.1f} screens below the header box")
+                        + f" (at most {MAX_FIRST_FIGURE_SCREENS:.0f})")
+    problems += [f"image shown at {x:.0%} of its width (at least {MIN_IMAGE_RATIO:.0%}): {a!r}"
+                 for x, a in r["images"] if x < MIN_IMAGE_RATIO]
+    if r["explorers"]:
+        problems += [f"calls a working player static: {t!r}" for t in r["text_static"]]
+    for line in r["bars"]:
+        m = re.search(r"(\d{1,3})%\|", line)
+        if m and int(m.group(1)) < 100 and "stopped at" not in line:
+            problems.append(f"progress bar left at {m.group(1)}% without a final note: {line!r}")
     return problems
 
 
@@ -440,6 +553,9 @@ def toc_chapters() -> list[Path]:
     files = re.findall(r"^\s*-?\s*(?:file|root):\s*(\S+)", toc, re.M)
     paths = [ROOT / (f if f.endswith(".md") else f + ".md") for f in files]
     return [p for p in paths if p.is_file() and "```{code-cell}" in p.read_text(encoding="utf-8")]
+
+
+CHAPTER_PAGES = {md.relative_to(ROOT).with_suffix(".html").as_posix() for md in toc_chapters()}
 
 
 def expected_figures(md: Path) -> int:
@@ -609,6 +725,22 @@ def main(argv=None) -> int:
             print(f"  - {p}")
         if len(problems) > 25:
             print(f"  ... and {len(problems) - 25} more")
+    reader = [reader_row(rel, pages[rel]) for rel in sorted(pages) if rel in CHAPTER_PAGES]
+    if reader:
+        keys = list(reader[0])
+        (Path(args.html).resolve().parent / "reader_report.tsv").write_text("\n".join(
+            "\t".join(f"{r[k]:.2f}" if isinstance(r[k], float) else str(r[k]) for k in keys)
+            for r in [dict(zip(keys, keys, strict=True)), *reader]) + "\n")
+        print(f"\n{'chapter':34s} {'core words':>10s} {'all words':>9s} {'1st fig':>8s} "
+              f"{'min img':>8s} {'<80%':>5s} {'code cells':>10s} {'lines':>6s} {'median':>6s}")
+        for r in reader:
+            fig = r["first_figure_screens"]
+            img = r["smallest_image_ratio"]
+            print(f"{r['page']:34s} {r['core_words']:10d} {r['words_folds_open']:9d} "
+                  f"{'-' if fig is None else f'{fig:.1f}':>8s} "
+                  f"{'-' if img is None else f'{img:.0%}':>8s} {r['images_below_80pct']:5d} "
+                  f"{r['visible_code_cells']:10d} {r['visible_code_lines']:6d} "
+                  f"{r['median_code_lines']:6d}")
     for title, problems in [("internal links", link_problems), ("search", search_problems)]:
         if problems:
             print(f"\n{title}:")

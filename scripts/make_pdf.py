@@ -54,6 +54,13 @@ def toc_pages(toc: Path = ROOT / "_toc.yml") -> list[str]:
     return pages
 
 
+def book_title() -> str:
+    """The book's one name, from ``_config.yml`` (the sidebar's title and the intro's H1)."""
+    import yaml
+
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["title"]
+
+
 def missing_titles(pdf_bytes: bytes, titles: list[str]) -> list[str]:
     """The titles whose text does not appear in the PDF (whitespace-insensitive)."""
     from pypdf import PdfReader
@@ -92,7 +99,7 @@ def print_pages(html_root: Path, pages: list[str], binary: str) -> tuple[bytes, 
         browser.close()
         server.shutdown()
         shutil.rmtree(profile, ignore_errors=True)
-    writer.add_metadata({"/Title": "Seq Theory: how transformers learn structure"})
+    writer.add_metadata({"/Title": book_title()})
     buf = io.BytesIO()
     writer.write(buf)
     return buf.getvalue(), titles

@@ -229,3 +229,72 @@ def test_every_figure_is_captioned_and_named(md):
             missing.append(f"cell {n}: a table after the figure: move it to the next cell")
     assert not missing, f"{md.name}: " + "; ".join(missing)
     assert len(names) == len(set(names)), f"{md.name}: duplicate figure names {names}"
+
+
+# --------------------------------------------------------------------------- the reader's path
+spec_header = __import__("importlib.util").util.spec_from_file_location(
+    "chapter_header", ROOT / "_ext" / "chapter_header.py")
+chapter_header = __import__("importlib.util").util.module_from_spec(spec_header)
+spec_header.loader.exec_module(chapter_header)
+CORE_BUDGET = {"meet_the_model": 2000}
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
+def test_chapter_opens_with_a_header_box_and_a_summary(md):
+    """The title, then the header box (prerequisites that exist, three objectives, why it
+    matters for transformers), then the question-and-result box with the key figure."""
+    text = md.read_text(encoding="utf-8")
+    body = text.split("\n# ", 1)[1]
+    head = re.match(r"[^\n]*\n\n:::\{chapter-header\}\n:prerequisites: ([^\n]+)\n(.*?)\n:::\n",
+                    body, re.S)
+    assert head, f"{md.name}: the title must be followed by a {{chapter-header}} box"
+    pre = head.group(1).split()
+    assert pre == ["none"] or all((ROOT / "book" / f"{p}.md").is_file() for p in pre), pre
+    learn = re.search(r"\*\*You will learn\*\*\n((?:- .*\n(?:  .*\n)*)+)", head.group(2) + "\n")
+    assert learn and learn.group(1).count("\n- ") + 1 == 3, f"{md.name}: three objectives"
+    assert "**Why it matters for transformers.**" in head.group(2), md.name
+    after = body[head.end():]
+    assert re.match(r"\n*:{3,}\{admonition\} Question and result\n", after), (
+        f"{md.name}: the header box must be followed by the 'Question and result' box")
+    assert "```{glue:figure} key_figure\n:alt: " in text, f"{md.name}: a key figure with alt"
+    assert re.search(r"\bkey_figure\(", "".join(c.source for c in _code_cells(md))), md.name
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
+def test_chapter_ends_with_short_takeaways_and_where_next(md):
+    text = md.read_text(encoding="utf-8")
+    take = text.split("## Takeaways\n", 1)[1].split("\n## ", 1)[0]
+    take = re.sub(r"\n:{3,}\{dropdown\}.*?\n:{3,}\n", "\n", take, flags=re.S)  # folded notes
+    bullets = re.findall(r"^- (.*(?:\n  .*)*)", take, re.M)
+    assert 1 <= len(bullets) <= 5, f"{md.name}: {len(bullets)} takeaways (at most 5)"
+    long = [b[:50] for b in bullets if len(re.findall(r"\S+", b)) > 30]
+    assert not long, f"{md.name}: takeaways over 30 words: {long}"
+    assert "\n## Where next\n" in text, f"{md.name}: no 'Where next' section"
+    order = [text.index(h) for h in ("## Takeaways", "## Where next", "## References")]
+    assert order == sorted(order), f"{md.name}: Takeaways, Where next, References in order"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
+def test_core_path_fits_its_budget(md):
+    # the browser check measures the same on the built page (scripts/check_site.py)
+    words = chapter_header.core_words(md.read_text(encoding="utf-8"))
+    budget = CORE_BUDGET.get(md.stem, 3000)
+    assert words <= budget, f"{md.name}: core path of {words} words (budget {budget})"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
+def test_explore_does_not_call_the_player_static(md):
+    explore = md.read_text(encoding="utf-8").split("## Explore", 1)[1].split("\n## ", 1)[0]
+    assert not re.search(r"static (picture|image|figure)", explore), md.name
+
+
+def test_glossary_terms_used_by_chapters_exist():
+    glossary = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    terms = {t.lower() for t in re.findall(r"^(\S[^\n]*)\n  \S", glossary.split(
+        "```{glossary}", 1)[1], re.M)}
+    assert len(terms) >= 40, len(terms)
+    used = set()
+    for page in PAGES:
+        for m in re.findall(r"\{term\}`([^`]+)`", page.read_text(encoding="utf-8")):
+            used.add(" ".join((m.split("<")[1].rstrip(">") if "<" in m else m).split()).lower())
+    assert used and used <= terms, sorted(used - terms)

@@ -116,3 +116,44 @@ def test_explorers_must_respond_to_their_controls_in_chromium(tmp_path):
     assert {r[0]: r[7] for r in rows} == {name: 1 for name in pages}     # one explorer each
     assert any('moving "k" never changes the figure' in p for p in failures["no_script.html"])
     assert any("JavaScript" in p and "no precomputed view" in p for p in failures["throws.html"])
+
+
+def _reader(**kw):
+    r = {"core_words": 1000, "open_words": 2000, "first_figure_screens": 0.5,
+         "images": [[0.95, "fig"]], "code_lines": [3, 5, 8], "myst": [], "pipe_tables": [],
+         "bars": ["training: 100%|██████████| 500/500"], "explorers": 1, "text_static": []}
+    r.update(kw)
+    return {"reader": r}
+
+
+def test_a_readable_chapter_passes_the_reader_checks():
+    rel = sorted(check_site.CHAPTER_PAGES)[0]
+    assert check_site.reader_problems(rel, _reader()) == []
+    row = check_site.reader_row(rel, _reader())
+    assert row["median_code_lines"] == 5 and row["smallest_image_ratio"] == 0.95
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"myst": ["{glue:text}`x`"]}, "literal MyST"),
+    ({"pipe_tables": ["| a | b |"]}, "raw pipes"),
+    ({"core_words": 3200}, "core path of 3200 words"),
+    ({"first_figure_screens": 2.4}, "first figure 2.4 screens"),
+    ({"first_figure_screens": None}, "first figure missing"),
+    ({"images": [[0.95, "a"], [0.55, "wide"]]}, "image shown at 55%"),
+    ({"text_static": ["On this site the figure is a static picture."]}, "static"),
+    ({"bars": ["k=2:   1%|▏         | 199/15000"]}, "progress bar left at 1%"),
+])
+def test_each_reader_check_can_fail(change, message):
+    rel = "book/induction_heads.html"
+    problems = check_site.reader_problems(rel, _reader(**change))
+    assert len(problems) == 1 and message in problems[0], problems
+
+
+def test_reader_budgets_and_notes():
+    # meet the model's budget is 2,000 words; a bar with a final note is fine at any count
+    assert check_site.reader_problems("book/meet_the_model.html", _reader(core_words=2100))
+    assert not check_site.reader_problems("book/induction_heads.html", _reader(core_words=2100))
+    ok = _reader(bars=["k=2: stopped at 200 of 15,000: its stop rule (stop_when) was met"])
+    assert check_site.reader_problems("book/induction_heads.html", ok) == []
+    # pages that are not chapters are held only to the MyST and table checks
+    assert check_site.reader_problems("book/notation.html", _reader(core_words=9000)) == []

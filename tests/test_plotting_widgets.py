@@ -167,3 +167,45 @@ def test_progress_bar_is_static_text_when_building_the_book(monkeypatch, capsys)
     assert "hidden" not in capsys.readouterr().out
     monkeypatch.setenv("SEQTHEORY_STATIC_PROGRESS", "0")
     assert list(progress_bar(range(3), disable=True)) == [0, 1, 2]
+
+
+def test_a_bar_closed_early_says_where_and_why(monkeypatch, capsys):
+    """A run that meets its stop rule ends its static bar with a final note, not at 1-48 %
+    (a reader would take that for a crash)."""
+    from seqtheory import progress_bar
+
+    monkeypatch.setenv("SEQTHEORY_STATIC_PROGRESS", "1")
+    bar = progress_bar(range(100), desc="k=2")
+    for i in bar:
+        if i == 9:
+            bar.stopped_at, bar.stop_note = 10, "solved"
+            break
+    bar.close()
+    out = capsys.readouterr().out
+    assert "k=2: stopped at 10 of 100: solved" in out and "%" not in out
+
+
+def test_markdown_table_escapes_pipes_in_cells():
+    from seqtheory.plotting import markdown_table
+
+    md = markdown_table(["|coef.|", "b"], [["a|b", 1.0]], digits=1).data
+    assert md.splitlines()[0] == "| \\|coef.\\| | b |"
+    assert md.splitlines()[2] == "| a\\|b | 1.0 |"
+
+
+def test_key_figure_and_transformer_diagram():
+    from seqtheory.plotting import draw_transformer, key_figure
+
+    fig = plt.figure()
+    assert key_figure(fig) is fig
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure"):
+        key_figure(plt.gca())
+    ax = draw_transformer(2, mlp=True)
+    texts = [t.get_text() for t in ax.texts]
+    assert sum("attention" in t for t in texts) == 2 and sum("MLP" in t for t in texts) == 2
+    assert not any("MLP" in t for t in [t.get_text() for t in draw_transformer(1).texts])
+    with pytest.raises(ValueError, match="n_layers must be between 1 and 4"):
+        draw_transformer(0)
+    with pytest.raises(TypeError, match="mlp must be a bool"):
+        draw_transformer(1, mlp="yes")
+    plt.close("all")

@@ -227,6 +227,21 @@ def test_stop_when_stops_at_the_first_evaluation_that_satisfies_it():
         train(_TwoNets(), lambda step: (x, y), steps=2, progress=False, stop_when=3)
 
 
+def test_a_run_stopped_by_its_rule_ends_its_bar_with_a_note(monkeypatch, capsys):
+    # fails if the static bar of a run that stopped early were left at a percentage
+    monkeypatch.setenv("SEQTHEORY_STATIC_PROGRESS", "1")
+    x, y = _two_net_data()
+    hist = train(_TwoNets(), lambda step: (x, y), steps=1000, lr=0.05, grad_clip=None,
+                 eval_every=25, optimizer="sgd", desc="demo",
+                 loss_fn=lambda out, t: ((out - t) ** 2).mean(1),
+                 eval_fn=lambda m, s: {"loss": ((m(x) - y) ** 2).mean(1)},
+                 stop_when=lambda row: bool((row["loss"] < 0.01).all()))
+    out = capsys.readouterr().out
+    last = hist.steps[-1]
+    assert f"demo: stopped at {last:,} of 1,000: its stop rule (stop_when) was met" in out
+    assert "%|" not in out
+
+
 def test_bf16_autocast_learns_like_fp32():
     # precision="bf16" runs the forward pass in bfloat16 (the bits differ from fp32: fails if
     # autocast were not applied) and learns the task as well (fails if bf16 broke training)

@@ -567,7 +567,7 @@ def plot_forest(forest: FamilyForest, ax=None, *, labels: bool = False):
     (a new figure's axes when None)."""
     if not isinstance(forest, FamilyForest):
         raise TypeError(f"forest must be a FamilyForest, got {type(forest).__name__}")
-    ax = _axes(ax, (10, 3.6))
+    ax = _axes(ax, (8, 3.4))
     x = np.zeros(forest.n)
     for g in np.unique(forest.generation):                 # order people within a row
         row = np.flatnonzero(forest.generation == g)
@@ -611,8 +611,8 @@ def plot_embedding(coords, forest: FamilyForest, ax=None, title: str | None = No
         raise ValueError(f"coords must have shape ({forest.n}, 2), got {coords.shape}")
     ax = _axes(ax, (5, 4.5))
     _scatter_people(ax, coords, forest, s=30, linewidth=0.3)
-    ax.set_xlabel("PC 1 of B's embedding")
-    ax.set_ylabel("PC 2")
+    ax.set_xlabel("PC 1 of B's embedding", fontsize=9)
+    ax.set_ylabel("PC 2", fontsize=9)
     if title:
         ax.set_title(title, fontsize=10)
     return ax

@@ -854,7 +854,7 @@ def plot_success_rates(result: WidthLuckResult, axes=None):
         raise TypeError(f"result must be a WidthLuckResult, got {type(result).__name__}")
     s = result.setup
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True, constrained_layout=True)
+        _, axes = plt.subplots(1, 2, figsize=(7.2, 3.2), sharey=True, constrained_layout=True)
     for ax, init in zip(axes, INITS, strict=True):
         for c, w in zip(palette(len(s.widths)), s.widths, strict=True):
             ax.plot(s.samples, [result.success_rate(w, m, init) for m in s.samples], "o-",

@@ -11,6 +11,8 @@ import torch
 from .utils import to_numpy
 
 __all__ = [
+    "draw_transformer",
+    "key_figure",
     "log_ticks",
     "markdown_table",
     "set_style",
@@ -154,15 +156,86 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence], digits: int 
     floats are rounded to ``digits`` decimals."""
     from IPython.display import Markdown
 
-    header = [str(h) for h in header]
+    def cell(c) -> str:           # a "|" inside a cell would end it: escape it
+        text = f"{c:.{digits}f}" if isinstance(c, (float, np.floating)) else str(c)
+        return text.replace("|", "\\|")
+
+    header = [cell(h) for h in header]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         if len(row) != len(header):
             raise ValueError(f"every row needs {len(header)} cells, got {len(row)}: {row!r}")
-        cells = [f"{c:.{digits}f}" if isinstance(c, (float, np.floating)) else str(c)
-                 for c in row]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(cell(c) for c in row) + " |")
     return Markdown("\n".join(lines))
+
+
+def draw_transformer(n_layers: int = 1, mlp: bool = False, ax=None):
+    """A block diagram of the book's decoder-only transformer: token and position embeddings
+    write the residual stream; each layer's attention (and MLP, when ``mlp``) reads it and
+    adds its output back; the unembedding turns the last vector into next-token
+    probabilities. Returns the axes."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    n_layers = int(n_layers)
+    if n_layers < 1 or n_layers > 4:
+        raise ValueError(f"n_layers must be between 1 and 4, got {n_layers}")
+    if not isinstance(mlp, bool):
+        raise TypeError(f"mlp must be a bool, got {type(mlp).__name__}")
+    blocks = [("attention\n(heads side by side)", "C0")]
+    if mlp:
+        blocks.append(("MLP\n(each position)", "C1"))
+    rows = n_layers * len(blocks)
+    height = 3.0 + 1.1 * rows
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, min(0.55 * height + 0.6, 7.5)))
+    ax.set(xlim=(0, 10), ylim=(-0.4, height), aspect="auto")
+    ax.axis("off")
+
+    def box(x, y, w, h, text, color, **kw):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
+                                    boxstyle="round,pad=0.02,rounding_size=0.15",
+                                    fc=color, ec="0.25", alpha=kw.get("alpha", 0.25)))
+        ax.text(x, y, text, ha="center", va="center", fontsize=10)
+
+    def arrow(a, b, **kw):
+        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=12, color="0.25",
+                                     lw=1.2, **kw))
+
+    x0 = 3.2                                          # the residual stream's column
+    box(x0, 0.3, 4.6, 0.6, "tokens $x_1,\\dots,x_t$", "0.85")
+    box(x0, 1.3, 4.6, 0.6, "token embedding + position", "C2")
+    arrow((x0, 0.6), (x0, 1.0))
+    y = 2.0
+    ax.text(x0 - 2.6, y + 0.55 * rows, "residual stream", rotation=90, ha="center",
+            va="center", fontsize=10, color="0.3")
+    for layer in range(n_layers):
+        for text, color in blocks:
+            y_in, y_add = y + 0.1, y + 0.85
+            box(7.3, y + 0.45, 3.6, 0.75, f"layer {layer + 1}: {text}", color)
+            arrow((x0, y_in), (5.5, y + 0.45))        # read the stream
+            arrow((5.5, y + 0.45), (x0 + 0.12, y_add), connectionstyle="arc3,rad=0.0")
+            ax.text(x0, y_add, "$\\oplus$", ha="center", va="center", fontsize=14)
+            y += 1.1
+    ax.plot([x0, x0], [1.6, y], color="0.25", lw=1.2, zorder=0)
+    box(x0, y + 0.35, 4.6, 0.6, "unembedding, softmax", "C4")
+    arrow((x0, y), (x0, y + 0.05))
+    ax.text(x0, y + 1.0, "$\\hat p(x_{t+1} \\mid x_{1:t})$", ha="center", va="center",
+            fontsize=11)
+    arrow((x0, y + 0.65), (x0, y + 0.8))
+    return ax
+
+
+def key_figure(fig, name: str = "key_figure"):
+    """Also show ``fig`` in the chapter's summary box at the top of the page
+    (``{glue:figure} key_figure`` there); returns ``fig``."""
+    from matplotlib.figure import Figure
+
+    from .utils import glue
+
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    glue(name, fig, display=False)
+    return fig
 
 
 def log_ticks(ax, ticks: Sequence[float], axis: str = "x", fmt: str = "{:,.0f}") -> None:

@@ -307,7 +307,7 @@ def plot_zone(result: RepresentationResult, axes=None):
 
     _check_result(result)
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(12, 4.3), constrained_layout=True)
+        _, axes = plt.subplots(1, 2, figsize=(8, 3.8), constrained_layout=True)
     a, b = axes
     dims = np.array(result.setup.dims)
     for (wd, acc), c in zip(result.held_out.items(), palette(6), strict=False):
@@ -315,12 +315,12 @@ def plot_zone(result: RepresentationResult, axes=None):
         a.plot(dims, np.median(result.train_acc[wd], 1), ":", color=c,
                label=f"training pairs, weight decay {wd}")
     a.set(ylim=(0, 1.03), xlabel="embedding size d", ylabel="accuracy (fraction of pairs)",
-          title=f"Too small underfits, too large memorizes (median, band: "
+          title=f"Too small underfits, too large memorizes\n(median, band: "
                 f"{len(result.setup.seeds)} seeds)")
     for (frac, acc), c in zip(sorted(result.starved.items()), palette(3), strict=False):
         _median_band(b, dims, acc, c, f"train on {frac:.0%} of pairs")
     b.set(ylim=(0, 1.03), xlabel="embedding size d", ylabel="held-out fact accuracy",
-          title="Starved of data (no weight decay)")
+          title="Starved of data\n(no weight decay)")
     for ax in (a, b):
         log_ticks(ax, dims)
         ax.legend(loc="lower right", fontsize=8)
@@ -345,22 +345,29 @@ def plot_stitching(result: RepresentationResult, axes=None):
 
     _check_result(result)
     wds = list(result.stitched)
-    fig = None
-    if axes is None:
-        fig, axes = plt.subplots(1, len(wds) + 1, figsize=(5 * (len(wds) + 1), 4.4),
-                                 constrained_layout=True)
+    fig, spare = None, None
+    if axes is None:             # two columns (7.5 in wide), the legend in a spare panel
+        rows = (len(wds) + 2 + 1) // 2
+        fig, grid = plt.subplots(rows, 2, figsize=(7.5, 3.1 * rows), constrained_layout=True)
+        grid = grid.ravel()
+        axes, spare = grid[:len(wds) + 1], grid[len(wds) + 1:]
+        for ax in spare:
+            ax.axis("off")
     dims, colors = np.array(result.setup.dims), palette(6)
     for ax, wd in zip(axes, wds, strict=False):
         for (name, (label, fmt)), c in zip(STITCH_STYLES.items(), colors, strict=False):
             if name in result.stitched[wd]:
                 _median_band(ax, dims, result.stitched[wd][name], c, label, fmt)
         ax.set(ylim=(0, 1.03), xlabel="embedding size d", ylabel="held-out fact accuracy",
-               title=f"Stitching into B, weight decay {wd} "
+               title=f"Stitching into B, weight decay {wd}\n"
                      f"({len(result.setup.seeds)} seeds of B)")
         log_ticks(ax, dims)
     handles, names = axes[0].get_legend_handles_labels()
-    (fig or axes[0].figure).legend(handles, names, loc="outside lower center", ncol=4,
-                                   fontsize=9)
+    if spare is not None and len(spare):
+        spare[0].legend(handles, names, loc="center", fontsize=9)
+    else:
+        (fig or axes[0].figure).legend(handles, names, loc="outside lower center", ncol=4,
+                                       fontsize=9)
     ax = axes[len(wds)]
     for (wd, c), marker in zip(zip(wds, colors, strict=False), "osD^v", strict=False):
         _median_band(ax, dims, result.cka[wd], c, f"across seeds, wd {wd}", marker + "-")

@@ -950,10 +950,15 @@ def plot_learning_curves(result: DataSweepResult, axes=None):
     from .plotting import log_ticks, palette
 
     learners = result.learners
-    if axes is None:
-        _, axes = plt.subplots(1, len(learners), figsize=(4.4 * len(learners), 4),
-                               sharey=True, constrained_layout=True, squeeze=False)
-        axes = axes[0]
+    if axes is None:             # at most two panels a row, 7.5 in wide
+        cols = min(len(learners), 2)
+        rows = (len(learners) + cols - 1) // cols
+        _, grid = plt.subplots(rows, cols, figsize=(3.75 * cols, 3.9 * rows), sharey=True,
+                               constrained_layout=True, squeeze=False)
+        grid = grid.ravel()
+        for ax in grid[len(learners):]:
+            ax.axis("off")
+        axes = grid[:len(learners)]
     for ax, name in zip(axes, learners, strict=True):
         for c, d in zip(palette(len(result.dims)), result.dims, strict=True):
             n, err = result.curve(name, d)
@@ -1087,8 +1092,8 @@ def plot_model_sweep(result: ModelSweepResult, axes=None):
     from .plotting import log_ticks, palette
 
     kinds = result.kinds
-    if axes is None:
-        _, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4),
+    if axes is None:             # at most 8 in wide
+        _, axes = plt.subplots(1, len(kinds), figsize=(min(5.5 * len(kinds), 8.0), 4),
                                constrained_layout=True, squeeze=False)
         axes = axes[0]
     for ax, kind in zip(axes, kinds, strict=True):

@@ -309,16 +309,20 @@ def train(
         if step in snap_at:
             hist.snapshots[step] = copy_state(model)
         stop = any([cb(step, model, shown_loss) for cb in callbacks])  # call every callback
+        if stop:
+            bar.stop_note = "a callback stopped the run"
         if step % cfg.eval_every == 0 or step == cfg.steps or stop:
             flush()
             value = hist.loss[-1]
             row = evaluate(step)
             if stop_when is not None and row is not None and stop_when({"step": step, **row}):
                 stop = True
+                bar.stop_note = "its stop rule (stop_when) was met"
             if hist.evals:
                 shown = {k: f"{np.median(v):.3f}" for k, v in list(hist.evals[-1].items())[1:4]}
                 bar.set_postfix({"train loss": f"{value:.3f}", **shown}, refresh=False)
         if stop:
+            bar.stopped_at = step  # the static bar's final line names the step the run ended
             break
     flush()
     bar.close()

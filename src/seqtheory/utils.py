@@ -303,7 +303,10 @@ def progress_bar(iterable=None, **kwargs):
 
     When the book is built (``SEQTHEORY_STATIC_PROGRESS=1``, set by the build and the
     notebook tests) a page has no kernel to animate a widget, so the bar instead shows one
-    line of text with its final state when it closes (e.g. ``training: 100%|...| 500/500``).
+    line of text with its final state when it closes (e.g. ``training: 100%|...| 500/500``;
+    a bar closed before its total says so: ``training: stopped at 1,150 of 15,000: ...``,
+    with the step in the bar's ``stopped_at`` attribute and the reason in its ``stop_note``
+    when the caller sets them).
     """
     if os.environ.get(STATIC_PROGRESS_ENV) == "1":
         return _StaticBar(iterable, **kwargs)
@@ -323,6 +326,12 @@ class _StaticBar(_tqdm_std):
     def close(self):
         if not self.disable and self.leave:
             line = str(self)
+            done = getattr(self, "stopped_at", self.n)
+            if self.total and done < self.total:        # a run that met its stop rule early
+                note = getattr(self, "stop_note", None) or "stopped early"
+                post = f" [{self.postfix}]" if self.postfix else ""
+                line = (f"{self.desc + ': ' if self.desc else ''}stopped at {done:,} of "
+                        f"{self.total:,}: {note}{post}")
             try:
                 from IPython import get_ipython
                 from IPython.display import display
