@@ -103,7 +103,10 @@ PAGE_JS = r"""
 READER_JS = r"""
 (() => {
   const article = document.querySelector('article') || document.body;
-  const shown = e => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+  // visible on the page: laid out, and not inside a closed <details> (checkVisibility)
+  const shown = e => e.getClientRects().length > 0 &&
+      (e.checkVisibility ? e.checkVisibility({visibilityProperty: true}) :
+                           getComputedStyle(e).visibility !== 'hidden');
   const clone = article.cloneNode(true);
   clone.querySelectorAll(['div.cell', 'details', '.toggle-hidden', 'div.dropdown', '.exercise',
       '.solution', '.math', 'mjx-container', 'script', 'style', '.headerlink',
@@ -436,6 +439,7 @@ CORE_WORDS = {"book/meet_the_model.html": 2000}   # the core path's word budget 
 CORE_WORDS_DEFAULT = 3000
 MIN_IMAGE_RATIO = 0.8          # no image shown below 80% of its natural width
 MAX_FIRST_FIGURE_SCREENS = 2.0
+MAX_MEDIAN_CODE_LINES = 8      # visible code cells stay short: imports and plotting are folded
 
 
 def reader_row(rel: str, info: dict) -> dict:
@@ -454,8 +458,8 @@ def reader_row(rel: str, info: dict) -> dict:
 def reader_problems(rel: str, info: dict) -> list[str]:
     """What a chapter page must not show a reader: literal MyST, raw pipe tables, images shown
     below 80% of their size, a first figure beyond two screens, a core path over its budget,
-    an Explore sentence that calls a working player static, a progress bar left below 100%
-    without a final note."""
+    long visible code cells (median), an Explore sentence that calls a working player static,
+    a progress bar left below 100% without a final note."""
     r = info["reader"]
     problems = [f"literal MyST in the text: {t!r}" for t in r["myst"]]
     problems += [f"a table shown as raw pipes: {t!r}" for t in r["pipe_tables"]]
@@ -472,6 +476,10 @@ def reader_problems(rel: str, info: dict) -> list[str]:
                         + f" (at most {MAX_FIRST_FIGURE_SCREENS:.0f})")
     problems += [f"image shown at {x:.0%} of its width (at least {MIN_IMAGE_RATIO:.0%}): {a!r}"
                  for x, a in r["images"] if x < MIN_IMAGE_RATIO]
+    code = sorted(r["code_lines"])
+    if code and code[len(code) // 2] > MAX_MEDIAN_CODE_LINES:
+        problems.append(f"visible code cells have a median of {code[len(code) // 2]} lines "
+                        f"(at most {MAX_MEDIAN_CODE_LINES})")
     if r["explorers"]:
         problems += [f"calls a working player static: {t!r}" for t in r["text_static"]]
     for line in r["bars"]:

@@ -142,6 +142,7 @@ def test_a_readable_chapter_passes_the_reader_checks():
     ({"images": [[0.95, "a"], [0.55, "wide"]]}, "image shown at 55%"),
     ({"text_static": ["On this site the figure is a static picture."]}, "static"),
     ({"bars": ["k=2:   1%|▏         | 199/15000"]}, "progress bar left at 1%"),
+    ({"code_lines": [3, 9, 12]}, "median of 9 lines"),
 ])
 def test_each_reader_check_can_fail(change, message):
     rel = "book/induction_heads.html"

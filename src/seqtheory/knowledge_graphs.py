@@ -592,7 +592,7 @@ def plot_forest(forest: FamilyForest, ax=None, *, labels: bool = False):
     _scatter_people(ax, np.stack([x, y], 1), forest, s=40, zorder=2, linewidth=0.4)
     if labels:
         for p in range(forest.n):
-            ax.annotate(str(p), (x[p], y[p]), fontsize=6, ha="center", va="bottom",
+            ax.annotate(str(p), (x[p], y[p]), fontsize=7, ha="center", va="bottom",
                         xytext=(0, 4), textcoords="offset points")
     ax.set_yticks(-np.unique(forest.generation))
     ax.set_yticklabels([f"gen {g}" for g in np.unique(forest.generation)])
