@@ -314,13 +314,17 @@ def plot_zone(result: RepresentationResult, axes=None):
         _median_band(a, dims, acc, c, f"held-out facts, weight decay {wd}")
         a.plot(dims, np.median(result.train_acc[wd], 1), ":", color=c,
                label=f"training pairs, weight decay {wd}")
-    a.set(ylim=(0, 1.03), xlabel="embedding size d", ylabel="accuracy (fraction of pairs)",
-          title=f"Too small underfits, too large memorizes\n(median, band: "
+    a.set(ylim=(0, 1.03), xlabel="embedding size d", ylabel="accuracy",
+          title=f"(a) Too small underfits, too large memorizes\n(median, band: "
                 f"{len(result.setup.seeds)} seeds)")
-    for (frac, acc), c in zip(sorted(result.starved.items()), palette(3), strict=False):
-        _median_band(b, dims, acc, c, f"train on {frac:.0%} of pairs")
-    b.set(ylim=(0, 1.03), xlabel="embedding size d", ylabel="held-out fact accuracy",
-          title="Starved of data\n(no weight decay)")
+    # the largest fraction in (a)'s colour for no weight decay (the same runs' split), then
+    # colours (a) does not use
+    starved_colors = [palette(6)[i] for i in (0, 2, 3, 4, 5)]
+    for (frac, acc), c in zip(sorted(result.starved.items(), reverse=True), starved_colors,
+                              strict=False):
+        _median_band(b, dims, acc, c, f"held-out facts, train on {frac:.0%} of pairs")
+    b.set(ylim=(0, 1.03), xlabel="embedding size d", ylabel="accuracy",
+          title="(b) Starved of data\n(no weight decay)")
     for ax in (a, b):
         log_ticks(ax, dims)
         ax.legend(loc="lower right", fontsize=8)
