@@ -98,15 +98,44 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def toc_chapters(env) -> list[str]:
+def toc_chapters(srcdir: Path) -> list[str]:
     """Chapter stems (book/NAME) that are executable notebooks, in the order of the toc."""
-    out = []
-    for docname in env.found_docs:
-        path = Path(env.doc2path(docname))
-        if docname.startswith("book/") and path.suffix == ".md" and \
-                "```{code-cell}" in path.read_text(encoding="utf-8"):
-            out.append(docname.removeprefix("book/"))
-    return sorted(out)
+    toc = (srcdir / "_toc.yml").read_text(encoding="utf-8")
+    stems = [f.removeprefix("book/") for f in re.findall(r"file:\s*(book/\S+)", toc)]
+    return [s for s in stems if "```{code-cell}" in
+            (srcdir / "book" / f"{s}.md").read_text(encoding="utf-8")]
+
+
+def header_line(srcdir: Path, name: str, prerequisites: list[str], times: dict[str, float],
+                colab: str = "") -> str:
+    """The header box's first line (MyST): prerequisites, reading and run times, and the
+    chapter's Colab notebooks (``colab``: Markdown links, empty for none)."""
+    src = (srcdir / "book" / f"{name}.md").read_text(encoding="utf-8")
+    links = "none" if prerequisites == ["none"] else ", ".join(f"{{doc}}`{p}`"
+                                                                for p in prerequisites)
+    line = (f"**Prerequisites:** {links} · **Reading:** about {reading_minutes(src)} min · "
+            f"**Run:** {minutes(times[name])} on a 2-core CPU "
+            f"({{ref}}`measured <chapter-times>`)")
+    return line + (f" · **Colab:** {colab}" if colab else "")
+
+
+def prerequisites_of(src: str) -> list[str]:
+    """The ``:prerequisites:`` of a chapter's header box, from its source."""
+    m = re.search(r"^:::\{chapter-header\}\n:prerequisites:[ \t]*(.*)$", src, re.M)
+    return m.group(1).split() if m else []
+
+
+def colab_links(config, name: str) -> str:
+    """Markdown links to the chapter's Colab notebooks: the lecturer's edition offers both
+    notebooks, the student edition only the student's."""
+    import colab_notebooks
+
+    url = config.html_theme_options.get("repository_url", "")
+    editions = ("student",) if config.hide_solutions else ("lecturer", "student")
+    label = {"lecturer": "notebook with solutions", "student": "student notebook"}
+    branch = config.colab_branch
+    return " · ".join(f"[{label[e]}]({colab_notebooks.colab_url(url, branch, e, name)})"
+                      for e in editions)
 
 
 class ChapterHeader(SphinxDirective):
@@ -115,19 +144,16 @@ class ChapterHeader(SphinxDirective):
 
     def run(self):
         env = self.env
-        src = Path(env.doc2path(env.docname)).read_text(encoding="utf-8")
         name = env.docname.removeprefix("book/")
-        times, _ = chapter_times(toc_chapters(env))
+        times, _ = chapter_times(toc_chapters(Path(env.srcdir)))
         if name not in times:
             raise self.error(f"chapter-header: no measured run time for {name!r} in "
                              f"{BUILD_TIMES} or {CI_TIMES}")
         pre = self.options.get("prerequisites", "").split()
         if not pre:
             raise self.error("chapter-header needs :prerequisites: (chapter names, or none)")
-        links = "none" if pre == ["none"] else ", ".join(f"{{doc}}`{p}`" for p in pre)
-        line = (f"**Prerequisites:** {links} · **Reading:** about {reading_minutes(src)} min · "
-                f"**Run:** {minutes(times[name])} on a 2-core CPU "
-                f"({{ref}}`measured <chapter-times>`)")
+        line = header_line(Path(env.srcdir), name, pre, times,
+                           colab_links(env.config, name))
         box = nodes.container(classes=["chapter-header"])
         self.state.nested_parse(StringList([line, ""], source=env.docname), self.content_offset,
                                 box)
@@ -140,11 +166,9 @@ class ChapterTimes(SphinxDirective):
 
     def run(self):
         env = self.env
-        chapters = toc_chapters(env)
+        chapters = toc_chapters(Path(env.srcdir))
         times, origin = chapter_times(chapters)
         titles = {c: _title(Path(env.srcdir) / "book" / f"{c}.md") for c in chapters}
-        order = _toc_order(Path(env.srcdir))
-        chapters.sort(key=lambda c: order.index(c) if c in order else len(order))
         rows = ["| chapter | reading (core path) | run, whole chapter |", "|---|---|---|"]
         for c in chapters:
             src = (Path(env.srcdir) / "book" / f"{c}.md").read_text(encoding="utf-8")
@@ -165,12 +189,11 @@ def _title(path: Path) -> str:
     return m.group(1).split(":")[0].strip() if m else path.stem
 
 
-def _toc_order(srcdir: Path) -> list[str]:
-    toc = (srcdir / "_toc.yml").read_text(encoding="utf-8")
-    return [f.removeprefix("book/") for f in re.findall(r"file:\s*(\S+)", toc)]
-
-
 def setup(app):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    app.setup_extension("colab_notebooks")     # the colab_branch config value
     app.add_directive("chapter-header", ChapterHeader)
     app.add_directive("chapter-times", ChapterTimes)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,10 +1,15 @@
-"""Run every chapter notebook the way Google Colab would, in a bare environment.
+"""Run the chapters' Colab notebooks the way Google Colab would, in a bare environment.
 
-    python scripts/colab_emulation.py [--venv DIR] [--jobs 2] [book/NAME.ipynb ...]
+    python scripts/colab_emulation.py [--venv DIR] [--jobs 2] [--edition student] [NB ...]
+
+The notebooks are the reader notebooks that the book's build writes for Colab
+(``_build/html/colab/{lecturer,student}/*.ipynb``, see ``_ext/colab_notebooks.py``): the ones
+the chapter pages' Colab links open. ``--edition`` picks one edition (default: both);
+explicit paths run those notebooks instead.
 
 A fresh virtual environment gets only what Colab ships and the chapters rely on — torch,
 numpy, matplotlib, seaborn, ipywidgets (plus ipykernel, to run a kernel) — and NOT the
-book's library or anything else from requirements.txt. Each paired ``.ipynb`` is copied
+book's library or anything else from requirements.txt. Each notebook is copied
 alone into an empty folder (a notebook opened from GitHub has no repository next to it)
 and executed top to bottom in that environment with ``SEQTHEORY_INSTALL_FROM`` pointing
 at this checkout in the setup cell's own URL form, ``git+<this repository>@<REF>`` with
@@ -77,6 +82,26 @@ def versions(py: Path) -> dict:
     return json.loads(out)
 
 
+def label(nb_path: Path) -> str:
+    """``edition/chapter`` for a reader notebook, else the notebook's name."""
+    return f"{nb_path.parent.name}/{nb_path.stem}" if nb_path.parent.name in (
+        "lecturer", "student") else nb_path.stem
+
+
+def reader_notebooks(edition: str) -> list[Path]:
+    """The build's Colab notebooks of one edition or both, chapters in the book's order."""
+    from conftest import chapter_notebooks
+
+    editions = ("lecturer", "student") if edition == "both" else (edition,)
+    found = [ROOT / "_build" / "html" / "colab" / e / f"{nb.stem}.ipynb"
+             for e in editions for nb in chapter_notebooks()]
+    missing = [str(p) for p in found if not p.is_file()]
+    if missing:
+        raise SystemExit("no Colab notebook (build the book first: jupyter-book build .): "
+                         + ", ".join(missing))
+    return found
+
+
 def run_notebook(nb_path: Path, venv: Path, threads: int,
                  source: str | None = None) -> tuple[str, float, str | None]:
     """Execute one notebook alone in an empty folder; return (name, seconds, error).
@@ -104,8 +129,8 @@ def run_notebook(nb_path: Path, venv: Path, threads: int,
             # the kernel inherits this process's environment: hand it the emulated one
             client.execute(env=env)
         except Exception as err:  # a failing cell: report the notebook and the error
-            return nb_path.stem, time.perf_counter() - start, f"{type(err).__name__}: {err}"
-        return nb_path.stem, time.perf_counter() - start, None
+            return label(nb_path), time.perf_counter() - start, f"{type(err).__name__}: {err}"
+        return label(nb_path), time.perf_counter() - start, None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -116,10 +141,10 @@ def main(argv=None) -> int:
     parser.add_argument("--venv", type=Path, help="reuse or create the environment here")
     parser.add_argument("--jobs", type=int, default=1,
                         help="notebooks at a time (each with its own library install)")
+    parser.add_argument("--edition", choices=["lecturer", "student", "both"], default="both",
+                        help="which edition's Colab notebooks to run (default: both)")
     args = parser.parse_args(argv)
-    from conftest import chapter_notebooks
-
-    notebooks = args.notebooks or chapter_notebooks()
+    notebooks = args.notebooks or reader_notebooks(args.edition)
     venv = args.venv or Path(tempfile.mkdtemp(prefix="colab-venv-")) / "venv"
     py = venv / "bin" / "python"
     if not py.exists():
@@ -137,7 +162,7 @@ def main(argv=None) -> int:
             subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"],
                            capture_output=True)
             results.append(run_notebook(nb, venv, threads))
-            print(f"[colab] {results[-1][0]:24s} {results[-1][1]:6.1f} s  "
+            print(f"[colab] {results[-1][0]:33s} {results[-1][1]:6.1f} s  "
                   f"{'ok' if results[-1][2] is None else 'FAILED'}", flush=True)
     else:  # parallel notebooks share one environment: install the library once, first
         subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"],
@@ -162,9 +187,9 @@ def main(argv=None) -> int:
     failed = [(name, err) for name, _, err in results if err]
     if after != before:
         failed.append(("environment", f"a setup cell replaced torch or numpy: {before} -> {after}"))
-    print("\n[colab] chapter                  seconds")
+    print("\n[colab] notebook                           seconds")
     for name, seconds, err in results:
-        print(f"[colab] {name:24s} {seconds:7.1f}  {'ok' if err is None else 'FAILED'}")
+        print(f"[colab] {name:33s} {seconds:7.1f}  {'ok' if err is None else 'FAILED'}")
     for name, err in failed:
         print(f"\n[colab] {name} FAILED:\n{err[-3000:]}")
     print(f"\n[colab] {len(results) - len([r for r in results if r[2]])} of {len(results)} "

@@ -24,6 +24,7 @@ TEMPLATE = '''# Colab setup: install the book's library, seqtheory, where it is 
 # comes from the branch the notebook was opened from (REF), so notebook and library match;
 # Colab's own torch and numpy are kept (the library needs torch>=2.1, numpy>=1.24).
 # SEQTHEORY_INSTALL_FROM=<pip source> installs from elsewhere (a fork, a local checkout).
+# If the library cannot be installed, the cell stops the notebook with one message.
 import importlib.util
 import os
 import subprocess
@@ -31,6 +32,18 @@ import sys
 
 REPO, REF = "{url}", "{ref}"
 SOURCE = os.environ.get("SEQTHEORY_INSTALL_FROM", f"git+{{REPO}}@{{REF}}")
+HOW = (
+    "To install from a fork or a local clone, set SEQTHEORY_INSTALL_FROM to a pip source "
+    "before this cell and run it again, e.g.\\n"
+    "    import os; os.environ['SEQTHEORY_INSTALL_FROM'] = 'git+https://github.com/YOU/FORK@main'\\n"
+    "or the folder of a clone: os.environ['SEQTHEORY_INSTALL_FROM'] = '/content/seqtheory-book'"
+)
+
+
+class SetupFailed(Exception):
+    "The book's library is missing: the notebook stops here."
+
+
 try:
     import google.colab  # noqa: F401
 
@@ -38,14 +51,22 @@ try:
 except ImportError:
     IN_COLAB = False
 if IN_COLAB or "SEQTHEORY_INSTALL_FROM" in os.environ:
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, f"seqtheory @ {{SOURCE}}"], check=True)
+    pip = [sys.executable, "-m", "pip", "install", "-q", f"seqtheory @ {{SOURCE}}"]
+    done = subprocess.run(pip, capture_output=True, text=True)
+    if done.returncode:
+        said = "\\n".join("    " + x for x in done.stderr.strip().splitlines()[-6:])
+        raise SetupFailed(
+            f"could not install the book's library from {{SOURCE}}.\\n"
+            "Is the repository public, and are you online? pip said:\\n"
+            f"{{said}}\\n{{HOW}}"
+        ) from None
 elif importlib.util.find_spec("seqtheory") is None:
-    print(
-        "This notebook needs the book's library, seqtheory, which is not installed here.\\n"
+    raise SetupFailed(
+        "this notebook needs the book's library, seqtheory, which is not installed here.\\n"
         f"Install it with:  pip install 'seqtheory @ git+{{REPO}}@{{REF}}'\\n"
-        "or, in a clone of the repository:  pip install -r requirements.txt"
-    )'''
+        "or, in a clone of the repository:  pip install -r requirements.txt\\n"
+        f"{{HOW}}"
+    ) from None'''
 CELL = re.compile(
     r"(```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n\n)(# Colab setup.*?)(\n```)", re.S)
 

@@ -163,13 +163,28 @@ def test_every_citation_is_in_references_bib():
     assert cited <= keys, f"unknown citation keys: {sorted(cited - keys)}"
 
 
+def test_every_reference_links_to_its_paper():
+    """The Colab notebooks turn each citation into a link to the paper: every entry has an
+    https ``url``."""
+    bib = (ROOT / "references.bib").read_text(encoding="utf-8")
+    entries = re.split(r"\n(?=@)", bib.strip())
+    no_url = [re.match(r"@\w+\{([^,]+),", e).group(1) for e in entries
+              if not re.search(r"^\s*url\s*=\s*\{https://[^}\s]+\}", e, re.M)]
+    assert not no_url, f"references.bib entries without an https url: {no_url}"
+
+
 def test_config_follows_the_conventions():
     assert CONFIG["only_build_toc_files"] is True
     for pattern in ("_build", ".*", "**/.*", "src", "tests", "benchmarks", "book/*.ipynb",
                     "book/**/*.ipynb"):
         assert pattern in CONFIG["exclude_patterns"], pattern
     assert CONFIG["repository"]["branch"] == "main"
-    assert CONFIG["launch_buttons"]["colab_url"].startswith("https://colab.research.google")
+    # the Colab links open the notebooks generated from the build (_ext/colab_notebooks.py),
+    # not the MyST source notebooks that the theme's launch button would open
+    assert "colab_url" not in CONFIG.get("launch_buttons", {})
+    assert "colab_notebooks" in CONFIG["sphinx"]["local_extensions"]
+    assert CONFIG["sphinx"]["config"]["colab_branch"] not in ("", CONFIG["repository"]["branch"])
+    assert CONFIG["html"]["baseurl"].startswith("https://")
     ex = CONFIG["execute"]
     assert ex["execute_notebooks"] in ("force", "cache") and ex["allow_errors"] is False
     assert ex["timeout"] > 0

@@ -73,3 +73,9 @@ def test_the_committed_ci_table_times_every_chapter():
     times = ch.read_times(ch.CI_TIMES)
     assert sorted(times) == sorted(chapters)
     assert all(0 < t < 600 for t in times.values())
+
+
+def test_chapters_come_in_the_order_of_the_toc():
+    chapters = ch.toc_chapters(ROOT)
+    assert chapters[:2] == ["meet_the_model", "induction_heads"]
+    assert "glossary" not in chapters and len(chapters) == len(set(chapters)) == 10

@@ -54,17 +54,56 @@ def test_every_page_was_built():
     assert not missing, missing
 
 
+STUDENT_HTML = ROOT / "_build" / "student" / "_build" / "html"
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+sys.path.insert(0, str(ROOT / "_ext"))
+import colab_notebooks  # noqa: E402
+
+
+def _colab_links(page: Path) -> list[str]:
+    return [h for h in parse(page).hrefs if "colab.research.google.com" in h]
+
+
 @pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_colab_links_open_the_paired_notebook(md):
-    colab = [h for h in parse(built(md)).hrefs if "colab.research.google.com" in h]
-    assert colab, f"{md.stem}: no Colab launch link"
-    # the notebook opens from the repository's branch that its setup cell installs the
-    # library from (scripts/setup_cell.py): one ref for notebook and library
-    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
-    github = repo["url"].rstrip("/").removeprefix("https://github.com/")
-    for href in colab:
-        assert href.endswith(md.relative_to(ROOT).with_suffix(".ipynb").as_posix()), href
-        assert f"/github/{github}/blob/{repo['branch']}/" in href, href
+def test_colab_links_open_the_generated_notebooks(md):
+    """The lecturer's page offers both notebooks, the student edition's only the student's;
+    each link is the address of a notebook this build wrote (published as the branch
+    colab_branch, whose root is <html>/colab)."""
+    url, branch = CONFIG["repository"]["url"], CONFIG["sphinx"]["config"]["colab_branch"]
+    for html_root, editions in ((HTML, colab_notebooks.EDITIONS), (STUDENT_HTML, ("student",))):
+        page = html_root / md.relative_to(ROOT).with_suffix(".html")
+        want = [colab_notebooks.colab_url(url, branch, e, md.stem) for e in editions]
+        assert sorted(set(_colab_links(page))) == sorted(want), page
+        for edition in editions:
+            assert (html_root / "colab" / edition / f"{md.stem}.ipynb").is_file(), (edition, md)
+
+
+def _reader(html_root: Path, edition: str, md: Path):
+    import nbformat
+
+    return nbformat.read(html_root / "colab" / edition / f"{md.stem}.ipynb", as_version=4)
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_colab_notebooks_read_like_the_site_and_run_the_same_code(md):
+    """No raw MyST, every glued value filled, forms, guidance (colab_notebooks.problems), and
+    the same code as the chapter: all of it in the lecturer's notebook, all but the solution
+    cells in the student's (so running either runs every check)."""
+    import jupytext
+
+    source = [c for c in jupytext.read(md).cells if c.cell_type == "code"]
+    glued = len(re.findall(r"\{glue(?::text)?\}`", md.read_text(encoding="utf-8")))
+    for html_root, edition in ((HTML, "lecturer"), (HTML, "student"), (STUDENT_HTML, "student")):
+        nb = _reader(html_root, edition, md)
+        assert colab_notebooks.problems(nb, edition) == [], (html_root, edition)
+        code = [re.sub(r"^#@title.*\n", "", c.source) for c in nb.cells if c.cell_type == "code"]
+        want = [c.source for c in source
+                if edition == "lecturer" or "solution" not in c.metadata.get("tags", [])]
+        assert code == want, (edition, md.stem)
+        roles = nb.metadata["seqtheory"]["roles"]
+        assert roles.get("glue:text", 0) + roles.get("glue", 0) == glued, (edition, md.stem)
+        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert "[](" not in text and "]()" not in text, "a link without text or address"
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])
@@ -166,3 +205,21 @@ def test_checks_page_lists_every_claim_with_this_builds_value():
     assert text.count("(holds)") == len(checked), (text.count("(holds)"), len(checked))
     assert "FAILS" not in text and "not recorded" not in text
     assert f"The book checks {len(claims)} claims." in text
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_colab_numbers_are_the_sites(md):
+    """Each number the Colab notebooks fill in (the build's glue data, formatted as the
+    converter does) is on the chapter's page: the notebooks and the site tell one run."""
+    import json
+
+    glue = json.loads((ROOT / "_build" / "jupyter_execute" / "book" /
+                       f"{md.stem}.glue.json").read_text(encoding="utf-8"))
+    page = html.unescape(re.sub(r"<[^>]+>", "", built(md).read_text(encoding="utf-8")))
+    missing = []
+    for m in re.finditer(r"\{glue(?::text)?\}`([^`]+)`", md.read_text(encoding="utf-8")):
+        name, _, spec = m.group(1).partition(":")
+        value = colab_notebooks.format_glue(glue[name]["data"]["text/plain"], spec)
+        if value not in page:
+            missing.append((name, value))
+    assert not missing, missing

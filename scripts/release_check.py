@@ -1,0 +1,75 @@
+"""Release check, run by hand before announcing the book: can a reader's Colab reach it?
+
+    python scripts/release_check.py
+
+Asks the configured repository (``repository.url`` in ``_config.yml``), with ``git ls-remote``
+and no credentials, for the branch the Colab set-up cells install the library from
+(``repository.branch``) and the branch the Colab links open the notebooks from
+(``sphinx.config.colab_branch``, published by ``.github/workflows/pages.yml``). A private or
+missing repository, or a missing branch, fails. Offline (the host does not resolve), the
+check is skipped with a message and exit status 0; CI does not run it.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def configured() -> tuple[str, list[str]]:
+    """(repository URL, [library branch, notebooks branch]) from _config.yml."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    repo = config["repository"]
+    return repo["url"].rstrip("/"), [repo.get("branch", "main"),
+                                     config["sphinx"]["config"]["colab_branch"]]
+
+
+def online(url: str) -> bool:
+    host = urlparse(url).hostname
+    if host is None:          # a local path or file:// URL needs no network
+        return True
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError:
+        return False
+    return True
+
+
+def check(url: str, branches: list[str], timeout: float = 60) -> tuple[int, str]:
+    """(exit status, message): 0 when every branch is readable without credentials."""
+    if not online(url):
+        return 0, f"skipped: {urlparse(url).hostname} does not resolve (offline?)"
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+    try:
+        done = subprocess.run(["git", "ls-remote", "--heads", url, *branches],
+                              capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 1, f"git ls-remote {url} did not answer within {timeout:.0f} s"
+    if done.returncode:
+        return 1, (f"{url} cannot be read without credentials (private, renamed or "
+                   f"missing?): {done.stderr.strip()}")
+    heads = {line.split("refs/heads/", 1)[1] for line in done.stdout.splitlines()
+             if "refs/heads/" in line}
+    missing = [b for b in branches if b not in heads]
+    if missing:
+        return 1, (f"{url} is public but lacks the branch(es) {', '.join(missing)} "
+                   "(the notebooks' branch is published by .github/workflows/pages.yml)")
+    return 0, f"{url} is public with the branches {', '.join(branches)}"
+
+
+def main() -> int:
+    url, branches = configured()
+    status, message = check(url, branches)
+    print(message)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
