@@ -226,8 +226,29 @@ def quote(md: str) -> str:
     return "\n".join(f"> {line}" if line.strip() else ">" for line in md.strip().splitlines())
 
 
+GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "varepsilon": "ε",
+         "epsilon": "ε", "lambda": "λ", "mu": "μ", "rho": "ρ", "sigma": "σ", "tau": "τ",
+         "chi": "χ", "pi": "π", "theta": "θ", "le": "≤", "ge": "≥", "times": "×"}
+
+
+def _plain_math(tex: str) -> str:
+    tex = re.sub(r"\\([A-Za-z]+)", lambda m: GREEK.get(m.group(1), m.group(1)), tex)
+    tex = re.sub(r"_\{([^}]*)\}|_(\w)", lambda m: f"<sub>{m.group(1) or m.group(2)}</sub>", tex)
+    tex = re.sub(r"\^\{([^}]*)\}|\^(\w)", lambda m: f"<sup>{m.group(1) or m.group(2)}</sup>", tex)
+    return "<i>" + tex.replace("{", "").replace("}", "") + "</i>"
+
+
+def summary_html(title: str) -> str:
+    """A dropdown title as HTML: Markdown and math are not rendered inside ``<summary>``,
+    so inline code becomes ``<code>`` and simple math plain italic text."""
+    title = re.sub(r"`([^`]+)`", r"<code>\1</code>", title)
+    title = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", title)
+    return re.sub(r"\$([^$]+)\$", lambda m: _plain_math(m.group(1)), title)
+
+
 def details(summary: str, body: str) -> str:
-    return f"<details>\n<summary>{summary}</summary>\n\n{body.strip()}\n\n</details>"
+    return (f"<details>\n<summary>{summary_html(summary)}</summary>\n\n{body.strip()}\n\n"
+            "</details>")
 
 
 @dataclass
@@ -537,6 +558,10 @@ def problems(nb, edition: str) -> list[str]:
             for url in re.findall(r"\]\(([^)\s]+)", text):
                 if not re.match(r"^([a-z][a-z0-9+.-]*:|#)", url):
                     found.append(f"{where}: a link relative to the site: {url!r}")
+            for title in re.findall(r"<summary>(.*?)</summary>", cell.source, re.S):
+                if re.search(r"\$|`|\*\*|\]\(", title):
+                    found.append(f"{where}: Markdown or math in a <summary> title, which "
+                                 f"Colab does not render: {title!r}")
             if edition == "student" and re.search(r"<summary>\s*Solution", cell.source):
                 found.append(f"{where}: a solution in the student notebook")
             for name in re.findall(r"attachment:([^)\s]+)", cell.source):

@@ -206,6 +206,18 @@ def test_problems_finds_what_a_colab_reader_must_not_meet():
         assert expected in found, expected
 
 
+def test_dropdown_titles_are_plain_html():
+    out = convert(":::{dropdown} Details: slopes, the theorem's $\\varepsilon$, $c_{50}$, "
+                  "small-$n$ and `FULL=1`\nBody.\n:::")
+    assert out.source.startswith(
+        "<details>\n<summary>Details: slopes, the theorem's <i>ε</i>, <i>c<sub>50</sub></i>, "
+        "small-<i>n</i> and <code>FULL=1</code></summary>")
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("Run all free Colab CPU GPU runtime FULL=1 book's own run"),
+        nbformat.v4.new_markdown_cell("<details><summary>the $k$ puzzle</summary>x</details>")])
+    assert "Markdown or math in a <summary> title" in cn.problems(nb, "lecturer")[0]
+
+
 def test_colab_url_and_full_scale_text():
     url = cn.colab_url("https://github.com/owner/repo", "colab-notebooks", "student", "copying")
     assert url == ("https://colab.research.google.com/github/owner/repo/blob/colab-notebooks/"
