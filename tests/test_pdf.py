@@ -1,6 +1,7 @@
 """scripts/make_pdf.py: pages printed by headless Chromium, joined in order, with every
 chapter's title in the text; a missing chapter is reported."""
 import importlib.util
+import io
 import shutil
 import sys
 from pathlib import Path
@@ -39,3 +40,78 @@ def test_pages_are_printed_joined_and_checked(tmp_path):
     assert make_pdf.missing_titles(pdf, [*titles, "Chain of thought"]) == ["Chain of thought"]
     with pytest.raises(FileNotFoundError, match="three.html"):
         make_pdf.print_pages(tmp_path / "html", ["book/three"], binary)
+
+
+EXPLORER = """<div class="sqx-explorer"><form class="sqx-controls"><input type="range"></form>
+<img class="sqx-image" src="data:image/png;base64,{png}" alt="x">
+<p class="sqx-note">One view.</p><script type="application/json" class="sqx-data">
+{{"names": ["step"], "labels": [["100", "200", "300"]], "defaults": [0],
+  "frames": {{"0": 0, "1": 1, "2": 2}}, "images": ["", "data:image/png;base64,{png}",
+  "data:image/png;base64,{png}"], "alt": "x", "star": false}}</script></div>"""
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
+       "RU5ErkJggg==")
+
+
+def test_the_book_gets_a_cover_contents_page_numbers_and_chapter_pdfs(tmp_path):
+    """Cover, contents with the chapters' first pages, "page / pages" on every page but the
+    cover, an explorer printed as a grid of its views, wrapped code, one PDF per chapter; the
+    checks fail on a missing number, a wrong contents entry and a too-wide element."""
+    pytest.importorskip("pypdf")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.skip("no chromium on this machine (CI installs it for the browser check)")
+    html = tmp_path / "html" / "book"
+    html.mkdir(parents=True)
+    long_line = "x = " + " + ".join(f"value_{i}" for i in range(60))
+    (html / "one.html").write_text(
+        f"<html><body><h1>Copying with transformers</h1><pre>{long_line}</pre>"
+        + EXPLORER.format(png=PNG) + "</body></html>")
+    (html / "two.html").write_text("<html><body><h1>Hidden progress</h1>"
+                                   + "<p>text</p>" * 120 + "</body></html>")
+    (html / "wide.html").write_text(
+        "<html><body><h1>Wide</h1><img alt='a wide figure' style='width:1500px;max-width:none'"
+        f" src='data:image/png;base64,{PNG}'></body></html>")
+    book = make_pdf.print_book(tmp_path / "html", ["book/one", "book/two", "book/wide"], binary)
+    pdf, starts = book["pdf"], book["starts"]
+    assert book["titles"] == ["Copying with transformers", "Hidden progress", "Wide"]
+    assert starts[0] == 2 and starts[1] == 3 and starts[2] > 3       # cover, contents, pages
+    assert make_pdf.page_number_problems(pdf, 2) == []
+    assert make_pdf.page_number_problems(pdf, 1) == [1]              # the cover is unnumbered
+    assert make_pdf.contents_problems(pdf, book["titles"], starts, range(1, 2)) == []
+    wrong = make_pdf.contents_problems(pdf, book["titles"], [starts[0], starts[1] + 1,
+                                                            starts[2]], range(1, 2))
+    assert any("is not listed at page" in w for w in wrong)
+    assert book["clipped"] == {"book/wide": ["img: a wide figure"]}  # the code line wrapped
+    assert make_pdf.missing_titles(pdf, ["value_59", "3 of 3 precomputed views",
+                                         "step 300"]) == []
+    assert set(book["chapters"]) == {"book/one", "book/two", "book/wide"}
+    from pypdf import PdfReader
+
+    two = PdfReader(io.BytesIO(book["chapters"]["book/two"]))
+    assert len(two.pages) == starts[2] - starts[1]
+    assert f"{starts[1] + 1} / " in two.pages[0].extract_text()       # the book's numbers
+
+
+def test_appendices_follow_the_last_part():
+    parts = make_pdf.appendix_captions([("", ["a"]), ("Start here", ["b"]), ("Part I: x", ["c"]),
+                                        ("Part II: y", ["d"]), ("For lecturers", ["e"]),
+                                        ("Reference", ["f"])])
+    assert [c for c, _ in parts] == ["", "Start here", "Part I: x", "Part II: y",
+                                     "Appendix A: For lecturers", "Appendix B: Reference"]
+
+
+def test_empty_code_boxes_are_found_in_the_pdf(tmp_path):
+    """A grey code background with no text in it (what a cell split at a page break leaves)
+    is found; one with its code is not."""
+    pytest.importorskip("pypdf")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.skip("no chromium on this machine (CI installs it for the browser check)")
+    html = tmp_path / "html" / "book"
+    html.mkdir(parents=True)
+    box = "<div style='background:#f5f5f5;width:600px;height:60px;margin:20px 0'>{}</div>"
+    (html / "full.html").write_text(f"<html><body><h1>Full</h1>{box.format('x = 1')}</body></html>")
+    (html / "empty.html").write_text(f"<html><body><h1>Empty</h1>{box.format('')}</body></html>")
+    pdf, _ = make_pdf.print_pages(tmp_path / "html", ["book/full", "book/empty"], binary)
+    found = make_pdf.empty_code_boxes(pdf)
+    assert [page for page, _, _ in found] == [2]
