@@ -43,7 +43,9 @@ A4 = {"paperWidth": 8.27, "paperHeight": 11.69, "marginTop": 0.5, "marginBottom"
 PRINTABLE_WIDTH_PX = round((A4["paperWidth"] - A4["marginLeft"] - A4["marginRight"]) * 96)
 
 # Print styles: code wraps at the page's width (no clipped lines) and is kept on one page
-# where it fits; figures, tables and boxes are not split; animation controls are hidden.
+# where it fits; figures and boxes are not split; animation controls are hidden; the code
+# the site folds (hide-input) is left out, as on the page, while its output is printed;
+# no fade-in animation (an opened fold would print empty while it runs).
 PRINT_CSS = r"""
 @media print {
   pre, div.highlight pre, .output pre { white-space: pre-wrap !important;
@@ -53,6 +55,8 @@ PRINT_CSS = r"""
   h1, h2, h3, h4, .caption { break-after: avoid; }
   .animation .anim-buttons, .animation .anim-state, .animation input[type=range],
   .sqx-controls, .sqx-note { display: none !important; }
+  *, *::before, *::after { animation: none !important; transition: none !important; }
+  div.tag_hide-input > details.hide { display: none !important; }
   table { font-size: 8pt; max-width: 100%; }
   th, td { overflow-wrap: anywhere; }
   .table-wrapper, .pst-scrollable-table-container { overflow: visible !important; }
@@ -74,13 +78,13 @@ PREPARE_JS = r"""
     const data = JSON.parse(root.querySelector('script.sqx-data').textContent);
     const first = root.querySelector('img.sqx-image').getAttribute('src');
     const keys = Object.keys(data.frames);
-    const n = Math.min(6, keys.length);
+    const n = Math.min(4, keys.length);
     const pick = [...new Set(Array.from({length: n}, (_, i) =>
       keys[Math.round(i * (keys.length - 1) / Math.max(1, n - 1))]))];
     const grid = document.createElement('div');
     grid.className = 'sqx-print';
     grid.style.cssText = 'display:grid;grid-template-columns:repeat(' +
-      Math.min(3, pick.length) + ',1fr);gap:4px 8px;margin:.4em 0';
+      Math.min(2, pick.length) + ',1fr);gap:4px 10px;margin:.4em 0';
     pick.forEach(key => {
       const state = key === '' ? [] : key.split(',').map(Number);
       const fig = document.createElement('figure');
@@ -89,8 +93,8 @@ PREPARE_JS = r"""
       img.src = data.images[data.frames[key]] || first;
       img.style.cssText = 'width:100%;height:auto';
       const cap = document.createElement('figcaption');
-      cap.style.cssText = 'font-size:7pt;text-align:center';
-      cap.textContent = state.map((v, j) => data.names[j] + ' ' + data.labels[j][v]).join(', ');
+      cap.style.cssText = 'font-size:8pt;text-align:center';
+      cap.textContent = state.map((v, j) => data.names[j] + ' = ' + data.labels[j][v]).join(', ');
       fig.append(img, cap);
       grid.appendChild(fig);
     });
@@ -110,9 +114,13 @@ PREPARE_JS = r"""
        e.getBoundingClientRect().right > width + 1))
     .map(e => e.tagName.toLowerCase() + ': ' +
       (e.textContent || e.getAttribute('alt') || '').trim().split('\n')[0].slice(0, 60));
+  // the first line of every code block that prints: each must be in the PDF's text
+  const code = [...document.querySelectorAll('pre')].filter(e => e.offsetParent !== null)
+    .map(e => e.textContent.split('\n').map(l => l.trim()).find(l => l.length > 3) || '')
+    .filter(l => l).map(l => l.slice(0, 40));
   const h = document.querySelector('main h1, article h1, h1');
   return JSON.stringify({title: h ? h.textContent.replace(/[#¶]/g, '').trim() : '',
-                         clipped});
+                         clipped, code});
 })()
 """.replace("%(css)s", json.dumps(PRINT_CSS))
 
@@ -239,14 +247,16 @@ def print_book(html_root: Path, pages: list[str], binary: str, front: bool = Tru
     """Print the pages (and, with ``front``, a cover, the contents and page numbers).
 
     Returns ``{"pdf", "titles", "starts"`` (first page of each, 0-based) ``, "clipped"``
-    (page -> code lines wider than the page) ``, "chapters"`` (page -> its own PDF)``}``."""
+    (page -> what is wider than the page) ``, "unprinted"`` (page -> code blocks of its print
+    layout whose first line is not in the PDF's text) ``, "chapters"`` (page -> its own
+    PDF)``}``."""
     from pypdf import PdfReader, PdfWriter
 
     server, base = serve(html_root)
     profile = tempfile.mkdtemp(prefix="make-pdf-")
     scratch = Path(tempfile.mkdtemp(prefix="make-pdf-pages-", dir=html_root))
     browser = Chromium(binary, profile)
-    pieces, titles, clipped = [], [], {}
+    pieces, titles, clipped, unprinted = [], [], {}, {}
     try:
         tab = Tab(browser)
         # the print layout: measured at the printed width, with print styles
@@ -264,6 +274,11 @@ def print_book(html_root: Path, pages: list[str], binary: str, front: bool = Tru
             if info["clipped"]:
                 clipped[page] = info["clipped"]
             pieces.append(PdfReader(io.BytesIO(_print(tab))))
+            text = _norm(" ".join(pg.extract_text() or "" for pg in pieces[-1].pages))
+            text = text.replace(" ", "")
+            missing = [line for line in info["code"] if _norm(line).replace(" ", "") not in text]
+            if missing:
+                unprinted[page] = missing
         lengths = [len(r.pages) for r in pieces]
         front_pages: list = []
         if front:
@@ -332,7 +347,7 @@ def print_book(html_root: Path, pages: list[str], binary: str, front: bool = Tru
         part.write(out)
         chapters[page] = out.getvalue()
     return {"pdf": pdf, "titles": titles, "starts": starts, "clipped": clipped,
-            "chapters": chapters}
+            "unprinted": unprinted, "chapters": chapters}
 
 
 class _PageBoxes:
@@ -432,7 +447,10 @@ def main(argv=None) -> int:
         print("make_pdf: no chromium found (Debian: apt-get install chromium)")
         return 2
     html_root = Path(args.html).resolve()
-    subtitle = f"Printed {datetime.date.today().isoformat()} from the built site."
+    student = "Student edition" in (html_root / "index.html").read_text(encoding="utf-8")
+    edition = ("Student edition: the exercises without their solutions." if student else
+               "Lecturer's edition: every exercise with its solution.")
+    subtitle = f"{edition} Printed {datetime.date.today().isoformat()} from the built site."
     book = print_book(html_root, toc_pages(), binary, subtitle=subtitle)
     pdf, titles = book["pdf"], book["titles"]
     out = Path(args.out)
@@ -455,6 +473,9 @@ def main(argv=None) -> int:
     if empty:
         problems.append(f"{len(empty)} empty code boxes (a cell split at a page break), at "
                         f"pages {sorted({e[0] for e in empty})[:10]}")
+    for page, lines in book["unprinted"].items():
+        problems.append(f"{page}: {len(lines)} code block(s) missing from the PDF's text "
+                        f"(printed empty?), e.g. {lines[0]!r}")
     for page, lines in book["clipped"].items():
         problems.append(f"{page}: {len(lines)} code block(s) wider than the printed page, "
                         f"e.g. {lines[0]!r}")

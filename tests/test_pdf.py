@@ -83,7 +83,8 @@ def test_the_book_gets_a_cover_contents_page_numbers_and_chapter_pdfs(tmp_path):
     assert any("is not listed at page" in w for w in wrong)
     assert book["clipped"] == {"book/wide": ["img: a wide figure"]}  # the code line wrapped
     assert make_pdf.missing_titles(pdf, ["value_59", "3 of 3 precomputed views",
-                                         "step 300"]) == []
+                                         "step = 300"]) == []
+    assert book["unprinted"] == {}
     assert set(book["chapters"]) == {"book/one", "book/two", "book/wide"}
     from pypdf import PdfReader
 
@@ -102,7 +103,8 @@ def test_appendices_follow_the_last_part():
 
 def test_empty_code_boxes_are_found_in_the_pdf(tmp_path):
     """A grey code background with no text in it (what a cell split at a page break leaves)
-    is found; one with its code is not."""
+    is found; one with its code is not; a code block that prints without its text (an
+    opened fold caught by its fade-in) is found from the PDF's text."""
     pytest.importorskip("pypdf")
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if binary is None:
@@ -112,6 +114,12 @@ def test_empty_code_boxes_are_found_in_the_pdf(tmp_path):
     box = "<div style='background:#f5f5f5;width:600px;height:60px;margin:20px 0'>{}</div>"
     (html / "full.html").write_text(f"<html><body><h1>Full</h1>{box.format('x = 1')}</body></html>")
     (html / "empty.html").write_text(f"<html><body><h1>Empty</h1>{box.format('')}</body></html>")
-    pdf, _ = make_pdf.print_pages(tmp_path / "html", ["book/full", "book/empty"], binary)
-    found = make_pdf.empty_code_boxes(pdf)
+    (html / "faded.html").write_text("<html><body><h1>Faded</h1><pre style='opacity:0'>"
+                                     "faded_code = compute(1)</pre><pre>shown = 2</pre>"
+                                     "</body></html>")
+    book = make_pdf.print_book(tmp_path / "html", ["book/full", "book/empty", "book/faded"],
+                               binary, front=False)
+    found = make_pdf.empty_code_boxes(book["pdf"])
     assert [page for page, _, _ in found] == [2]
+    # a code block in the print layout whose text is not in the PDF (printed empty)
+    assert book["unprinted"] == {"book/faded": ["faded_code = compute(1)"]}
