@@ -157,6 +157,11 @@ class ChapterHeader(SphinxDirective):
         box = nodes.container(classes=["chapter-header"])
         self.state.nested_parse(StringList([line, ""], source=env.docname), self.content_offset,
                                 box)
+        first = next(iter(box.findall(nodes.paragraph)), None)
+        if first is not None:     # the deck that _ext/slides.py writes after the build
+            first += [nodes.Text(" · "), nodes.strong(text="Slides:"), nodes.Text(" "),
+                      nodes.reference(text="this chapter's deck",
+                                      refuri=f"../slides/{name}.html")]
         self.state.nested_parse(self.content, self.content_offset, box)
         return [box]
 

@@ -306,6 +306,23 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 # putting the control back must bring the default figure back; then, when there are at most
 # 64, it sets every combination of the controls' positions.  Errors thrown by the
 # player's script reach the page's exception events, which network_report collects.
+# A slide deck (_ext/slides.py): how many slides, which one shows, and whether the arrow
+# keys move through them.
+SLIDES_JS = r"""
+(() => {
+  const slides = [...document.querySelectorAll('section.slide')];
+  const current = () => slides.findIndex(s => s.classList.contains('current'));
+  const key = k => document.dispatchEvent(new KeyboardEvent('keydown', {key: k}));
+  const first = current();
+  key('ArrowRight');
+  const next = current();
+  key('ArrowLeft');
+  const shown = slides.filter(s => getComputedStyle(s).display !== 'none').length;
+  return JSON.stringify({count: slides.length, first, next, back: current(), shown,
+                         titles: slides.map(s => (s.querySelector('h1, h2') || {}).textContent)});
+})()
+"""
+
 EXPLORER_JS = r"""
 (async () => {
   const reports = [];
@@ -432,6 +449,24 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
     if own_bytes(rel, net, html_root) > MAX_PAGE_BYTES:
         problems.append(f"page is {own_bytes(rel, net, html_root) / 2**20:.1f} MB "
                         f"(limit {MAX_PAGE_BYTES / 2**20:.0f} MB)")
+    return problems
+
+
+def deck_problems(deck: dict) -> list[str]:
+    """What is wrong with a chapter's slide deck as the browser shows it."""
+    problems = []
+    if deck["count"] < 5:
+        problems.append(f"slide deck has {deck['count']} slides (a chapter's deck has at "
+                        "least the title, question, key figure, takeaways and exercises)")
+    if deck["shown"] != 1 or deck["first"] != 0:
+        problems.append(f"slide deck shows {deck['shown']} slides at once, first shown "
+                        f"{deck['first']} (want slide 0 alone)")
+    if deck["count"] > 1 and (deck["next"] != 1 or deck["back"] != 0):
+        problems.append("the arrow keys do not move through the slides "
+                        f"(right: {deck['next']}, left: {deck['back']})")
+    for want in ("Question and result", "Takeaways", "Exercises"):
+        if not any((t or "").startswith(want) for t in deck["titles"]):
+            problems.append(f"slide deck has no {want!r} slide")
     return problems
 
 
@@ -662,6 +697,8 @@ def browse(html_root: Path, rels: list[str], binary: str, *, shots: Path | None 
             net = network_report(events, base)
             pages[rel] = info
             problems = page_checks(rel, info, net, html_root)
+            if rel.startswith("slides/") and rel != "slides/index.html":
+                problems += deck_problems(json.loads(tab.evaluate(SLIDES_JS)))
             problems += [f"{e['title']}: {p}" for e in explorers for p in e["problems"]]
             if problems:
                 failures[rel] = problems
@@ -714,6 +751,11 @@ def main(argv=None) -> int:
     shots.mkdir(parents=True)
     rels = sorted(str(p.relative_to(html_root)) for p in html_root.rglob("*.html")
                   if not p.relative_to(html_root).parts[0].startswith(("_", ".")))
+    decks = [f"slides/{md.stem}.html" for md in toc_chapters()]
+    missing = [d for d in decks if d not in rels]
+    if missing:
+        print("check_site: chapters without a slide deck: " + ", ".join(missing))
+        return 1
     pages, failures, rows, link_problems, search_problems = browse(
         html_root, rels, binary, shots=shots, search=True)
 

@@ -1,0 +1,293 @@
+"""Sphinx extension: the teaching kit's tables, generated from the chapters.
+
+Every exercise of a chapter starts with a tag line, ``★★ · 15 min · lab``: its difficulty
+(one to three stars), the minutes a student needs, and its kind -- ``concept`` (explain),
+``derivation`` (derive, prove, estimate on paper) or ``lab`` (change the code and run; the
+exercise is followed by a starter cell that ends with ``chapter.feedback(label, answer)``).
+
+- ``exercises_of(src)`` reads a chapter's exercises from its source (the tests use it too);
+- ``{exercise-table}`` renders every chapter's exercises (title, stars, time, kind), split
+  into homework (concept, derivation) and labs;
+- ``{syllabus} N`` renders the N-session plan of ``book/syllabus.yml``: per session three
+  objectives, the pre-reading with its reading time (computed from the pages), the in-class
+  core, the labs and the homework with their titles and times, and the total workload.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+
+ROOT = Path(__file__).resolve().parents[1]
+TAG = re.compile(r"^(★{1,3}) · (\d+) min · (concept|derivation|lab)$")
+KINDS = ("concept", "derivation", "lab")
+FENCE = re.compile(r"^(:{3,})\{exercise\}\s*(.*)$")
+
+
+@dataclass
+class Exercise:
+    chapter: str
+    label: str
+    title: str
+    stars: int
+    minutes: int
+    kind: str
+    body: str          # the exercise's text after the tag line
+    after: str         # the source between the exercise's end and the next exercise
+
+    @property
+    def homework(self) -> bool:
+        return self.kind != "lab"
+
+    def starter_cells(self) -> list[str]:
+        return [c for tags, c in code_cells(self.after) if "starter" in tags]
+
+    def solution_cells(self) -> list[str]:
+        return [c for tags, c in code_cells(self.after) if "solution" in tags]
+
+    def has_solution(self) -> bool:
+        return bool(re.search(r"^:{3,}\{solution\}\s*" + re.escape(self.label) + r"\s*$",
+                              self.after, re.M))
+
+
+def code_cells(src: str) -> list[tuple[list[str], str]]:
+    """(tags, code) of every code cell in a piece of MyST source."""
+    out = []
+    for m in re.finditer(r"^```\{code-cell\}[^\n]*\n(.*?)^```", src, re.S | re.M):
+        body = m.group(1)
+        tm = re.match(r":tags:\s*\[([^\]]*)\]\s*\n", body)
+        tags = [t.strip() for t in tm.group(1).split(",")] if tm else []
+        out.append((tags, body[tm.end():] if tm else body))
+    return out
+
+
+def exercises_of(src: str, chapter: str) -> list[Exercise]:
+    """The exercises of a chapter's MyST source, in order.  An exercise without a valid tag
+    line gets ``stars = 0`` and ``kind = ""`` (the tests name it)."""
+    lines = src.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if FENCE.match(line)]
+    found = []
+    for n, i in enumerate(starts):
+        fence, title = FENCE.match(lines[i]).groups()
+        j = i + 1
+        while j < len(lines) and lines[j].rstrip("\n") != fence:
+            j += 1
+        inner = lines[i + 1:j]
+        label = ""
+        body: list[str] = []
+        for line in inner:
+            m = re.match(r"^:label:\s*(\S+)", line)
+            if m:
+                label = m.group(1)
+            elif not re.match(r"^:[a-z-]+:", line):
+                body.append(line)
+        text = "".join(body).strip("\n")
+        first, _, rest = text.partition("\n")
+        tag = TAG.match(first.strip())
+        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        after = "".join(lines[j + 1:end])
+        cut = re.search(r"^## ", after, re.M)       # the next section ends the exercises
+        if cut and n + 1 == len(starts):
+            after = after[:cut.start()]
+        found.append(Exercise(chapter, label, title.strip(),
+                              len(tag.group(1)) if tag else 0,
+                              int(tag.group(2)) if tag else 0,
+                              tag.group(3) if tag else "",
+                              rest.strip() if tag else text, after))
+    return found
+
+
+def stars(n: int) -> str:
+    return "★" * n
+
+
+def _title(src: str, fallback: str) -> str:
+    m = re.search(r"^# (.+)$", src, re.M)
+    return m.group(1).split(":")[0].strip() if m else fallback
+
+
+def _ref(ex: Exercise) -> str:
+    return f"{{numref}}`{ex.label}`: {ex.title}"
+
+
+class ExerciseTable(SphinxDirective):
+    """Every chapter's exercises with their titles, difficulty, time and kind."""
+
+    def run(self):
+        import chapter_header as ch
+
+        src_dir = Path(self.env.srcdir)
+        rows = ["| chapter | homework (explain, derive) | lab (change the code and run) |",
+                "|---|---|---|"]
+        totals = {"homework": 0, "lab": 0}
+        for c in ch.toc_chapters(src_dir):
+            src = (src_dir / "book" / f"{c}.md").read_text(encoding="utf-8")
+            exs = exercises_of(src, c)
+            cells = {"homework": [], "lab": []}
+            for ex in exs:
+                key = "homework" if ex.homework else "lab"
+                cells[key].append(f"{_ref(ex)} ({stars(ex.stars)}, {ex.minutes} min)")
+                totals[key] += ex.minutes
+            rows.append(f"| {{doc}}`{_title(src, c)} <{c}>` | "
+                        + " | ".join("<br>".join(cells[k]) or "—" for k in ("homework", "lab"))
+                        + " |")
+        rows += ["", f"In all: {_hours(totals['homework'])} of homework and "
+                     f"{_hours(totals['lab'])} of labs, at the times the exercises state."]
+        box = nodes.container(classes=["exercise-table"])
+        self.state.nested_parse(StringList(rows, source=self.env.docname), self.content_offset,
+                                box)
+        return [box]
+
+
+def _hours(minutes: int) -> str:
+    return f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes} min"
+
+
+# --------------------------------------------------------------------------- the syllabus
+def load_syllabus(src_dir: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load((src_dir / "book" / "syllabus.yml").read_text(encoding="utf-8"))
+
+
+def all_words(src: str) -> int:
+    """Words of a piece of chapter source with every fold open (code, directive options,
+    math blocks and roles' syntax left out; exercises and solutions left out too)."""
+    src = re.sub(r"^---\n.*?\n---\n", "", src, count=1, flags=re.S)
+    src = re.sub(r"```\{code-cell\}.*?```", "", src, flags=re.S)
+    src = re.sub(r"^(:{3,})\{(exercise|solution)\}.*?^\1\s*$", "", src, flags=re.S | re.M)
+    src = re.sub(r"^(:{3,}|`{3,})\{[a-zA-Z:-]+\}.*$", "", src, flags=re.M)
+    src = re.sub(r"^:[a-z-]+:.*$", "", src, flags=re.M)
+    src = re.sub(r"\{glue:text\}`[^`]*`", "N", src)
+    src = re.sub(r"\{[a-z:]+\}`([^`<]*?)\s*(<[^`]*>)?`", r"\1", src)
+    src = re.sub(r"\$\$.*?\$\$", " ", src, flags=re.S)
+    return len(re.findall(r"[A-Za-z][A-Za-z'-]*|\d[\d.,]*", src))
+
+
+def section_words(src: str, start: str | None, stop: str | None, folds: bool = False) -> int:
+    """Core-path words of a chapter between the headings beginning ``start`` (inclusive) and
+    ``stop`` (exclusive); ``None`` for the chapter's start or end.  ``folds=True`` counts
+    the folded blocks too (a session that studies a chapter's variations)."""
+    import chapter_header as ch
+
+    lines = src.splitlines(keepends=True)
+
+    def find(prefix: str) -> int:
+        for i, line in enumerate(lines):
+            if re.match(r"^#{2,3} ", line) and line.lstrip("#").strip().startswith(prefix):
+                return i
+        raise ValueError(f"no heading starting {prefix!r}")
+    a = find(start) if start else 0
+    b = find(stop) if stop else len(lines)
+    head = ""
+    if a:   # keep the front matter so that core_text strips it the same way
+        m = re.match(r"^---\n.*?\n---\n", src, re.S)
+        head = m.group(0) if m else ""
+    part = head + "".join(lines[a:b])
+    return all_words(part) if folds else ch.core_words(part)
+
+
+def reading(src_dir: Path, item: dict) -> tuple[str, int]:
+    """(Markdown for one pre-reading item, its reading minutes)."""
+    import chapter_header as ch
+
+    chapter = item["chapter"]
+    src = (src_dir / "book" / f"{chapter}.md").read_text(encoding="utf-8")
+    start, stop = item.get("from"), item.get("to")
+    folds = bool(item.get("folds"))
+    words = section_words(src, start, stop, folds)
+    mins = max(1, math.ceil(words / ch.WORDS_PER_MINUTE))
+    if start or stop:
+        part = (f"from “{start}”" if start else "from the start") + \
+               (f" to “{stop}”" if stop else " to the end")
+        text = f"{{doc}}`{_title(src, chapter)} <{chapter}>`, {part}"
+    else:
+        text = f"{{doc}}`{_title(src, chapter)} <{chapter}>`"
+    if folds:
+        text += ", folded blocks open"
+    return text, mins
+
+
+def all_exercises(src_dir: Path) -> dict[str, Exercise]:
+    import chapter_header as ch
+
+    out = {}
+    for c in ch.toc_chapters(src_dir):
+        src = (src_dir / "book" / f"{c}.md").read_text(encoding="utf-8")
+        out.update({e.label: e for e in exercises_of(src, c)})
+    return out
+
+
+def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
+    """The MyST of the ``sessions``-session plan."""
+    plan = load_syllabus(src_dir)[f"sessions_{sessions}"]
+    exs = all_exercises(src_dir)
+    minutes_class = plan.get("session_minutes", 90)
+    out: list[str] = []
+    total = {"reading": 0, "lab": 0, "homework": 0}
+    for n, session in enumerate(plan["sessions"], start=1):
+        out += [f"**Session {n}. {session['title']}**", ""]
+        out += ["*You will be able to:*", ""]
+        out += [f"{i}. {o}" for i, o in enumerate(session["objectives"], start=1)] + [""]
+        items = [reading(src_dir, r) for r in session["reading"]]
+        read = sum(m for _, m in items)
+        out.append(f"- **Before class** (about {read} min): "
+                   + "; ".join(f"{t} ({m} min)" for t, m in items) + ".")
+        out.append(f"- **In class** ({minutes_class} min): {session['in_class']}")
+        for key, name in (("labs", "Lab"), ("homework", "Homework")):
+            chosen = [exs[label] for label in session.get(key, [])]
+            mins = sum(e.minutes for e in chosen)
+            total["lab" if key == "labs" else "homework"] += mins
+            if chosen:
+                out.append(f"- **{name}** ({mins} min): " + "; ".join(
+                    f"{_ref(e)} ({stars(e.stars)}, {e.minutes} min)" for e in chosen) + ".")
+        skip = session.get("skip")
+        if skip:
+            out.append(f"- **Skip or assign as optional:** {skip}")
+        out.append("")
+        total["reading"] += read
+    contact = len(plan["sessions"]) * minutes_class
+    own = total["reading"] + total["homework"]
+    out += [f"**Workload.** {len(plan['sessions'])} sessions of {minutes_class} min "
+            f"({_hours(contact)} in class, labs included: {_hours(total['lab'])} of them). "
+            f"Outside class: {_hours(total['reading'])} of pre-reading and "
+            f"{_hours(total['homework'])} of homework, {_hours(own)} in all, about "
+            f"{own / len(plan['sessions']):.0f} min a session. Reading times are the pages' "
+            f"core paths at {_wpm()} words a minute; exercise times are those the exercises "
+            f"state."]
+    return out
+
+
+def _wpm() -> int:
+    import chapter_header as ch
+
+    return ch.WORDS_PER_MINUTE
+
+
+class Syllabus(SphinxDirective):
+    required_arguments = 1
+
+    def run(self):
+        try:
+            sessions = int(self.arguments[0])
+            rows = syllabus_rows(Path(self.env.srcdir), sessions)
+        except (KeyError, ValueError) as err:
+            raise self.error(f"syllabus {self.arguments[0]}: {err}")
+        box = nodes.container(classes=["syllabus"])
+        self.state.nested_parse(StringList(rows, source=self.env.docname), self.content_offset,
+                                box)
+        return [box]
+
+
+def setup(app):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    app.add_directive("exercise-table", ExerciseTable)
+    app.add_directive("syllabus", Syllabus)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

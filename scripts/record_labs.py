@@ -1,0 +1,82 @@
+"""Record every coding lab's reference answer under several base seeds.
+
+    python scripts/record_labs.py --chapters scaling_laws [--labs ex-scaling-laws-1]
+                                  [--seeds 0-7] [--threads 1]
+
+Each chapter module's ``LABS`` (a :class:`seqtheory.exercises.LabTable`) registers a
+reference solution per lab (a function of the base seed).  This script runs them and merges
+the answers into ``src/seqtheory/chapters/measured/CHAPTER.labs.json``: the spread the lab's
+feedback quotes, and the data a unit test holds against the lab's expected range.  It prints
+each lab's values, its range and the time taken.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from robustness import parse_seeds  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chapters", required=True, help="comma-separated chapter names")
+    parser.add_argument("--labs", default="", help="comma-separated lab labels (default: all)")
+    parser.add_argument("--seeds", default="0-7", help="base seeds, e.g. 0-7 or 0-3,42")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from seqtheory.claims import plain
+    from seqtheory.exercises import table
+    from seqtheory.utils import cpu_name
+
+    torch.set_num_threads(args.threads)
+    seeds = parse_seeds(args.seeds)
+    if len(seeds) < 1:
+        parser.error("--seeds must name at least one seed")
+    wanted = [s for s in args.labs.split(",") if s]
+    for chapter in [c for c in args.chapters.split(",") if c]:
+        labs = table(chapter)
+        path = ROOT / "src" / "seqtheory" / "chapters" / "measured" / f"{chapter}.labs.json"
+        old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"labs": {}}
+        record = {"chapter": chapter, "script": "python scripts/record_labs.py",
+                  "info": {"date": datetime.date.today().isoformat(), "device": cpu_name(),
+                           "torch": torch.__version__, "threads": args.threads},
+                  "labs": {k: v for k, v in old["labs"].items() if k in labs.labs}}
+        for label, lab in labs.labs.items():
+            if wanted and label not in wanted:
+                continue
+            start = time.perf_counter()
+            answers = {str(s): plain(labs.solve(label, s), label) for s in seeds}
+            took = (time.perf_counter() - start) / len(seeds)
+            values = [lab.value(a) for a in answers.values()]
+            inside = sum(lab.low <= v <= lab.high for v in values)
+            print(f"{label}: {lab.quantity} = "
+                  + ", ".join(f"{v:.4g}" for v in values)
+                  + f"; range [{lab.low}, {lab.high}] holds {inside}/{len(values)}; "
+                  f"{took:.1f} s per seed")
+            record["labs"][label] = answers
+        record["labs"] = dict(sorted(record["labs"].items(),
+                                     key=lambda kv: int(kv[0].rsplit("-", 1)[1])))
+        lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in record.items()
+                         if k != "labs"]
+        items = list(record["labs"].items())
+        lines.append(' "labs": {')
+        lines += [f"  {json.dumps(k)}: {json.dumps(v)}{',' if i < len(items) - 1 else ''}"
+                  for i, (k, v) in enumerate(items)]
+        lines += [" }", "}"]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
