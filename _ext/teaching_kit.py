@@ -238,7 +238,11 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
         read = sum(m for _, m in items)
         out.append(f"- **Before class** (about {read} min): "
                    + "; ".join(f"{t} ({m} min)" for t, m in items) + ".")
-        out.append(f"- **In class** ({minutes_class} min): {session['in_class']}")
+        lab_minutes = sum(exs[label].minutes for label in session.get("labs", []))
+        plan_text = session["in_class"].rstrip(".")
+        if lab_minutes:
+            plan_text += f"; the labs below ({lab_minutes} min)"
+        out.append(f"- **In class** ({minutes_class} min): {plan_text}.")
         for key, name in (("labs", "Lab"), ("homework", "Homework")):
             chosen = [exs[label] for label in session.get(key, [])]
             mins = sum(e.minutes for e in chosen)
@@ -263,6 +267,12 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
     return out
 
 
+def in_class_minutes(session: dict, exercises: dict) -> int:
+    """The minutes a session's in-class plan states, its labs included."""
+    stated = sum(int(m) for m in re.findall(r"\((\d+) min\)", session["in_class"]))
+    return stated + sum(exercises[label].minutes for label in session.get("labs", []))
+
+
 def _wpm() -> int:
     import chapter_header as ch
 
@@ -277,7 +287,7 @@ class Syllabus(SphinxDirective):
             sessions = int(self.arguments[0])
             rows = syllabus_rows(Path(self.env.srcdir), sessions)
         except (KeyError, ValueError) as err:
-            raise self.error(f"syllabus {self.arguments[0]}: {err}")
+            raise self.error(f"syllabus {self.arguments[0]}: {err}") from None
         box = nodes.container(classes=["syllabus"])
         self.state.nested_parse(StringList(rows, source=self.env.docname), self.content_offset,
                                 box)

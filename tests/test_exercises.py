@@ -155,6 +155,9 @@ def test_syllabus_fits_the_material(sessions):
         if n < sessions or sessions == 6:
             assert labs and homework, f"{where}: wants a lab and homework"
         assert sum(e.minutes for e in labs) <= 45, f"{where}: more labs than class time"
+        in_class = kit.in_class_minutes(s, found)
+        assert plan["session_minutes"] - 10 <= in_class <= plan["session_minutes"], \
+            f"{where}: the in-class plan and its labs take {in_class} min"
         assert read + sum(e.minutes for e in homework) <= 150, \
             f"{where}: more than 2.5 h of work outside class"
     rows = kit.syllabus_rows(ROOT, sessions)

@@ -402,3 +402,14 @@ def test_unigram_cross_entropy_smooths_tokens_never_seen_in_training():
     # a test token absent from training (and above the largest training id)
     got = unigram_cross_entropy([0, 1], [3], vocab_size=4, n_test_symbols=1)
     assert got == pytest.approx(-math.log2(0.5 / 4.0))
+
+
+def test_lzw_encodes_tokens_longer_than_an_int64_code():
+    """A near-deterministic source grows phrases of more than 63 binary symbols, which do not
+    fit an integer code; the parse must still cover the data with dictionary tokens."""
+    rng = np.random.default_rng(0)
+    x = (rng.random(100_000) < 0.02).astype(int)
+    lzw = LZW.train(x, 1024, 2)
+    assert max(t.size for t in lzw.tokens) > 63
+    ids = lzw.encode(x[:20_000])
+    assert np.array_equal(np.concatenate([lzw.tokens[i] for i in ids]), x[:20_000])

@@ -124,7 +124,7 @@ class Lab:
 
 
 def _range(low: float, high: float) -> str:
-    return f"{_short(float(low), 3)} to {_short(float(high), 3)}"
+    return f"{_short(float(low), 3)} and {_short(float(high), 3)}"
 
 
 @dataclass
@@ -248,7 +248,7 @@ class LabTable:
                     f"**Check:** {lab.hint}")
         if solution:
             check(ok, f"[{label}] the reference solution gives {lab.quantity} = "
-                      f"{_short(value, 4)}, outside {_range(lab.low, lab.high)}.")
+                      f"{_short(value, 4)}, not between {_range(lab.low, lab.high)}.")
         return Feedback(lab, value, ok, text)
 
 

@@ -333,27 +333,32 @@ class LZW(_Vocab):
         n, A = seq.size, self.alphabet
         if n == 0:
             return np.zeros(0, np.int64)
-        # phrase codes by length: code = sum_j s_j A^(l-1-j); the dictionary is prefix-closed
-        by_length: dict[int, dict[int, int]] = {}
-        for idx, t in enumerate(self.tokens):
-            code = 0
-            for s in t.tolist():
-                code = code * A + s
-            by_length.setdefault(t.size, {})[code] = idx
+        # the dictionary as a trie over token ids (it is prefix-closed): child[t, s] is the
+        # token that extends token t by symbol s, or -1
+        index = {tuple(t.tolist()): idx for idx, t in enumerate(self.tokens)}
+        child = np.full((len(self.tokens), A), -1, dtype=np.int64)
+        for phrase, idx in index.items():
+            parent = index.get(phrase[:-1]) if len(phrase) > 1 else None
+            if parent is not None:
+                child[parent, phrase[-1]] = idx
+        single = np.array([index.get((s,), -1) for s in range(A)], dtype=np.int64)
+        if (single < 0).any():
+            raise ValueError("the dictionary must hold every single symbol as a token")
         # longest match at every position: extend all still-matching windows by one symbol
         match_len = np.ones(n, dtype=np.int64)
-        code = seq.copy()                  # code of the longest match found so far
+        token = single[seq]                # id of the longest match found so far
         active = np.arange(n)
         length = 1
-        while (length + 1) in by_length:
+        longest = max(t.size for t in self.tokens)
+        while length < longest:
             length += 1
             active = active[active + length <= n]
-            extended = code[active] * A + seq[active + length - 1]
-            keep = np.isin(extended, np.fromiter(by_length[length], np.int64))
+            extended = child[token[active], seq[active + length - 1]]
+            keep = extended >= 0
             active = active[keep]
             if active.size == 0:
                 break
-            code[active] = extended[keep]
+            token[active] = extended[keep]
             match_len[active] = length
         # the greedy parse 0, nxt(0), nxt(nxt(0)), ... by doubling: after round k, `path`
         # holds the first 2^k positions of the chain in order and `jump` jumps 2^k tokens
@@ -366,13 +371,7 @@ class LZW(_Vocab):
                 break
             path = np.r_[path, more]
             jump = jump[jump]
-        # token ids by a sorted (code, length) key
-        width = max(by_length) + 1
-        keys = np.array([c * width + ln for ln, codes in by_length.items() for c in codes])
-        ids = np.array([i for codes in by_length.values() for i in codes.values()])
-        order = np.argsort(keys)
-        found = np.searchsorted(keys[order], code[path] * width + match_len[path])
-        return ids[order][found]
+        return token[path]
 
 
 # ------------------------------------------------------------------------------ fixed blocks

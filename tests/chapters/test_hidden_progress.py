@@ -194,16 +194,3 @@ def test_recorded_progress_measure_predicts_convergence():
     assert int(networks) >= 8 * 4
     assert float(corr) < -0.4
 
-
-def test_exercise_4_values_and_claims():
-    steps = {(32, 0.1): np.array([1150.0, 1350, 1250]), (64, 0.1): np.array([1150.0, 1250, 1200]),
-             (32, 0.05): np.array([2000.0, 2100, 2300])}
-    values = chapter.claims("exercise", steps)
-    assert values["ex4_lr_ratio"] == pytest.approx(2100 / 1250)
-    assert values["ex4_double_samples"] == "76,800"
-    assert not {c.id for c in chapter.TABLE.section("exercise") if not c.holds(values)}
-    # a batch that saves steps in proportion, and a rate that changes nothing, fail
-    same = {**steps, (64, 0.1): steps[32, 0.1] / 2, (32, 0.05): steps[32, 0.1]}
-    values = chapter.claims("exercise", same)
-    assert {c.id for c in chapter.TABLE.section("exercise") if not c.holds(values)} == {
-        "exercise.half_lr_slower", "exercise.double_batch_same_steps"}

@@ -3,17 +3,24 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn as nn
 
 from ..chain_of_thought import (
     FORMATS,
     MULT_FORMATS,
     SUPPORT_FORMATS,
+    NextTokenNet,
     all_bit_strings,
     chain_length,
+    chain_targets,
+    generate,
     multiplication_length,
     parity_chain,
 )
 from ..claims import Claim, ClaimTable
+from ..exercises import Lab, LabTable
+from ..training import IGNORE_INDEX, train
+from ..utils import check_int, evaluating, make_generator
 
 TABLE = ClaimTable("chain_of_thought", [
     # --- parity of n bits, every (chain, model) row
@@ -337,3 +344,185 @@ def _binary_count(n: int = 12) -> dict:
         "thresholds_match": match,
         "last_digit_is_parity": parity,
     }
+
+
+# --------------------------------------------------------------------------- coding labs
+def _check_chains(seqs, prompt: int) -> torch.Tensor:
+    if not isinstance(seqs, torch.Tensor) or seqs.dim() != 2:
+        raise TypeError("seqs must be a (strings, prompt + chain) tensor of token ids")
+    prompt = check_int("prompt", prompt, minimum=1)
+    if seqs.shape[1] <= prompt:
+        raise ValueError(f"seqs must have tokens after the prompt of {prompt}, got "
+                         f"{seqs.shape[1]} tokens in all")
+    return seqs.long()
+
+
+def train_on_chains(seqs: torch.Tensor, prompt: int, *, hidden: int | None = None,
+                    models: int = 3, steps: int = 400, lr: float = 1e-2,
+                    batch_size: int = 256, generator: torch.Generator) -> NextTokenNet:
+    """Train ``models`` time-inhomogeneous next-token models (:class:`NextTokenNet`, linear
+    or with ``hidden`` ReLU units per position) on any chains: ``seqs`` (strings, prompt +
+    chain) of 0/1 tokens, the loss on every token after the first ``prompt`` ones. AdamW as
+    in the chapter; ``generator`` draws the weights, then every batch."""
+    seqs = _check_chains(seqs, prompt)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    M = check_int("models", models, minimum=1)
+    model = NextTokenNet(seqs.shape[1] - 1, vocab=2, hidden=hidden, models=M,
+                         generator=generator)
+
+    def batch(step):
+        rows = torch.randint(len(seqs), (batch_size,), generator=generator)
+        return chain_targets(seqs[rows], prompt)
+
+    def loss(logits, y):                      # each model's mean, summed: its own gradient
+        return nn.functional.cross_entropy(logits.flatten(0, 2),
+                                           y[None].expand(M, -1, -1).flatten(),
+                                           ignore_index=IGNORE_INDEX) * M
+
+    train(model, batch, steps=steps, lr=lr, grad_clip=None, loss_fn=loss, eval_every=steps,
+          progress=False)
+    return model
+
+
+@torch.no_grad()
+def token_accuracy(model: NextTokenNet, seqs: torch.Tensor, prompt: int) -> np.ndarray:
+    """Accuracy of every token after the prompt given the right tokens before it (teacher
+    forcing), per model: (models, tokens written)."""
+    seqs = _check_chains(seqs, prompt)
+    with evaluating(model):
+        pred = model(seqs[:, :-1]).argmax(dim=-1)                         # (M, B, L-1)
+    right = (pred == seqs[None, :, 1:]).float().mean(dim=1)              # (M, L-1)
+    return right[:, prompt - 1:].numpy()
+
+
+def chain_answer_accuracy(model: NextTokenNet, seqs: torch.Tensor, prompt: int) -> np.ndarray:
+    """Fraction of ``seqs`` whose last token the model gets right after generating its own
+    chain from the prompt, per model: (models,)."""
+    seqs = _check_chains(seqs, prompt)
+    got = generate(model, seqs[:, :prompt], seqs.shape[1] - prompt)      # (M, B, L)
+    return (got[:, :, -1] == seqs[None, :, -1]).float().mean(dim=1).numpy()
+
+
+def block_chain(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Bits ``x`` (B, n) followed by the running parity after every ``k`` bits (k divides
+    n): each chain token is the previous one XOR ``k`` new bits; the last is the parity."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 2:
+        raise TypeError("x must be a (batch, n) tensor of 0/1 bits")
+    k = check_int("k", k, minimum=1)
+    if x.shape[1] % k:
+        raise ValueError(f"k must divide n = {x.shape[1]}, got {k}")
+    x = x.long()
+    return torch.cat([x, (x.cumsum(dim=1) % 2)[:, k - 1::k]], dim=1)
+
+
+def split_strings(n: int, train_size: int, generator: torch.Generator):
+    """All ``2**n`` strings in a random order, split: (train, test)."""
+    strings = all_bit_strings(n)
+    strings = strings[torch.randperm(len(strings), generator=generator)]
+    return strings[:train_size], strings[train_size:]
+
+
+BLOCKS = (2, 3, 4, 6)             # bits per step of the long-steps lab (n = 12)
+
+LABS = LabTable("chain_of_thought", [
+    Lab("ex-chain-of-thought-3",
+        expects="the fraction of the 4,096 strings of 12 bits on which the four thresholds "
+                "reproduce the binary-count chain in every digit",
+        quantity="the fraction of strings reproduced",
+        low=0.999, high=1.0,
+        because="each digit b_j = [S - sum_{l>j} 2^l b_l >= 2^j] is exactly the binary digit "
+                "of the count, since S minus the higher digits is S mod 2^(j+1)",
+        hint="compute the digits most significant first, subtract 2^l b_l for every digit "
+             "already written, and compare with 2^j using >=.",
+        mistakes=(("[S >= 2^j] without subtracting the digits already written",
+                   0.250244140625),
+                  ("the digits computed least significant first, each after subtracting "
+                   "the lower ones", 0.000244140625))),
+    Lab("ex-chain-of-thought-4",
+        expects="two teacher-forced test accuracies of the parity digit b_0: written last "
+                "(most significant digit first), then written first (least significant "
+                "first)",
+        quantity="b_0's accuracy written last minus written first",
+        measure=lambda a: a[0] - a[1],
+        low=0.3, high=0.6,
+        because="written last, b_0 is a threshold of the bits and the digits before it; "
+                "written first, it is the parity of the bits, which no linear threshold "
+                "computes",
+        hint="reverse only the four digits after the 12 bits (seqs[:, 12:].flip(1)), train "
+             "one set of models per order, and read b_0 where each order writes it: the "
+             "last token of the first order, the first token of the second.",
+        mistakes=(("the digits not reversed (both models on the same order)", [0.933, 0.947]),
+                  ("the last token read in both orders (b_3 in the reversed one)",
+                   [0.933, 1.0]))),
+    Lab("ex-chain-of-thought-5",
+        expects="two test accuracies after training on 64 strings: the mean accuracy of a "
+                "written token given the right tokens before it, then the accuracy of the "
+                "answer after the model's own chain",
+        quantity="the mean token accuracy minus the answer accuracy",
+        measure=lambda a: a[0] - a[1],
+        low=0.2, high=0.5,
+        because="an answer needs all 24 steps right, so small per-step errors add up over "
+                "the chain",
+        hint="measure both on the test strings (not the 64 training strings): the token "
+             "accuracy with chapter.token_accuracy, averaged over tokens and models, the "
+             "answer with chapter.chain_answer_accuracy.",
+        mistakes=(("both measured on the 64 training strings", [1.0, 1.0]),
+                  ("no chain (one token: both numbers the same)", [0.5, 0.5]))),
+    Lab("ex-chain-of-thought-6",
+        expects="four test accuracies of the MLP's answer, for chains whose every step "
+                "takes k = 2, 3, 4, 6 new bits",
+        quantity="the accuracy with k = 2 minus that with k = 6",
+        measure=lambda a: a[0] - a[-1],
+        low=0.35, high=0.6,
+        because="a shorter chain makes each step a parity of more bits, and at this budget "
+                "the MLP learns the 3-bit steps but not the 7-bit ones",
+        hint="build each chain with chapter.block_chain(x, k), train a fresh MLP "
+             "(hidden=32) per k, and measure on the test strings.",
+        mistakes=(("accuracy on the 512 training strings", [1.0, 0.996, 0.973, 0.833]),
+                  ("the same k = 2 chain for every k", [1.0, 1.0, 1.0, 1.0]))),
+])
+feedback = LABS.feedback
+
+
+@LABS.solves("ex-chain-of-thought-3")
+def _thresholds(seed: int) -> float:
+    x = all_bit_strings(12)
+    chain = parity_chain(x, "binary")[:, 12:]
+    return float((binary_count_by_thresholds(x) == chain).all(dim=1).float().mean())
+
+
+@LABS.solves("ex-chain-of-thought-4")
+def _digit_order(seed: int) -> list[float]:
+    g = make_generator(21, base=seed)
+    train_x, test_x = split_strings(12, 512, g)
+    out = []
+    for flip in (False, True):
+        seqs = [parity_chain(x, "binary") for x in (train_x, test_x)]
+        if flip:
+            seqs = [torch.cat([s[:, :12], s[:, 12:].flip(1)], dim=1) for s in seqs]
+        model = train_on_chains(seqs[0], 12, steps=400, generator=g)
+        acc = token_accuracy(model, seqs[1], 12).mean(axis=0)             # (4,)
+        out.append(float(acc[0] if flip else acc[-1]))
+    return out
+
+
+@LABS.solves("ex-chain-of-thought-5")
+def _compound(seed: int) -> list[float]:
+    g = make_generator(22, base=seed)
+    train_x, test_x = split_strings(12, 64, g)
+    train_seqs, test_seqs = parity_chain(train_x, "threshold"), parity_chain(test_x, "threshold")
+    model = train_on_chains(train_seqs, 12, steps=300, generator=g)
+    return [float(token_accuracy(model, test_seqs, 12).mean()),
+            float(chain_answer_accuracy(model, test_seqs, 12).mean())]
+
+
+@LABS.solves("ex-chain-of-thought-6")
+def _block_steps(seed: int) -> list[float]:
+    g = make_generator(23, base=seed)
+    train_x, test_x = split_strings(12, 512, g)
+    out = []
+    for k in BLOCKS:
+        model = train_on_chains(block_chain(train_x, k), 12, hidden=32, steps=300, generator=g)
+        out.append(float(chain_answer_accuracy(model, block_chain(test_x, k), 12).mean()))
+    return out

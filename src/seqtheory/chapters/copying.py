@@ -8,12 +8,18 @@ from ..claims import Claim, ClaimTable
 from ..copying import (
     MODEL_NAMES,
     NUM_LETTERS,
+    SETUP,
+    CopyLSTM,
     accuracy_by_repeats,
     encode,
     max_copy_length,
     repeat_accuracy,
     repeat_probability,
+    state_bits,
+    train_copier,
 )
+from ..exercises import Lab, LabTable
+from ..utils import make_generator, seeded
 
 TABLE = ClaimTable("copying", [
     Claim("setup.one_state_size",
@@ -211,8 +217,14 @@ def _setup(setup, models) -> dict:
     states = sorted({m.state_floats for m in models.values() if hasattr(m, "state_floats")})
     values = {key: getattr(setup, key)
               for key in ("min_len", "max_len", "test_len", "steps", "batch_size", "eval_size")}
+    string_bits = float(setup.max_len * np.log2(NUM_LETTERS))
     return {**values, "n_seeds": len(setup.seeds), "state_floats": states[0],
-            "string_bits": float(setup.max_len * np.log2(NUM_LETTERS)), "state_sizes": states}
+            "string_bits": string_bits, "state_sizes": states,
+            # the capacity bound (copy half the strings) at 32 and at 1 bit per number, and
+            # the bits per state number that strings of max_len letters need
+            "cap_32": float(max_copy_length(state_bits(states[0]) + 1)),
+            "cap_1": float(max_copy_length(state_bits(states[0], 1) + 1)),
+            "bits_per_number": string_bits / states[0]}
 
 
 @TABLE.computes("sweep")
@@ -420,3 +432,91 @@ def _lookup(archive: dict) -> dict:
         "ha_suffix_40": float(np.median(h_suf[40])),
         "ha_prefix_10": float(np.median(h_pre[10])),
     }
+
+
+# ------------------------------------------------------------------ coding labs
+#: Lengths of the n-grams whose repeats the lab "When hashing fails" simulates.
+HASH_NS = (2, 3, 4, 5)
+
+
+def lookup_copy_accuracy(strings: torch.Tensor, n: int) -> float:
+    """Fraction of ``strings`` (B, L) of letter ids that an ideal n-gram lookup copies exactly.
+
+    The lookup writes letter ``i >= n`` of the copy as the letter that follows the first
+    occurrence of the n-gram ``s[i-n:i]`` in the string (the first n letters are given). It
+    errs exactly when some n-gram occurs twice followed by different letters.
+    """
+    L = strings.shape[1]
+    grams = strings.long().unfold(1, n, 1)[:, :L - n]                  # (B, L - n, n)
+    code = grams @ (NUM_LETTERS ** torch.arange(n))                     # (B, L - n)
+    follow = strings[:, n:]                                             # (B, L - n)
+    clash = (code[:, :, None] == code[:, None, :]) & \
+        (follow[:, :, None] != follow[:, None, :])                      # (B, L - n, L - n)
+    return float(1 - clash.flatten(1).any(dim=1).float().mean())
+
+
+LABS = LabTable("copying", [
+    Lab("ex-copying-2",
+        expects="a list of four simulated chances that a string of 100 letters repeats some "
+                "n-gram, for n = 2, 3, 4, 5 in that order",
+        quantity="the simulated chance of a repeated trigram in 100 letters",
+        measure=lambda p: p[1],
+        low=0.205, high=0.265,
+        because="about C(98, 2) = 4,753 pairs of trigram positions each match with chance "
+                "26^-3, so 1 - exp(-4753 / 17576) = 0.24 of the strings repeat one",
+        hint="call repeat_probability(100, n, size=5000, seed=base_seed()) for n = 2, 3, 4, 5 "
+             "(a simulation, not the bound L^2 26^-n), and list them in that order.",
+        mistakes=(("Lemma 2.4's bound L^2 26^-n instead of a simulation",
+                   [1.0, 10_000 / 26**3, 10_000 / 26**4, 10_000 / 26**5]),
+                  ("the union bound C(98, 2) / 26^3 instead of a simulation",
+                   [1.0, 4753 / 26**3, 4851 / 26**4, 4656 / 26**5]),
+                  ("the list starts at n = 1 (letters)", [1.0, 0.999, 0.237, 0.0104]))),
+    Lab("ex-copying-3",
+        expects="the string accuracy at the longest training length after training an LSTM "
+                "with 256 hidden units (History.final('acc_train_len'))",
+        quantity="the string accuracy of the 256-unit LSTM at length 10",
+        low=0.09, high=0.5,
+        because="twice the state lets the LSTM learn to copy a few times more strings than "
+                "the 128-unit one's few percent, though it must still learn to compress "
+                "the string, which the transformer never has to",
+        hint="build CopyLSTM(hidden=256) inside the seeded block, and train it with "
+             "train_copier at the LSTM's own tuned rate, setup.lr_for('LSTM') (1e-2).",
+        mistakes=(("the 128-unit LSTM (hidden left at its default)", 0.03),
+                  ("trained at the transformer's rate 1e-3", 0.002))),
+    Lab("ex-copying-4",
+        expects="the fraction of 2,000 random strings of 20 letters that an ideal bigram "
+                "lookup copies exactly",
+        quantity="the fraction copied exactly by the ideal bigram lookup",
+        low=0.76, high=0.86,
+        because="the lookup errs only where a bigram occurs twice followed by different "
+                "letters, which about 1 - exp(-C(18, 2) 25 / 26^3), a fifth, of the strings "
+                "do",
+        hint="compare the bigram before each letter with every other bigram of the same "
+             "string; count a string as wrong only if a repeated bigram is followed by "
+             "different letters (not if it merely repeats, and not the last bigram, which "
+             "no letter follows).",
+        mistakes=(("a lookup on the last letter alone (n = 1)", 0.0),
+                  ("a trigram lookup (n = 3) instead of a bigram one", 0.99))),
+])
+feedback = LABS.feedback
+
+
+@LABS.solves("ex-copying-2")
+def _hashing_fails(seed: int) -> list[float]:
+    return [repeat_probability(100, n, size=5000, seed=seed) for n in HASH_NS]
+
+
+@LABS.solves("ex-copying-3")
+def _more_state(seed: int) -> float:
+    setup = SETUP.cpu
+    with seeded(0, base=seed):
+        lstm = CopyLSTM(hidden=256)
+    history = train_copier(lstm, setup, lr=setup.lr_for("LSTM"), progress=False, seed=seed)
+    return history.final("acc_train_len")
+
+
+@LABS.solves("ex-copying-4")
+def _ideal_lookup(seed: int) -> float:
+    strings = torch.randint(NUM_LETTERS, (2000, SETUP.cpu.test_len),
+                            generator=make_generator(5, base=seed))
+    return lookup_copy_accuracy(strings, 2)

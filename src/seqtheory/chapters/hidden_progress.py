@@ -1,13 +1,16 @@
 """Hidden progress (``book/hidden_progress.md``): SGD nears a sparse parity under flat accuracy."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import comb
 
 import numpy as np
+import torch
 
 from ..claims import Claim, ClaimTable
-from ..utils import spread
+from ..exercises import Lab, LabTable
+from ..parity import SETUP, ParityMLPs, hypercube, run_k_sweep
+from ..utils import make_generator, make_rng, spread
 
 TABLE = ClaimTable("hidden_progress", [
     # ------------------------------------------------------------ the population gradient
@@ -134,17 +137,6 @@ TABLE = ClaimTable("hidden_progress", [
           "and np.all(np.less(median_3050, blind_3050))",
           "SGD slower than enumerating the candidate triples one per step, or faster than "
           "1,000 candidates per step"),
-    # ------------------------------------------------------------------ exercise 4
-    Claim("exercise.half_lr_slower",
-          "Halving the learning rate makes the k = 3 networks need more than 1.3 times as "
-          "many steps (medians over seeds).",
-          "ex4_lr_ratio > 1.3",
-          "a transition time in steps that does not grow when the drift per step halves"),
-    Claim("exercise.double_batch_same_steps",
-          "Doubling the batch saves at most a third of the steps and costs no more than a "
-          "tenth more (medians), so the samples seen grow by a factor of 1.3 or more.",
-          "0.65 < ex4_batch_ratio < 1.1",
-          "a larger batch that saves steps in proportion (as many samples) or costs steps"),
 ])
 claims = TABLE.claims_for
 
@@ -363,8 +355,13 @@ def _recorded_local(i: int) -> str:
 def _n_sweep(sweep) -> dict:
     """Experiment 3: steps to 99% per number of input bits n, and its power law."""
     steps, setup = sweep.steps_to_success, sweep.setup
-    slope, _ = sweep.power_law()
+    slope, icpt = sweep.power_law()
     cv = relative_spread(steps)
+    # where the fitted power law would fall below C(n, k) / batch, the statistical-query
+    # count at the tolerance of one batch (the exercise "One step, how many queries?")
+    grid = np.arange(min(setup.ns), 5001)
+    below = np.array([comb(int(n), setup.k) / setup.batch_size for n in grid]) > \
+        np.exp(icpt) * grid.astype(float) ** slope
     local = local_slopes(sweep.values, sweep.medians)
     shown = [n for n in (15, 30, 50) if n in steps]          # the sizes the prose quotes
     parallel = {n: parallel_search_mean(n, setup.k, setup.width) for n in setup.ns}
@@ -384,6 +381,7 @@ def _n_sweep(sweep) -> dict:
         "hp_parallel_3050": " and ".join(
             f"{parallel[n]:.1f} (n = {n})" for n in (30, 50) if n in steps),
         "hp_c15": f"{comb(min(setup.ns), setup.k):,}",
+        "hp_sq_cross": f"{int(grid[np.argmax(below)])}" if below.any() else "beyond 5,000",
         "hp_grid_frac": f"{100 * setup.n_eval_every / np.median(steps[min(setup.ns)]):.0f}%",
         "slope_n": slope,
         "local_slopes": local,
@@ -398,19 +396,131 @@ def _n_sweep(sweep) -> dict:
     }
 
 
-@TABLE.computes("exercise")
-def _exercise(steps: dict) -> dict:
-    """Exercise 4: ``steps`` maps (batch size, learning rate) to the k = 3 networks' steps to
-    success (one per seed), the first key the chapter's own setting."""
-    (base_bs, base_lr), *_ = steps
-    # a network that never succeeds counts as the slowest (nan -> inf), as in the sweep
-    med = {key: float(np.median(np.where(np.isnan(np.asarray(v, float)), np.inf, v)))
-           for key, v in steps.items()}
-    double = next(key for key in steps if key[0] == 2 * base_bs and key[1] == base_lr)
-    half = next(key for key in steps if key[0] == base_bs and key[1] == base_lr / 2)
-    out = {"ex4_lr_ratio": med[half] / med[(base_bs, base_lr)],
-           "ex4_batch_ratio": med[double] / med[(base_bs, base_lr)]}
-    for name, key in (("base", (base_bs, base_lr)), ("double", double), ("half", half)):
-        out[f"ex4_{name}_steps"] = f"{med[key]:,.0f}"
-        out[f"ex4_{name}_samples"] = f"{med[key] * key[0]:,.0f}"
-    return out
+# --------------------------------------------------------------------------- coding labs
+#: Support sizes of the lab "The gap against k".
+GAP_KS = (2, 3, 4, 5)
+
+
+def lab_settings(setup=None) -> tuple:
+    """The (batch size, learning rate) pairs of the lab "Batch size and learning rate": the
+    chapter's, the batch doubled, the learning rate halved."""
+    setup = SETUP.cpu if setup is None else setup
+    return ((setup.batch_size, setup.lr), (2 * setup.batch_size, setup.lr),
+            (setup.batch_size, setup.lr / 2))
+
+
+def fourier_gap(gate: torch.Tensor, x_all: torch.Tensor, k: int) -> float:
+    """Mean |g_j(S - {i})| over neurons j and support inputs i over the mean |g_j(S + {i})|
+    off the support, for S = {0..k-1}; ``gate`` (2^n, W) on every input ``x_all`` (2^n, n)."""
+    y = x_all[:, :k].prod(-1)                                           # (2^n,)
+    coef = (gate * y[:, None]).T @ x_all / len(x_all)                   # (W, n)
+    return float(coef[:, :k].abs().mean() / coef[:, k:].abs().mean())
+
+
+def parity_trials(trials: int, *, m: int, n: int, k: int, seed: int) -> tuple:
+    """``trials`` small training sets of a k-sparse parity: supports (trials, k), inputs x
+    (trials, m, n) of +-1 and labels y (trials, m) of +-1 (NumPy, ``make_rng(7, base=seed)``)."""
+    rng = make_rng(7, base=seed)
+    supports = np.stack([rng.choice(n, k, replace=False) for _ in range(trials)])
+    x = rng.choice([-1, 1], size=(trials, m, n))
+    y = np.take_along_axis(x, supports[:, None, :], axis=2).prod(-1)
+    return supports, x, y
+
+
+def solve_gf2(A, b) -> np.ndarray:
+    """A 0/1 vector s with A @ s = b (mod 2), by Gaussian elimination (free variables 0)."""
+    M = np.concatenate([A, b[:, None]], axis=1).astype(np.uint8) % 2    # (m, n + 1)
+    n, row, pivots = A.shape[1], 0, []
+    for col in range(n):
+        hits = np.flatnonzero(M[row:, col])
+        if hits.size == 0:
+            continue
+        M[[row, row + hits[0]]] = M[[row + hits[0], row]]               # pivot up
+        others = M[:, col].astype(bool)
+        others[row] = False
+        M[others] ^= M[row]                                             # clear the column
+        pivots.append(col)
+        row += 1
+        if row == len(M):
+            break
+    s = np.zeros(n, dtype=np.uint8)
+    s[pivots] = M[:len(pivots), n]
+    return s
+
+
+def gf2_recovered(supports, x, y) -> float:
+    """Fraction of trials whose support :func:`solve_gf2` recovers exactly from the bits of
+    ``x`` and ``y`` (bit 1 where the sign is -1, so a parity of signs is a sum mod 2)."""
+    found = [set(np.flatnonzero(solve_gf2(xt < 0, yt < 0))) == set(st.tolist())
+             for st, xt, yt in zip(supports, x, y, strict=True)]
+    return float(np.mean(found))
+
+
+LABS = LabTable("hidden_progress", [
+    Lab("ex-hidden-progress-4",
+        expects="a list of three arrays of steps to 99% accuracy (one per network), for the "
+                "chapter's batch and rate, the batch doubled, and the rate halved, in that "
+                "order",
+        quantity="the median steps with the rate halved over the median at the chapter's "
+                 "rate",
+        measure=lambda a: float(np.median(a[2]) / np.median(a[0])),
+        low=1.35, high=2.3,
+        because="the drift towards the support per step is proportional to the learning "
+                "rate, so halving it stretches the plateau, here by less than twice: part "
+                "of the wait does not scale with the rate",
+        hint="run run_k_sweep on replace(small, batch_size=..., lr=...) for each setting, "
+             "with the same base seed, and list the results as (chapter's, batch doubled, "
+             "rate halved).",
+        mistakes=(("the batch doubled and the rate halved listed in swapped order",
+                   [[750, 850, 750], [1300, 1350, 1250], [800, 800, 700]]),
+                  ("the rate doubled instead of halved",
+                   [[750, 850, 750], [800, 800, 700], [450, 500, 450]]))),
+    Lab("ex-hidden-progress-5",
+        expects="a list of four gap ratios (support over off-support mean absolute "
+                "coefficient), for k = 2, 3, 4, 5 in that order",
+        quantity="the Fourier gap at k = 4",
+        measure=lambda gaps: gaps[2],
+        low=2.3, high=3.6,
+        because="at k = 4 the support's degree-3 coefficients are about as large as the "
+                "degree-2 ones at k = 3, against degree-5 ones off the support, so the gap "
+                "is about the same as at k = 3",
+        hint="multiply the gates by the label y = x_0 x_1 ... x_(k-1) before correlating "
+             "with x_i, divide the support's mean by the off-support one (not the reverse), "
+             "and list k = 2, 3, 4, 5 in order.",
+        mistakes=(("the label left out (correlations of the gate with x_i alone)",
+                   [1.01, 1.02, 1.02, 1.01]),
+                  ("support and off-support swapped", [0.072, 0.35, 0.34, 0.75]))),
+    Lab("ex-hidden-progress-6",
+        expects="the fraction of the 200 trials in which Gaussian elimination mod 2 recovers "
+                "the support exactly",
+        quantity="the fraction of supports recovered from 35 examples",
+        low=0.93, high=1.0,
+        because="35 random examples of 30 bits have full rank mod 2 with probability about "
+                "1 - 2^-5, and then the parity's support is the unique solution",
+        hint="map each sign to a bit (1 where x_i = -1, and likewise for y), so that the "
+             "label bit is the sum mod 2 of the support's bits; eliminate mod 2 (XOR rows), "
+             "not over the reals.",
+        mistakes=(("least squares over the reals, rounded to 0/1", 0.0),
+                  ("the label's bit set where y = +1 instead of -1", 0.0))),
+])
+feedback = LABS.feedback
+
+
+@LABS.solves("ex-hidden-progress-4")
+def _batch_and_rate(seed: int) -> list:
+    small = replace(SETUP.cpu, n=20, ks=(3,), max_steps=6000)
+    return [run_k_sweep(replace(small, batch_size=bs, lr=lr), seed=seed,
+                        progress=False).steps_to_success[3] for bs, lr in lab_settings(small)]
+
+
+@LABS.solves("ex-hidden-progress-5")
+def _gap_against_k(seed: int) -> list:
+    net = ParityMLPs(12, [SETUP.cpu.width], generator=make_generator(62, base=seed))
+    x_all = hypercube(12)                                               # (4096, 12)
+    gate = ((x_all @ net.w1[0].detach().T + net.b1[0].detach()) > 0).float()  # (4096, W)
+    return [fourier_gap(gate, x_all, k) for k in GAP_KS]
+
+
+@LABS.solves("ex-hidden-progress-6")
+def _gaussian_elimination(seed: int) -> float:
+    return gf2_recovered(*parity_trials(200, m=35, n=30, k=3, seed=seed))

@@ -2,18 +2,24 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from ..claims import Claim, ClaimTable
+from ..exercises import Lab, LabTable
 from ..incontext import (
     PAPER,
     TRIGRAM_SETUP,
+    ICLEvaluator,
     ICLSetup,
+    MinimalICL,
     history_from_record,
     phases,
     rise_step,
     switch_step,
 )
-from ..utils import spread
+from ..incontext import SETUP as ICL_SETUP
+from ..markov import icl_mc_batch, sequence_loss, strategies
+from ..utils import make_generator, spread
 
 #: the three strategies of the main task, in the order the model should visit them
 STRATS = ("uniform", "unigram", "bigram")
@@ -994,11 +1000,97 @@ def unigram_plateau(history) -> dict:
 
 @TABLE.computes("exercise")
 def _exercise(main_history, peaked_history) -> dict:
-    """Exercise 5: the unigram plateau (:func:`unigram_plateau`) of the main run and of the
-    same run with peaked rows (alpha = 0.25)."""
+    """Exercise "Peaked rows": the unigram plateau (:func:`unigram_plateau`) of the main
+    run and of the same run with peaked rows (alpha = 0.25)."""
     out = {}
     for key, h in (("main", main_history), ("peaked", peaked_history)):
         p = unigram_plateau(h)
         out.update({f"ex5_{key}_len": p["length"], f"ex5_{key}_kl": p["kl_min"],
                     f"ex5_{key}_switch": p["switch"]})
     return out
+
+
+# ------------------------------------------------------------------ coding labs
+LABS = LabTable("induction_heads", [
+    Lab("ex-induction-heads-6",
+        expects="the share of chains (k = 3, two tokens each) whose second token repeats "
+                "the first",
+        quantity="P(x_2 = x_1) - 1/3",
+        measure=lambda share: share - 1 / 3,
+        low=0.045, high=0.095,
+        because="states with a large self-transition P_ii hold the chain longer and so "
+                "carry more stationary mass: a first token drawn from the stationary law "
+                "is more often a sticky one, which the bigram rule's uniform 1/k ignores",
+        hint="sample the chapter's task (k = 3) with icl_mc_batch, whose first state is "
+             "stationary, and count the chains with x[:, 1] == x[:, 0].",
+        mistakes=(("a uniformly drawn first state instead of the stationary one", 0.3321),
+                  ("k = 2 instead of the chapter's k = 3", 0.5912),
+                  ("the share of chains with x_2 = 0", 0.3329))),
+    Lab("ex-induction-heads-7",
+        expects="KL(bigram || model) at the last position (nats) of the hand-set minimal "
+                "model",
+        quantity="KL(bigram rule || hand-set model) at the last position",
+        low=0.002, high=0.03,
+        because="layer 1 on distance 1 writes the previous token into each key and W = c I "
+                "then keeps only the keys whose previous token is the query's token: the "
+                "model averages what followed earlier copies of x_t, the bigram rule without "
+                "its pseudo-counts",
+        hint="put the large logit c on distance 1 in net.w, set net.W = c * I, and take c "
+             "large enough that e^c dwarfs the ~100 keys (c around 10).",
+        mistakes=(("layer 1 on distance 0 (the key's own token)", 2.2102),
+                  ("W = c 11^T, equal scores for every key (the unigram rule again)", 0.1426),
+                  ("layer 1 left uniform (w = 0), only W = c I", 0.4637),
+                  ("c = 2, too small for a sharp match", 0.1106))),
+    Lab("ex-induction-heads-8",
+        expects="the mean of t times the bigram rule's excess loss over the oracle, over "
+                "t = 50..99 (k = 3)",
+        quantity="t x (bigram loss - oracle loss), averaged over t = 50..99",
+        low=2.3, high=2.85,
+        because="each row of P is learned from about pi_i t transitions at an excess of "
+                "about (k - 1)/(2 pi_i t), so the excess is about k(k - 1)/(2t) = 3/t; at "
+                "a few dozen visits per state it is still below that asymptote",
+        hint="subtract the oracle's sequence_loss from the bigram rule's, average over the "
+             "chains, multiply column t by t and average columns 50..99 (k = 3, 8,000 "
+             "chains).",
+        mistakes=(("the unigram rule instead of the bigram rule", 12.95),
+                  ("the excess without the factor t", 0.0356),
+                  ("k = 2 instead of the chapter's k = 3", 0.9295),
+                  ("all positions t = 1..99 instead of 50..99", 2.2034))),
+])
+feedback = LABS.feedback
+
+
+def set_circuit(net: MinimalICL, c: float) -> MinimalICL:
+    """The statistical induction head in the minimal model, by hand: layer 1's logit ``c``
+    on distance 1 (the previous token) and layer 2's ``W = c I`` (match the query's token
+    with the token before the key)."""
+    with torch.no_grad():
+        net.w.zero_()
+        net.w[1] = c
+        net.W.copy_(c * torch.eye(net.k))
+    return net.requires_grad_(False)
+
+
+@LABS.solves("ex-induction-heads-6")
+def _first_token(seed: int) -> float:
+    cpu = ICL_SETUP.cpu
+    x2, _ = icl_mc_batch(100_000, cpu.k, 2, cpu.alpha, generator=make_generator(6, base=seed))
+    return (x2[:, 1] == x2[:, 0]).double().mean().item()
+
+
+@LABS.solves("ex-induction-heads-7")
+def _circuit_by_hand(seed: int) -> float:
+    cpu = ICL_SETUP.cpu
+    evaluator = ICLEvaluator(cpu, n=512, base=seed)   # the main run's held-out sequences
+    hand = set_circuit(MinimalICL(cpu.k, cpu.T), c=10.0)
+    return evaluator(hand)["KL(bigram||model) @last"]
+
+
+@LABS.solves("ex-induction-heads-8")
+def _price_of_not_knowing(seed: int) -> float:
+    cpu = ICL_SETUP.cpu
+    x, P = icl_mc_batch(8000, cpu.k, cpu.T, cpu.alpha, generator=make_generator(8, base=seed))
+    rules = strategies(x, P, cpu.alpha)
+    excess = (sequence_loss(rules["bigram"], x) - sequence_loss(rules["oracle"], x)).mean(0)
+    t = np.arange(cpu.T)
+    return float((t[50:] * excess[50:].numpy()).mean())

@@ -7,21 +7,24 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..claims import Claim, ClaimTable
+from ..exercises import Lab, LabTable
 from ..partitions import (
     adjusted_rand_index,
     class_separation,
     kmeans,
     planted_problem,
     prefix_grid,
+    recovery_threshold,
     same_partition,
     sample,
     samples_for,
     separation_rates,
     single_token_moves,
     solve_partitions,
+    survival_prediction,
     train_embeddings,
 )
-from ..utils import make_rng
+from ..utils import make_generator, make_rng
 
 #: the explorer's default view: N tokens per slot, K classes, S samples, I = 3 slots
 EXPLORE = {"N": 24, "K": 3, "S": 600}
@@ -531,10 +534,109 @@ def _explore(instance: int, *, N: int = EXPLORE["N"], K: int = EXPLORE["K"],
 
 @TABLE.computes("exercise")
 def _exercise(ex4: dict) -> dict:
-    """Exercise 4: recovery and median final loss at c = 16 for each embedding size m."""
+    """The exercise "Cheaper gradient descent?": recovery and median final loss at c = 16
+    for each embedding size m."""
     out = {}
     for m, (rec, loss) in sorted(ex4.items()):
         out[f"ex4_rec_{m}"] = float(rec)
         out[f"ex4_loss_{m}"] = float(loss)
     out["ex4_rec_6_lo"], out["ex4_rec_6_hi"] = _recorded_range("exercise", "ex4_rec_6")
+    return out
+
+
+# ----------------------------------------------------------------------- coding labs
+def _survivor_ratio(answer) -> float:
+    """Counted single-token survivors over their predicted number, pooled over instances
+    (``answer``: [counts per instance, predictions per instance])."""
+    counted, predicted = answer
+    return float(np.sum(counted)) / float(np.sum(predicted))
+
+
+def _threshold_ratio(answer) -> float:
+    """Median ternary threshold over median binary threshold (``answer``: [binary
+    thresholds, ternary thresholds])."""
+    binary, ternary = answer
+    return float(np.median(ternary)) / float(np.median(binary))
+
+
+LABS = LabTable("partitions", [
+    Lab("ex-partitions-4",
+        expects="one number: the median over the eight instances of the final training loss "
+                "with m = 2",
+        quantity="the median final training loss at m = 2",
+        low=0.12, high=0.6,
+        because="with m = 2 < K = 3 the classes cannot get a direction each, so the "
+                "multilinear model cannot represent a general 3 x 3 x 3 table g and the loss "
+                "stays well above the zero that m = K reaches",
+        hint="train the eight N = 32 instances of Experiment 3 at c = 16 with m = 2, the "
+             "chapter's steps and learning rate, and take the median of fit.final_loss.",
+        mistakes=(("m = 6 instead of m = 2", 4.5e-07),
+                  ("m = K = 3, Experiment 3's own run", 3.0e-08))),
+    Lab("ex-partitions-5",
+        expects="a pair [counts, predictions]: per instance, the number of single-token "
+                "errors no sample rules out, and survival_prediction at the same S",
+        quantity="the counted survivors over the predicted number (pooled over instances)",
+        measure=_survivor_ratio,
+        low=0.8, high=1.2,
+        because="each sample rules out the error (i, n, b) independently with probability "
+                "rho_iab / N, so the expected number of survivors is exactly mu(S); only "
+                "exp(-mu) as the chance of none is an approximation",
+        hint="count only wrong classes (single_token_moves already leaves out the true "
+             "class), and evaluate survival_prediction at the number of samples S, not at c.",
+        mistakes=(("the true class counted as a survivor too (totals)", [[2112], [197.3]]),
+                  ("survival_prediction at S = c = 2 instead of S (totals)",
+                   [[192], [3717.0]]))),
+    Lab("ex-partitions-6",
+        expects="a pair [binary thresholds, ternary thresholds] of recovery_threshold over "
+                "the same 16 instance seeds",
+        quantity="the median ternary threshold over the median binary threshold",
+        measure=_threshold_ratio,
+        low=0.38, high=0.85,
+        because="two classes differ in a cell of a ternary g with probability 2/3 instead "
+                "of 1/2, and the rarest separation, which sets the threshold, improves even "
+                "more (typically 4/9 instead of 2/9)",
+        hint="draw binary and ternary instances with the same seeds and the same s_max, and "
+             "divide the ternary median by the binary one.",
+        mistakes=(("binary over ternary (the ratio inverted)",
+                   [[379, 236, 418, 282, 299, 282, 209, 574, 250, 343, 305, 490, 634, 240,
+                     647, 282],
+                    [379, 330, 609, 444, 480, 462, 1775, 574, 647, 1194, 586, 586, 836, 444,
+                     673, 586]]),
+                  ("binary instances in both lists",
+                   [[379, 330, 609, 444, 480, 462, 1775, 574, 647, 1194, 586, 586, 836, 444,
+                     673, 586]] * 2))),
+])
+feedback = LABS.feedback
+
+
+@LABS.solves("ex-partitions-4")
+def _smaller_embeddings(seed: int) -> float:
+    problems = [planted_problem(32, 3, 3, seed=make_rng(r, base=seed)) for r in range(8)]
+    data = [sample(pb, samples_for(16, 32), seed=make_rng(20_000 + r, base=seed))
+            for r, pb in enumerate(problems)]
+    fit = train_embeddings([d[0] for d in data], [d[1] for d in data], 32, 3, m=2,
+                           steps=1500, lr=0.03, seed=make_generator(0, base=seed))
+    return float(np.median(fit.final_loss))
+
+
+@LABS.solves("ex-partitions-5")
+def _survivors(seed: int) -> list:
+    S = samples_for(2, 32)
+    counted, predicted = [], []
+    for r in range(20):
+        pb = planted_problem(32, 3, 3, seed=make_rng(300 + r, base=seed))
+        x, y = sample(pb, S, seed=make_rng(400 + r, base=seed))
+        counted.append(int(single_token_moves(pb, x, y).sum()))
+        predicted.append(float(survival_prediction(pb, S)))
+    return [counted, predicted]
+
+
+@LABS.solves("ex-partitions-6")
+def _ternary(seed: int) -> list:
+    s_max = samples_for(16, 32)
+    out = []
+    for kind in ("binary", "ternary"):
+        out.append([recovery_threshold(
+            planted_problem(32, 3, 3, kind=kind, seed=make_rng(100 + r, base=seed)), s_max,
+            seed=make_rng(200 + r, base=seed)) for r in range(16)])
     return out

@@ -4,13 +4,25 @@ are not affine images of each other; at the smallest sizes it does not."""
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from ..claims import Claim, ClaimTable
-from ..knowledge_graphs import KINSHIP, accuracy, automorphism_count, seen_closure
-from ..utils import load_data, spread, to_numpy
+from ..exercises import Lab, LabTable
+from ..knowledge_graphs import (
+    KINSHIP,
+    KinshipData,
+    accuracy,
+    automorphism_count,
+    seen_closure,
+    train_kinship,
+)
+from ..representations import SETUP, kinship_task
+from ..similarity import linear_cka, stitch
+from ..utils import load_data, make_generator, make_rng, spread, to_numpy
 
 __all__ = ["TABLE", "claims", "implied_fraction", "closure_errors", "max_terms_per_pair",
-           "automorphism_text", "decoder_archive", "SMALL_DIMS", "MID_DIMS"]
+           "automorphism_text", "decoder_archive", "top_directions", "LABS", "feedback",
+           "SMALL_DIMS", "MID_DIMS"]
 
 SMALL_DIMS = (2, 3, 4)   # the smallest sizes that generalize (Experiment 2; the page's cell)
 MID_DIMS = (8, 16)       # the sizes where another seed stitches (Experiment 2)
@@ -485,3 +497,123 @@ def _families(table: dict, result) -> dict:
         "ratio_per_case": [ratio[c] for c in cases],
         "gap_per_case": [gap[c] for c in cases],
     }
+
+
+# --------------------------------------------------------------------------- coding labs
+LABS = LabTable("representations", [
+    Lab("ex-representations-2",
+        expects="a list of three plain linear CKA values between two independent random "
+                "embeddings of the people, for d = 2, 8 and 32 in that order",
+        quantity="the plain linear CKA of independent embeddings at d = 32",
+        measure=lambda cka: cka[-1],
+        low=0.3, high=0.56,
+        because="for independent Gaussian embeddings of n points plain CKA is about "
+                "d / (n - 1 + d), 0.43 for 44 people at d = 32, although nothing is shared",
+        hint="draw two independent embeddings U and V of shape (forest.n, d) for each d, "
+             "use linear_cka (not debiased_cka), and list d = 32 last.",
+        mistakes=(("debiased CKA instead of plain CKA", [-0.005, 0.044, -0.027]),
+                  ("the same draw on both sides, linear_cka(U, U)", [1.0, 1.0, 1.0]),
+                  ("the list in the opposite order (d = 32 first)", [0.406, 0.188, 0.037]))),
+    Lab("ex-representations-3",
+        expects="the training accuracies (one per seed) of the models of size d = 2 trained "
+                "with weight decay 1.0",
+        quantity="the median training accuracy at d = 2 with weight decay 1.0",
+        measure=lambda acc: float(np.median(acc)),
+        low=0.72, high=0.965,
+        because="with a decay of 1.0 the weights cannot grow as large as fitting every "
+                "training pair in two dimensions requires: the confusion side of the zone, "
+                "where the models no longer fit what they are shown",
+        hint="train size 2 only, with weight_decay=1.0 and the zoo's other settings "
+             "(setup.hidden, setup.steps, setup.lr), and score the training pairs: "
+             'accuracy(models, data, "train").',
+        mistakes=(("the zoo's weight decay 0.1 instead of 1.0", [0.989, 0.997, 0.999, 0.999]),
+                  ("size d = 1 instead of 2", [0.643, 0.643, 0.629, 0.663]))),
+    Lab("ex-representations-4",
+        expects="the held-out accuracies (one per seed) on the facts about person p of models "
+                "of size 8 trained without any pair that involves p",
+        quantity="the median held-out accuracy on p's facts",
+        measure=lambda acc: float(np.median(acc)),
+        low=0.0, high=0.35,
+        because="p's embedding never appears in a training pair, so it never receives a "
+                "gradient and the decoder's answers about p carry no information about p",
+        hint="hold out every pair with p on either side: train = (pairs[:, 0] != p) & "
+             "(pairs[:, 1] != p); then score the held-out facts of that split.",
+        mistakes=(("only the pairs with p first held out (p's inverse facts still seen)",
+                   [1.0, 1.0, 1.0, 1.0]),
+                  ("the chapter's split instead of the new one", [0.929, 0.988, 0.929, 0.976]))),
+    Lab("ex-representations-5",
+        expects="a list of two median held-out accuracies of the size-32 models B: stitched "
+                "from another seed's embedding reduced to its top 8 principal directions, and "
+                "from random 8-dimensional embeddings, in that order",
+        quantity="the gap between another seed and the random control",
+        measure=lambda acc: acc[0] - acc[1],
+        low=0.45, high=1.0,
+        because="an affine map from 8 dimensions puts the 44 people in an 8-dimensional "
+                "affine subspace of B's 32 and can place only 9 of them freely, which random "
+                "points cannot exploit, while a trained embedding keeps most of what B reads "
+                "in its top directions",
+        hint="project the centred embedding of the next seed on its top 8 right singular "
+             "vectors, draw random (forest.n, 8) embeddings for the control, stitch both "
+             "into the same models B and put the trained source first.",
+        mistakes=(("all 32 dimensions kept on both sides", [0.786, 0.583]),
+                  ("the random control left at 32 dimensions", [0.881, 0.583]))),
+])
+feedback = LABS.feedback
+
+
+def top_directions(E, k: int) -> torch.Tensor:
+    """The centred embedding ``E`` (n, d) in coordinates of its top ``k`` principal
+    directions: (n, k)."""
+    E = torch.as_tensor(E, dtype=torch.float32)
+    centred = E - E.mean(0)
+    return centred @ torch.linalg.svd(centred, full_matrices=False).Vh[:k].T
+
+
+def _lab_models(seed: int, dims, weight_decay: float, data=None):
+    """Models of the zoo's settings trained on ``data`` (default: the run's split)."""
+    setup = SETUP.cpu
+    data = kinship_task(setup, seed=seed).data if data is None else data
+    models, _ = train_kinship(data, dims, setup.seeds, hidden=setup.hidden,
+                              steps=setup.steps, lr=setup.lr, weight_decay=weight_decay,
+                              base=seed, progress=False)
+    return models
+
+
+@LABS.solves("ex-representations-2")
+def _cka_baseline(seed: int) -> list[float]:
+    n = kinship_task(SETUP.cpu, seed=seed).forest.n
+    rng = make_rng(1, base=seed)
+    out = []
+    for d in (2, 8, 32):
+        U, V = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+        out.append(linear_cka(U, V))
+    return out
+
+
+@LABS.solves("ex-representations-3")
+def _moving_zone(seed: int) -> np.ndarray:
+    task = kinship_task(SETUP.cpu, seed=seed)
+    return accuracy(_lab_models(seed, 2, 1.0, task.data), task.data, "train")
+
+
+@LABS.solves("ex-representations-4")
+def _facts_vs_people(seed: int) -> np.ndarray:
+    data = kinship_task(SETUP.cpu, seed=seed).data
+    p = 0                                           # a founder
+    train = (data.pairs[:, 0] != p) & (data.pairs[:, 1] != p)
+    data_p = KinshipData(data.pairs, data.labels, train, data.n_people)
+    return accuracy(_lab_models(seed, 8, 0.1, data_p), data_p)
+
+
+@LABS.solves("ex-representations-5")
+def _surviving_control(seed: int) -> list[float]:
+    setup = SETUP.cpu
+    task = kinship_task(setup, seed=seed)
+    B = _lab_models(seed, 32, 0.1, task.data)
+    m = len(setup.seeds)
+    src = [top_directions(B.embedding((i + 1) % m), 8) for i in range(m)]
+    gen = make_generator(5, base=seed)
+    rnd = [torch.randn(task.forest.n, 8, generator=gen) / np.sqrt(8) for _ in range(m)]
+    res = stitch(src + rnd, B.select(list(range(m)) * 2), task.data,
+                 steps=setup.stitch_steps)
+    return [float(np.median(res.test_acc[:m])), float(np.median(res.test_acc[m:]))]

@@ -7,9 +7,23 @@ import math
 import numpy as np
 
 from ..claims import Claim, ClaimTable
-from ..markov import switching_entropy_rate, switching_unigram_entropy
-from ..tokenization import TRAP_CONDITIONS, block_unigram_entropy, token_lengths
-from ..utils import spread
+from ..exercises import Lab, LabTable
+from ..markov import (
+    sample_switching,
+    switching_entropy_rate,
+    switching_matrix,
+    switching_unigram_entropy,
+)
+from ..tokenization import (
+    BPE,
+    LZW,
+    SETUP,
+    TRAP_CONDITIONS,
+    block_unigram_entropy,
+    token_lengths,
+    unigram_sweep,
+)
+from ..utils import make_generator, spread
 
 TABLE = ClaimTable("tokenization", [
     # ---------------------------------------------------------------- experiment 1
@@ -194,7 +208,7 @@ TABLE = ClaimTable("tokenization", [
           "n_eight > 0 and 2 * n_compl >= n_eight",
           "no 8-character token among the 12, or fewer than half of them of the form "
           "x + complement(x)"),
-    # ---------------------------------------------------------------- exercise 3
+    # ---------------------------------------------- exercise: why does BPE with d = 4 hurt?
     Claim("bpe4.tokens_near_two_bits",
           "At m = 4 BPE's d = 4 dictionary (two merges) has four tokens used about equally "
           "often: the best unigram model pays more than 1.8 bits per token.",
@@ -205,7 +219,7 @@ TABLE = ClaimTable("tokenization", [
           "1.1 bits per character: worse than no tokenization (1 bit).",
           "chars_per_token < 1.7 and bits_per_char > 1.1",
           "a d = 4 dictionary that is no worse than single characters"),
-    # ---------------------------------------------------------------- exercise 4
+    # ---------------------------------------------- exercise: how little data?
     Claim("exercise.best_moves_down",
           "With 3 x 10^4 training characters (m = 1) the best dictionary size moves down: "
           "BPE is best at d = 64 or less, and LZW gains less than 0.005 bits from d = 256 to "
@@ -495,7 +509,8 @@ def _vocab(tokenizer, top) -> dict:
 
 @TABLE.computes("bpe4")
 def _bpe4(tokenizer, ids) -> dict:
-    """Exercise 3: a d = 4 BPE dictionary and the token ids of a stream parsed with it."""
+    """The exercise "Why does BPE with d = 4 hurt?": a d = 4 BPE dictionary and the token
+    ids of a stream parsed with it."""
     ids = np.asarray(ids)
     freq = np.bincount(ids, minlength=len(token_lengths(tokenizer))) / ids.size
     used = freq[freq > 0]
@@ -515,7 +530,8 @@ def _bpe4(tokenizer, ids) -> dict:
 
 @TABLE.computes("exercise")
 def _exercise(rows: list) -> dict:
-    """Exercise 4: the best dictionary size of BPE and LZW on a short stream (sweep rows)."""
+    """The exercise "How little data?": the best dictionary size of BPE and LZW on a short
+    stream (sweep rows)."""
     def best(name):
         mine = [r for r in rows if r["tokenizer"] == name]
         return min(mine, key=lambda r: r["bits_per_symbol"])["d"]
@@ -530,3 +546,128 @@ def _exercise(rows: list) -> dict:
     return {"lzw_best256_rec": rec_text, "lzw_worse_max_rec": worse,
             "best_bpe": best("BPE"), "best_lzw": best("LZW"),
             "lzw_gain": lzw[256] - lzw[1024]}
+
+
+# ----------------------------------------------------------------------- coding labs
+def _streams(logical: int, seed: int, n: int, p: float, q: float, order: int):
+    """A training and a test stream of ``n`` characters of the switching source, drawn one
+    after the other from ``make_generator(logical, base=seed)`` (as the chapter does)."""
+    g = make_generator(logical, base=seed)
+    train = sample_switching(1, n, p, q, order=order, generator=g)[0]
+    test = sample_switching(1, n, p, q, order=order, generator=g)[0]
+    return train, test
+
+
+def _bpe_rise(rows) -> float:
+    """BPE's test loss at d = 256 minus at d = 16, from :func:`unigram_sweep` rows."""
+    loss = {int(r["d"]): float(r["bits_per_symbol"]) for r in rows if r["tokenizer"] == "BPE"}
+    return loss[256] - loss[16]
+
+
+def _eps_ratio(eps) -> float:
+    """epsilon at delta = 0.1 over epsilon at delta = 0.2 (a pair [eps(0.2), eps(0.1)])."""
+    if len(eps) != 2:
+        raise ValueError(f"the answer must hold two epsilons, got {len(eps)}")
+    return float(eps[1]) / float(eps[0])
+
+
+LABS = LabTable("tokenization", [
+    Lab("ex-tokenization-3",
+        expects="one number: the bits per character that the best unigram model over the "
+                "d = 4 BPE tokens pays on the m = 4 test stream",
+        quantity="the cost of BPE-4 in bits per character",
+        low=1.1, high=1.45,
+        because="the four tokens are used about equally often (close to 2 bits per token) "
+                "but cover only about 1.5 characters each, more than the 1 bit per "
+                "character of no tokenization",
+        hint="take the entropy of the token frequencies on the parsed test stream in bits "
+             "(log2), and divide it by the mean number of characters per token of that "
+             "parse, not by the dictionary's mean token length.",
+        mistakes=(("bits per token, not divided by the characters per token", 1.9933),
+                  ("natural logarithms (nats per character)", 0.8925))),
+    Lab("ex-tokenization-4",
+        expects="the rows of unigram_sweep (BPE and LZW, d = 16, 64, 256, 1024) on the first "
+                "3 x 10^4 training characters of the m = 1 stream",
+        quantity="BPE's test loss at d = 256 minus its loss at d = 16 (bits per character)",
+        measure=_bpe_rise,
+        low=0.001, high=0.03,
+        because="with 3 x 10^4 training characters BPE's late merges join strings that were "
+                "frequent by chance and its token frequencies are noisy, so the larger "
+                "dictionary does worse on fresh data",
+        hint="train on train_x[:30_000] only, test on the whole test stream, and keep d = 16 "
+             "and d = 256 in the sweep.",
+        mistakes=(("the whole 10^6-character training stream (BPE rows)",
+                   [{"tokenizer": "BPE", "d": d, "bits_per_symbol": v}
+                    for d, v in ((16, 0.766), (64, 0.7674), (256, 0.7567), (1024, 0.7528))]),)),
+    Lab("ex-tokenization-8",
+        expects="one number: H(Q_MLE, P), the mean over the LZW-1024 tokens of the test "
+                "parse of -log2 P(t), in bits",
+        quantity="H(Q_MLE, P) in bits",
+        low=7.7, high=9.2,
+        because="LZW's tokens are the strings at the edge of what its parse has seen, each "
+                "with probability about 1/d up to a constant, so -log2 P(t) sits a bit below "
+                "log2 d = 10",
+        hint="P(t) is the stationary probability of the first character times the "
+             "transition probabilities along t; weight each token by how often the test "
+             "parse uses it, and use log2.",
+        mistakes=(("natural logarithms", 5.808),
+                  ("the first character's probability pi(t_1) left out", 7.379))),
+    Lab("ex-tokenization-9",
+        expects="a list [eps at delta = 0.2, eps at delta = 0.1] of 1 - H / loss for LZW "
+                "with d = 1024 on the first-order chain with p = q = 1 - delta",
+        quantity="the ratio eps(delta = 0.1) / eps(delta = 0.2)",
+        measure=_eps_ratio,
+        low=1.1, high=1.75,
+        because="a sharper source leaves LZW a larger relative gap; Theorem 4.5's form "
+                "log(1/delta) / log d predicts a ratio of log 10 / log 5 = 1.43, although "
+                "its epsilon itself is about four times the measured one",
+        hint="use the relative gap 1 - H / loss (not loss - H), the exact H of each source, "
+             "and LZW (not fixed blocks) with d = 1024.",
+        mistakes=(("the absolute gap loss - H instead of 1 - H / loss", [0.0499, 0.0455]),
+                  ("fixed blocks of 10 bits instead of LZW (exact values)", [0.0371, 0.1017]))),
+])
+feedback = LABS.feedback
+
+
+@LABS.solves("ex-tokenization-3")
+def _bpe4_lab(seed: int) -> float:
+    train, test = _streams(4, seed, SETUP.cpu.n_symbols, 0.8, 0.8, 4)
+    bpe4 = BPE.train(train, 4)
+    ids = bpe4.encode(test)
+    freq = np.bincount(ids, minlength=4) / ids.size
+    freq = freq[freq > 0]
+    return float(-(freq * np.log2(freq)).sum() / token_lengths(bpe4)[ids].mean())
+
+
+@LABS.solves("ex-tokenization-4")
+def _little_data_lab(seed: int) -> list:
+    train, test = _streams(1, seed, SETUP.cpu.n_symbols, 0.8, 0.8, 1)
+    return unigram_sweep(train[:30_000], test, (16, 64, 256, 1024), tokenizers=("BPE", "LZW"))
+
+
+def token_log2_probs(tokenizer, p: float, q: float) -> np.ndarray:
+    """log2 P(t) of every token string t under the first-order switching chain started
+    stationary: log2 pi(t_1) plus the log2 transition probabilities along t."""
+    P = switching_matrix(p, q).numpy()
+    pi = np.array([q, p]) / (p + q)
+    return np.array([np.log2(pi[t[0]]) + np.log2(P[t[:-1], t[1:]]).sum()
+                     for t in tokenizer.tokens])
+
+
+@LABS.solves("ex-tokenization-8")
+def _lzw_tokens_lab(seed: int) -> float:
+    train, test = _streams(8, seed, 200_000, 0.8, 0.8, 1)
+    lzw = LZW.train(train, 1024)
+    ids = lzw.encode(test)
+    q_mle = np.bincount(ids, minlength=lzw.vocab_size) / ids.size
+    return float(-(q_mle * token_log2_probs(lzw, 0.8, 0.8)).sum())
+
+
+@LABS.solves("ex-tokenization-9")
+def _delta_lab(seed: int) -> list:
+    eps = []
+    for k, delta in enumerate((0.2, 0.1)):
+        train, test = _streams(90 + k, seed, 200_000, 1 - delta, 1 - delta, 1)
+        loss = unigram_sweep(train, test, (1024,), tokenizers=("LZW",))[0]["bits_per_symbol"]
+        eps.append(1 - switching_entropy_rate(1 - delta, 1 - delta) / loss)
+    return eps

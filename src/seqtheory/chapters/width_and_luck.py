@@ -4,15 +4,21 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
 from ..claims import Claim, ClaimTable
+from ..exercises import Lab, LabTable
 from ..parity import (
     INITS,
+    ParityMLPs,
     coverage_distribution,
     expected_lucky_neurons,
     fisher_two_sided,
     lucky_neuron_probability,
+    support_coverage,
+    train_offline,
 )
+from ..utils import load_data, make_generator
 
 #: the archive's 0.1% binomial band for 24 live runs of its cells at m = 400-800, 6,000 steps:
 #: width 512 (80 of 96) at least 14, width 32 (53 of 96) at most 20 (tested against the archive)
@@ -508,3 +514,148 @@ def _slice(result, arch: dict) -> dict:
         "wf_live_narrow": gap["live"][narrow],
         "width_agree_p": gap["p_agree"],
     }
+
+
+# --------------------------------------------------------------------------- coding labs
+def subnetwork(nets: ParityMLPs, keep, *, generator: torch.Generator) -> ParityMLPs:
+    """Networks made of chosen neurons of ``nets``: network ``m`` keeps the neurons
+    ``keep[m]`` ((M, w) indices) with their first-layer weights and biases, initial weights
+    included, and gets a fresh output layer for its width ``w`` (drawn from ``generator``)."""
+    if not isinstance(nets, ParityMLPs):
+        raise TypeError(f"nets must be a ParityMLPs, got {type(nets).__name__}")
+    keep = torch.as_tensor(keep, dtype=torch.long, device=nets.w1.device)
+    M = nets.num_models
+    if keep.dim() != 2 or keep.shape[0] != M or keep.shape[1] < 1:
+        raise ValueError(f"keep must hold (networks={M}, w >= 1) neuron indices, "
+                         f"got shape {tuple(keep.shape)}")
+    if int(keep.min()) < 0 or int(keep.max()) >= min(nets.widths):
+        raise ValueError(f"keep must index neurons 0..{min(nets.widths) - 1}, got values "
+                         f"{int(keep.min())}..{int(keep.max())}")
+    w = keep.shape[1]
+    new = ParityMLPs(nets.n, [w] * M, sparsity=nets.sparsity, generator=generator,
+                     device=nets.w1.device)
+    rows = keep[:, :, None].expand(-1, -1, nets.n)                       # (M, w, n)
+    with torch.no_grad():
+        new.w1.copy_(nets.w1.gather(1, rows))
+        new.w1_init.copy_(nets.w1_init.gather(1, rows))
+        new.b1.copy_(nets.b1.gather(1, keep))
+    return new
+
+
+#: the smaller parity of the weight-decay lab (learned in a few thousand steps on a CPU)
+WD_LAB = dict(n=20, width=128, m=400, networks=16, steps=2500)
+#: the tickets-alone lab: sparse width-512 initialisations cut down to 48 neurons
+TICKET_LAB = dict(width=512, keep=48, networks=16, m=400, steps=2000)
+
+LABS = LabTable("width_and_luck", [
+    Lab("ex-width-and-luck-2",
+        expects="two lists of four successful seeds (of 16) at m = 600, for widths 32, 128, "
+                "512 and 2048 after 20,000, 5,000, 1,250 and 500 steps: dense first, then "
+                "sparse",
+        quantity="the successes of width 32 minus those of width 2048, summed over both "
+                 "initialisations",
+        measure=lambda a: (a[0][0] - a[0][-1]) + (a[1][0] - a[1][-1]),
+        low=8, high=32,
+        because="at equal compute the narrow networks get the long training that every "
+                "search needs, which width does not replace",
+        hint="read each width at its own number of steps (width x steps = 640,000), with "
+             "chapter.arch_count(arch, init, width, 600, steps), dense first.",
+        mistakes=(("every width read after the last step, 20,000", [[10, 16, 16, 16],
+                                                                   [15, 16, 16, 16]]),
+                  ("every width read after 6,000 steps", [[10, 13, 16, 16],
+                                                          [12, 16, 16, 16]]))),
+    Lab("ex-width-and-luck-3",
+        expects="two counts of successful networks (of 16): with weight decay 0.01, then "
+                "without",
+        quantity="the successes with weight decay minus those without",
+        measure=lambda a: a[0] - a[1],
+        low=6, high=16,
+        because="without weight decay the hinge loss on the training set reaches zero, and "
+                "with it the gradient that would amplify the support",
+        hint="train the same 16 dense networks twice from the same generator seed, once "
+             "with weight_decay=0.01 and once with weight_decay=0.0, for 2,500 steps.",
+        mistakes=(("weight decay left at 0.01 in both runs", [15, 15]),
+                  ("the two runs in swapped order", [0, 15]))),
+    Lab("ex-width-and-luck-4",
+        expects="three fractions: of sampled sparse layers of width 32, 128 and 512 that "
+                "hold at least one full ticket",
+        quantity="the fraction of width-128 layers with a full ticket",
+        measure=lambda a: a[1],
+        low=0.37, high=0.57,
+        because="a layer of 128 neurons holds a full ticket with probability "
+                "1 - (1 - p)^128 = 0.47, where p = 0.0049",
+        hint="a full ticket is a neuron whose initial inputs include all k = 3 support "
+             "coordinates (J == 3); count layers with at least one, not tickets per layer.",
+        mistakes=(("neurons that see at least k - 1 support coordinates counted as tickets",
+                   [0.963, 1.0, 1.0]),
+                  ("the mean number of full tickets per layer", [0.153, 0.677, 2.547]),
+                  ("dense initialisation (every neuron sees the support)", [1.0, 1.0, 1.0]))),
+    Lab("ex-width-and-luck-9",
+        expects="two counts of successful networks (of 16): of 48-neuron networks made of "
+                "the tickets, then of 48 random neurons",
+        quantity="the successes of the ticket networks minus those of the random ones",
+        measure=lambda a: a[0] - a[1],
+        low=4, high=16,
+        because="the tickets start with most of the support among their few inputs, so "
+                "their gradient signal is strong enough to learn from 400 examples in 2,000 "
+                "steps",
+        hint="rank each network's neurons by their initial coverage J (largest first) for "
+             "networks 0-15, draw 48 random neurons for networks 16-31, and train all 32 "
+             "together.",
+        mistakes=(("the 48 neurons of smallest coverage J instead of the largest", [0, 0]),
+                  ("random neurons for both halves", [0, 0]))),
+])
+feedback = LABS.feedback
+
+
+@LABS.solves("ex-width-and-luck-2")
+def _equal_compute(seed: int) -> list[list[int]]:
+    arch = load_data("width_frontier.json")
+    return [equal_compute_counts(arch, init, 600) for init in ("dense", "sparse")]
+
+
+@LABS.solves("ex-width-and-luck-3")
+def _weight_decay(seed: int) -> list[int]:
+    c = WD_LAB
+    out = []
+    for wd in (0.01, 0.0):
+        g = make_generator(13, base=seed)
+        nets = ParityMLPs(c["n"], [c["width"]] * c["networks"], generator=g)
+        run = train_offline(nets, [0, 1, 2], c["m"], steps=c["steps"], weight_decay=wd,
+                            eval_every=c["steps"], generator=g, progress=False)
+        out.append(int((run.accuracy[-1] >= 0.9).sum()))
+    return out
+
+
+@LABS.solves("ex-width-and-luck-4")
+def _count_tickets(seed: int) -> list[float]:
+    g = make_generator(11, base=seed)
+    out = []
+    for w in (32, 128, 512):
+        layers = ParityMLPs(30, [w] * 300, sparsity=6, generator=g)
+        J = support_coverage(layers, [0, 1, 2])                          # (300, w)
+        out.append(float((J == 3).any(dim=1).float().mean()))
+    return out
+
+
+def ticket_networks(seed: int):
+    """The tickets-alone lab's 32 networks: 0-15 the 48 neurons of largest initial coverage
+    of a sparse width-512 network, 16-31 48 random neurons; and the generator, for training."""
+    c = TICKET_LAB
+    g = make_generator(12, base=seed)
+    wide = ParityMLPs(30, [c["width"]] * 2 * c["networks"], sparsity=6, generator=g)
+    J = support_coverage(wide, [0, 1, 2])                                # (32, 512)
+    half = c["networks"]
+    tickets = J[:half].argsort(dim=1, descending=True, stable=True)[:, :c["keep"]]
+    others = torch.rand(half, c["width"], generator=g).argsort(dim=1)[:, :c["keep"]]
+    return subnetwork(wide, torch.cat([tickets, others]), generator=g), g
+
+
+@LABS.solves("ex-width-and-luck-9")
+def _tickets_alone(seed: int) -> list[int]:
+    c = TICKET_LAB
+    nets, g = ticket_networks(seed)
+    run = train_offline(nets, [0, 1, 2], c["m"], steps=c["steps"], eval_every=c["steps"],
+                        generator=g, progress=False)
+    ok = run.accuracy[-1] >= 0.9
+    return [int(ok[:c["networks"]].sum()), int(ok[c["networks"]:].sum())]
