@@ -6,10 +6,12 @@ internet.  Its slides, all taken from the executed page:
 
 1. the title and "You will learn";
 2. the question and the result, then the key figure;
-3. the setup: the first figure of the Setup section, or its first paragraph and equation;
+3. the setup: the first figure of the Setup section, or its first paragraphs and the
+   equation or table they introduce; the Theory's first equation with its lead-in;
 4. the first figure of each experiment section (at most ``MAX_FIGURES``);
 5. the takeaways;
-6. the exercises' prompts, with their difficulty, time and kind (never their solutions).
+6. the exercises' prompts, one a slide, with their difficulty, time and kind (never their
+   solutions).
 
 The figures are copied next to the deck (``slides/NAME_files/``) and MathJax into
 ``slides/mathjax/``, so the folder ``slides/`` works on its own, offline.  Arrow keys,
@@ -26,8 +28,7 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_FIGURES = 4
-EXERCISES_PER_SLIDE = 3
+MAX_FIGURES = 6
 
 CSS = """
 :root { --ink: #1d2433; --accent: #2f5d8a; --muted: #5b6678; }
@@ -37,30 +38,33 @@ html, body { margin: 0; height: 100%; background: #20252e; font-family: "Helveti
 main { height: 100%; }
 section.slide { display: none; position: absolute; inset: 0; margin: auto; width: 100vw;
   height: 56.25vw; max-height: 100vh; max-width: 177.78vh; background: #fff;
-  padding: 3.2vmin 5vmin 5vmin; overflow: hidden; font-size: 2.6vmin; line-height: 1.35; }
+  padding: 3.2vmin 5vmin 5vmin; overflow: hidden; font-size: 3.4vmin; line-height: 1.35; }
 section.slide.current { display: flex; flex-direction: column; }
-section.slide h1 { font-size: 5vmin; margin: 14vmin 0 2vmin; color: var(--accent); }
-section.slide h2 { font-size: 3.6vmin; margin: 0 0 2vmin; color: var(--accent);
+section.slide h1 { font-size: 1.76em; margin: 14vmin 0 2vmin; color: var(--accent); }
+section.slide h2 { font-size: 1.41em; margin: 0 0 2vmin; color: var(--accent);
   border-bottom: 0.3vmin solid #dde3ea; padding-bottom: 1vmin; }
 section.slide .body { flex: 1; min-height: 0; display: flex; flex-direction: column; }
 section.slide figure { margin: 0; flex: 1; min-height: 0; display: flex; flex-direction: column;
   align-items: center; }
 section.slide figure img { flex: 1; min-height: 0; max-width: 100%; object-fit: contain; }
-section.slide figcaption { font-size: 2vmin; color: var(--muted); margin-top: 1vmin;
+section.slide figcaption { font-size: 0.76em; color: #333b48; margin-top: 1vmin;
   max-width: 90%; }
-section.slide .tag { color: var(--muted); font-size: 2.1vmin; }
+section.slide .tag { color: var(--muted); font-size: 0.88em; }
 section.slide .exercise { margin-bottom: 2vmin; }
 section.slide .exercise p { margin: 0.4vmin 0; }
-section.slide .small { font-size: 2.2vmin; }
+section.slide .small { font-size: 0.88em; }
+section.slide table { border-collapse: collapse; font-size: 0.85em; }
+section.slide th, section.slide td { border-bottom: 0.2vmin solid #dde3ea;
+  padding: 0.6vmin 1.4vmin; }
 section.slide a { color: var(--accent); }
-section.slide .math.display, section.slide div.math { font-size: 2.4vmin; }
-footer.deck { position: fixed; bottom: 1vmin; right: 2vmin; color: #c8ced8;
-  font-size: 1.8vmin; }
+section.slide .math.display, section.slide div.math { font-size: 1em; }
+footer.deck { position: fixed; bottom: 1vmin; right: 2vmin; color: #5b6678;
+  font-size: 2.4vmin; }
 @media print {
   @page { size: 297mm 167mm; margin: 0; }
   html, body { background: #fff; height: auto; }
   section.slide { display: flex !important; flex-direction: column; position: relative;
-    width: 297mm; height: 167mm; max-width: none; max-height: none; font-size: 4.4mm;
+    width: 297mm; height: 167mm; max-width: none; max-height: none; font-size: 5.6mm;
     page-break-after: always; break-after: page; }
   footer.deck { display: none; }
 }
@@ -70,9 +74,20 @@ JS = """
 (function () {
   var slides = Array.prototype.slice.call(document.querySelectorAll('section.slide'));
   var counter = document.getElementById('counter');
+  function fit(slide) {   // shrink a slide's text until it fits (down to 60 %)
+    var body = slide.querySelector('.body');
+    if (!body || slide.dataset.fitted) { return; }
+    var size = parseFloat(getComputedStyle(slide).fontSize);
+    for (var k = 0; k < 8 && body.scrollHeight > body.clientHeight + 2; k++) {
+      size *= 0.94;
+      slide.style.fontSize = size + 'px';
+    }
+    slide.dataset.fitted = '1';
+  }
   function show(i) {
     i = Math.max(0, Math.min(slides.length - 1, i));
     slides.forEach(function (s, j) { s.classList.toggle('current', j === i); });
+    fit(slides[i]);
     counter.textContent = (i + 1) + ' / ' + slides.length;
     if (location.hash !== '#' + (i + 1)) { history.replaceState(null, '', '#' + (i + 1)); }
     current = i;
@@ -112,8 +127,8 @@ def _clean(node):
 class Deck:
     """The slides of one chapter, as HTML strings, with the images they use."""
 
-    def __init__(self, page: Path, html_root: Path, name: str):
-        self.page, self.root, self.name = page, html_root, name
+    def __init__(self, page: Path, html_root: Path, name: str, book: str = ""):
+        self.page, self.root, self.name, self.book = page, html_root, name, book
         self.soup = _soup(page.read_text(encoding="utf-8"))
         self.article = self.soup.select_one("article.bd-article") or self.soup.body
         self.images: dict[str, str] = {}          # source path (under html root) -> file name
@@ -172,7 +187,7 @@ class Deck:
                 learn = "<p><strong>You will learn</strong></p>" + str(self._fix(_clean(ul)))
         self.slides.append(
             f'<section class="slide title"><h1>{title}</h1><div class="body">{learn}'
-            f'<p class="small">From the book <em>Transformers learning structure</em>: '
+            f'<p class="small">From the book <em>{html.escape(self.book)}</em>: '
             f'<a href="../book/{self.name}.html">the chapter\'s page</a>.</p></div></section>')
 
         tip = self.article.select_one("div.admonition.tip")
@@ -181,7 +196,14 @@ class Deck:
             t = body.select_one(".admonition-title")
             if t is not None:
                 t.decompose()
-            self.add("Question and result", body.decode_contents())
+            paras = body.find_all("p", recursive=False)
+            question = [p for p in paras if p.get_text().strip().startswith("Question")]
+            result = [p for p in paras if p.get_text().strip().startswith("Result")]
+            if question and result:
+                self.add("Question and result: the question", str(question[0]))
+                self.add("Question and result: the result", str(result[0]))
+            else:
+                self.add("Question and result", body.decode_contents())
             nxt = tip.find_next_sibling()
             if nxt is not None and nxt.name == "figure":
                 img = nxt.find("img")
@@ -196,14 +218,28 @@ class Deck:
             if fig:
                 self.add(self._heading(setup), fig)
             else:
-                parts = []
-                for child in setup.find_all(["p", "div"], recursive=False):
-                    if child.name == "p" and len(parts) < 2:
+                parts, wants_more = [], False
+                for child in setup.find_all(["p", "div", "table"], recursive=False):
+                    if child.name == "p" and (len(parts) < 2 or wants_more):
                         parts.append(str(self._fix(_clean(child))))
-                    elif child.name == "div" and "math" in child.get("class", []):
+                        wants_more = child.get_text().rstrip().endswith(":")
+                    elif child.name == "table" or (child.name == "div" and (
+                            "math" in child.get("class", []) or child.find("table"))):
                         parts.append(str(self._fix(_clean(child))))
                         break
+                    elif len(parts) >= 2:
+                        break
                 self.add(self._heading(setup), "".join(parts), "small")
+        theory = next((s for s in sections if s.get("id", "").startswith("theory")), None)
+        if theory is not None:
+            eq = theory.find("div", class_="math")
+            if eq is not None and eq.find_parent("details") is None:
+                before = eq.find_previous_sibling("p")
+                sub = eq.find_parent("section")
+                title = self._heading(sub) if sub is not None and sub is not theory else ""
+                body = (str(self._fix(_clean(before))) if before is not None else "") + \
+                    str(self._fix(_clean(eq)))
+                self.add("Theory" + (f": {title}" if title else ""), body, "small")
 
         skip = ("setup", "theory", "explore", "going", "exercises", "takeaways", "where",
                 "references")
@@ -228,23 +264,15 @@ class Deck:
             if ul is not None:
                 self.add("Takeaways", str(self._fix(_clean(ul))))
 
-        found = self.article.select("div.exercise")
-        for i in range(0, len(found), EXERCISES_PER_SLIDE):
-            chunk = found[i:i + EXERCISES_PER_SLIDE]
-            items = []
-            for ex in chunk:
-                ex = self._fix(_clean(ex))
-                head = ex.select_one(".admonition-title").get_text(" ", strip=True)
-                paras = ex.select("section p") or ex.find_all("p")[1:]
-                tag = paras[0].get_text(" ", strip=True) if paras else ""
-                rest = paras[1:2] if tag.count("·") == 2 else paras[:1]
-                items.append(f'<div class="exercise"><p><strong>{head}</strong> '
-                             f'<span class="tag">{html.escape(tag) if tag.count("·") == 2 else ""}'
-                             f'</span></p>{"".join(str(p) for p in rest)}</div>')
-            n = len(found)
-            part = f" ({i // EXERCISES_PER_SLIDE + 1} of {-(-n // EXERCISES_PER_SLIDE)})" \
-                if n > EXERCISES_PER_SLIDE else ""
-            self.add(f"Exercises{part}", "".join(items), "small")
+        for ex in self.article.select("div.exercise"):
+            ex = self._fix(_clean(ex))
+            head = ex.select_one(".admonition-title").get_text(" ", strip=True)
+            paras = ex.select("section p") or ex.find_all("p")[1:]
+            tag = paras[0].get_text(" ", strip=True) if paras else ""
+            tagged = tag.count("·") == 2
+            rest = paras[1:] if tagged else paras
+            self.add(head, (f'<p class="tag">{html.escape(tag)}</p>' if tagged else "")
+                     + "".join(str(p) for p in rest), "exercise")
 
     def _thumb(self, img):
         """A 32 x 32 grey thumbnail of the image (None if it cannot be read)."""
@@ -324,7 +352,7 @@ def _mathjax_config(page_html: str) -> str:
     return m.group(1) if m else ""
 
 
-def write_decks(html_root: Path, chapters: list[str]) -> list[Path]:
+def write_decks(html_root: Path, chapters: list[str], book: str = "") -> list[Path]:
     """Write ``slides/NAME.html`` for each chapter (and ``slides/index.html``)."""
     out = html_root / "slides"
     out.mkdir(exist_ok=True)
@@ -336,7 +364,7 @@ def write_decks(html_root: Path, chapters: list[str]) -> list[Path]:
             continue
         text = page.read_text(encoding="utf-8")
         config = config or _mathjax_config(text)
-        deck = Deck(page, html_root, name)
+        deck = Deck(page, html_root, name, book)
         deck.build()
         written.append(deck.write(out, config))
         rows.append(f'<li><a href="{name}.html">{html.escape(deck.title)}</a> '
@@ -363,7 +391,7 @@ def _build_finished(app, exception) -> None:
         return
     import chapter_header as ch
 
-    write_decks(Path(app.outdir), ch.toc_chapters(Path(app.srcdir)))
+    write_decks(Path(app.outdir), ch.toc_chapters(Path(app.srcdir)), app.config.project)
 
 
 def setup(app):

@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TAG = re.compile(r"^(★{1,3}) · (\d+) min · (concept|derivation|lab)$")
 KINDS = ("concept", "derivation", "lab")
 FENCE = re.compile(r"^(:{3,})\{exercise\}\s*(.*)$")
+HOMEWORK_BRIEF = 5               # minutes at the end of a session to set the homework
+PROJECT_HOURS = "10–15"          # a mini-project's workload (book/projects.md)
 
 
 @dataclass
@@ -242,6 +244,8 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
         plan_text = session["in_class"].rstrip(".")
         if lab_minutes:
             plan_text += f"; the labs below ({lab_minutes} min)"
+        if session.get("homework"):
+            plan_text += f"; set the homework ({HOMEWORK_BRIEF} min)"
         out.append(f"- **In class** ({minutes_class} min): {plan_text}.")
         for key, name in (("labs", "Lab"), ("homework", "Homework")):
             chosen = [exs[label] for label in session.get(key, [])]
@@ -257,20 +261,25 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
         total["reading"] += read
     contact = len(plan["sessions"]) * minutes_class
     own = total["reading"] + total["homework"]
+    project = plan.get("project")
+    project_text = (f" On top of that, a {{doc}}`mini-project <projects>` in pairs, about "
+                    f"{PROJECT_HOURS} h each, {project}." if project else "")
     out += [f"**Workload.** {len(plan['sessions'])} sessions of {minutes_class} min "
             f"({_hours(contact)} in class, labs included: {_hours(total['lab'])} of them). "
             f"Outside class: {_hours(total['reading'])} of pre-reading and "
             f"{_hours(total['homework'])} of homework, {_hours(own)} in all, about "
-            f"{own / len(plan['sessions']):.0f} min a session. Reading times are the pages' "
-            f"core paths at {_wpm()} words a minute; exercise times are those the exercises "
-            f"state."]
+            f"{own / len(plan['sessions']):.0f} min a session.{project_text} Reading times "
+            f"are the pages' core paths at {_wpm()} words a minute; exercise times are those "
+            f"the exercises state."]
     return out
 
 
 def in_class_minutes(session: dict, exercises: dict) -> int:
-    """The minutes a session's in-class plan states, its labs included."""
+    """The minutes a session's in-class plan states, its labs and setting the homework
+    included."""
     stated = sum(int(m) for m in re.findall(r"\((\d+) min\)", session["in_class"]))
-    return stated + sum(exercises[label].minutes for label in session.get("labs", []))
+    brief = HOMEWORK_BRIEF if session.get("homework") else 0
+    return stated + brief + sum(exercises[label].minutes for label in session.get("labs", []))
 
 
 def _wpm() -> int:

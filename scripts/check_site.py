@@ -464,7 +464,7 @@ def deck_problems(deck: dict) -> list[str]:
     if deck["count"] > 1 and (deck["next"] != 1 or deck["back"] != 0):
         problems.append("the arrow keys do not move through the slides "
                         f"(right: {deck['next']}, left: {deck['back']})")
-    for want in ("Question and result", "Takeaways", "Exercises"):
+    for want in ("Question and result", "Takeaways", "Exercise"):
         if not any((t or "").startswith(want) for t in deck["titles"]):
             problems.append(f"slide deck has no {want!r} slide")
     return problems

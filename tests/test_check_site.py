@@ -162,13 +162,13 @@ def test_reader_budgets_and_notes():
 
 def test_deck_problems_name_what_is_wrong():
     good = {"count": 8, "first": 0, "next": 1, "back": 0, "shown": 1,
-            "titles": ["Demo", "Question and result", "Setup", "Takeaways", "Exercises"]}
+            "titles": ["Demo", "Question and result", "Setup", "Takeaways", "Exercise 1 (Think)"]}
     assert check_site.deck_problems(good) == []
     stuck = dict(good, next=0, back=0)
     assert any("arrow keys" in p for p in check_site.deck_problems(stuck))
     all_shown = dict(good, shown=8)
     assert any("shows 8 slides at once" in p for p in check_site.deck_problems(all_shown))
-    short = dict(good, count=3, titles=["Demo", "Setup", "Exercises"])
+    short = dict(good, count=3, titles=["Demo", "Setup", "Exercise 2"])
     problems = check_site.deck_problems(short)
     assert any("has 3 slides" in p for p in problems)
     assert any("'Question and result'" in p for p in problems)

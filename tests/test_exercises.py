@@ -164,5 +164,6 @@ def test_syllabus_fits_the_material(sessions):
     text = "\n".join(rows)
     assert text.count("*You will be able to:*") == sessions
     assert re.search(r"\*\*Workload\.\*\* .* in all", text)
+    assert "mini-project <projects>" in text
     for label in (lab for s in plan["sessions"] for lab in s["labs"] + s["homework"]):
         assert f"{{numref}}`{label}`: {found[label].title}" in text

@@ -19,11 +19,14 @@ PAGE = """<html><head><script>window.MathJax = {"options": {}}</script></head><b
 <h1>Demo: a chapter<a class="headerlink" href="#demo">#</a></h1>
 <div class="chapter-header"><p>Prerequisites</p><ul><li><p>one idea</p></li></ul></div>
 <div class="tip admonition"><p class="admonition-title">Question and result</p>
-<p><strong>Question.</strong> Why? See <a href="bibliography.html#x">Someone (2024)</a>.</p></div>
+<p><strong>Question.</strong> Why? See <a href="bibliography.html#x">Someone (2024)</a>.</p>
+<p><strong>Result.</strong> Because.</p></div>
 <figure class="align-default"><img alt="key" src="../_images/key.png">
 <figcaption><p>Fig. 1 The key figure.</p></figcaption></figure>
 <section id="setup"><h2>Setup<a class="headerlink" href="#setup">#</a></h2>
 <p>Inputs are bits \\(x\\).</p><div class="math notranslate nohighlight">\\[y = x\\]</div></section>
+<section id="theory"><h2>Theory</h2><section id="the-rule"><h3>The rule</h3>
+<p>The rule is</p><div class="math notranslate nohighlight">\\[z = 2x\\]</div></section></section>
 <section id="experiment-1"><h2>Experiment 1: a run</h2>
 <div class="cell tag_hide-input"><details><summary>code</summary><pre>code</pre></details>
 <div class="cell_output"><figure class="align-default"><img alt="run" src="../_images/run.png">
@@ -57,11 +60,13 @@ def site(tmp_path):
 
 
 def test_deck_has_the_chapters_story_and_no_solution(site):
-    [path] = slides.write_decks(site, ["demo"])
+    [path] = slides.write_decks(site, ["demo"], "The Book")
     text = path.read_text(encoding="utf-8")
+    assert "<em>The Book</em>" in text
     titles = re.findall(r"<h2>(.*?)</h2>", text)
-    assert titles == ["Question and result", "The result in one figure", "Setup",
-                      "Experiment 1: a run", "Takeaways", "Exercises"]
+    assert titles == ["Question and result: the question", "Question and result: the result",
+                      "The result in one figure", "Setup", "Theory: The rule",
+                      "Experiment 1: a run", "Takeaways", "Exercise 1 (Think)"]
     assert "<h1>Demo: a chapter</h1>" in text and "one idea" in text
     assert "SECRET" not in text and "folded" not in text.replace("folded blocks", "")
     assert "★ · 5 min · concept" in text and "Explain the run." in text
@@ -73,7 +78,7 @@ def test_deck_has_the_chapters_story_and_no_solution(site):
     assert (site / "slides" / "mathjax" / "tex-chtml-full.js").is_file()
     assert not re.search(r'(src|href)="https?://', text)
     index = (site / "slides" / "index.html").read_text(encoding="utf-8")
-    assert 'href="demo.html"' in index and "7 slides" in index
+    assert 'href="demo.html"' in index and "9 slides" in index
 
 
 def test_a_figure_shown_twice_is_one_slide(site):

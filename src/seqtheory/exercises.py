@@ -236,9 +236,10 @@ class LabTable:
         ref = ""
         if seen:
             vals = np.array(list(seen.values()))
-            ref = (f" The reference solution gave {_short(float(np.median(vals)), 3)} "
-                   f"(from {_short(float(vals.min()), 3)} to {_short(float(vals.max()), 3)}) "
-                   f"over {len(vals)} base seeds.")
+            ref = (f" (The range holds the reference solution over {len(vals)} base seeds, "
+                   f"median {_short(float(np.median(vals)), 3)}, from "
+                   f"{_short(float(vals.min()), 3)} to {_short(float(vals.max()), 3)}, with "
+                   f"room for other machines and seeds.)")
         head = (f"Your answer gives {lab.quantity} = **{_short(value, 4)}**; a correct run "
                 f"lands between {_range(lab.low, lab.high)}")
         if ok:
