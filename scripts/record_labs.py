@@ -5,7 +5,8 @@
 
 Each chapter module's ``LABS`` (a :class:`seqtheory.exercises.LabTable`) registers a
 reference solution per lab (a function of the base seed).  This script runs them and merges
-the answers into ``src/seqtheory/chapters/measured/CHAPTER.labs.json``: the spread the lab's
+the answers into ``src/seqtheory/chapters/measured/CHAPTER.labs.json`` (a seed recorded
+before is replaced, others are kept): the spread the lab's
 feedback quotes, and the data a unit test holds against the lab's expected range.  It prints
 each lab's values, its range and the time taken.
 """
@@ -63,7 +64,8 @@ def main(argv=None) -> int:
                   + ", ".join(f"{v:.4g}" for v in values)
                   + f"; range [{lab.low}, {lab.high}] holds {inside}/{len(values)}; "
                   f"{took:.1f} s per seed")
-            record["labs"][label] = answers
+            merged = {**record["labs"].get(label, {}), **answers}
+            record["labs"][label] = dict(sorted(merged.items(), key=lambda kv: int(kv[0])))
         record["labs"] = dict(sorted(record["labs"].items(),
                                      key=lambda kv: int(kv[0].rsplit("-", 1)[1])))
         lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in record.items()
