@@ -1,4 +1,8 @@
-"""Devices: check_device, and training off the CPU (the CUDA tests run only where a GPU is)."""
+"""Devices: check_device, and training off the CPU (the CUDA tests run only where a GPU is).
+
+On a GPU machine without the notebook-test plugins (nbval, pytest-xdist), which the
+repository's pytest options name: ``python -m pytest -o addopts="" tests/test_device.py``.
+"""
 from __future__ import annotations
 
 import math

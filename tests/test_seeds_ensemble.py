@@ -209,3 +209,25 @@ def test_tied_weights_stay_tied_in_an_ensemble():
     member = ens.member(1)
     assert member.unembed.weight is member.tok_emb.weight
     torch.testing.assert_close(member.tok_emb.weight, alone.tok_emb.weight, rtol=1e-4, atol=1e-5)
+
+
+def test_ensemble_validates_inputs_unless_the_caller_has(monkeypatch):
+    """An ensemble checks its token ids once per call (a host sync on a GPU), and not inside
+    unchecked_inputs(), where train() has validated the batch already."""
+    from seqtheory.models import unchecked_inputs
+
+    ens = Ensemble(lambda: Transformer(CFG), seeds=[0, 1])
+    calls = []
+    template = ens._template[0]
+    original = template.validate_input
+    monkeypatch.setattr(template, "validate_input",
+                        lambda *a, **k: (calls.append(1), original(*a, **k))[1])
+    x = torch.randint(0, CFG.vocab_size, (3, 9))
+    ens(x, shared=True)
+    assert calls == [1]
+    with pytest.raises(ValueError):
+        ens(torch.full((3, 9), CFG.vocab_size), shared=True)
+    calls.clear()
+    with unchecked_inputs():
+        ens(x, shared=True)
+    assert calls == []

@@ -100,12 +100,15 @@ class Ensemble(nn.Module):
                     f"input {i} must have a leading member dimension of size {M} (one batch "
                     f"per member), got shape {tuple(x.shape)}; pass shared=True to give "
                     "every member the same batch")
+        from .models import _CHECK_INPUTS, unchecked_inputs
+
         template = self._template[0]
         check = getattr(template, "validate_input", None)
-        if check is not None:   # validate once, outside vmap (data-dependent checks)
+        # validate once, outside vmap (data-dependent checks read the values: a host sync on
+        # a GPU), unless the caller has validated them (train() inside unchecked_inputs())
+        if check is not None and _CHECK_INPUTS.get():
             check(*(x if shared else x.flatten(0, 1) for x in inputs))
         params, buffers = self._state()
-        from .models import unchecked_inputs
 
         def one(p, b, *xs):
             return functional_call(template, (p, b), xs, kwargs)
