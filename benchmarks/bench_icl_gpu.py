@@ -2,7 +2,7 @@
 to the authors' own code, on the same device in one run.
 
 Run:  python benchmarks/bench_icl_gpu.py --official PATH [--device cuda] [--steps 2000]
-                                          [--out results.json]
+                                          [--seeds 32] [--out results.json]
 
 PATH is a checkout of the public repository EzraEdelman/Evolution-of-Statistical-Induction-Heads
 (its ``training_pipeline.train`` is run unmodified: 2-layer, 1-head, d = 16 attention-only
@@ -13,7 +13,9 @@ by ``seqtheory.train`` (a) without evaluation and (b) as the archive runs it
 (``incontext.run``: held-out evaluation of 256 sequences every 50 steps); (c) the chapter's
 default ``ICLSetup`` (learned positions, no dropout, same sizes) without evaluation.  Each
 timing includes set-up (for theirs the start of the data workers); steps/s = steps / wall
-seconds, after 50 untimed warm-up steps of ours in the same process.
+seconds, after 50 untimed warm-up steps of ours in the same process.  With ``--seeds M``,
+seeds per second: ours trains M seeds of PAPER as one batched program
+(``incontext.run_seeds``), theirs one seed per process (steps/s / steps).
 """
 from __future__ import annotations
 
@@ -61,6 +63,22 @@ def ours(device: str, steps: int) -> dict:
     return out
 
 
+def ours_seeds(device: str, steps: int, members: int) -> dict:
+    """``seqtheory.incontext.run_seeds``: ``members`` seeds of PAPER as one batched program,
+    evaluated every 50 steps; seeds per second counts a seed as ``steps`` steps."""
+    from seqtheory.incontext import PAPER, run_seeds
+
+    setup = PAPER.replace(steps=steps)
+    run_seeds(setup.replace(steps=50), seeds=range(members), seed=1, device=device,
+              progress=False)                                   # warm-up, not timed
+    _sync(device)
+    start = time.perf_counter()
+    run_seeds(setup, seeds=range(members), seed=0, device=device, progress=False)
+    _sync(device)
+    return {f"seqtheory incontext.run_seeds, {members} seeds at once (seeds/s)":
+            members / (time.perf_counter() - start)}
+
+
 def theirs(path: Path, device: str, steps: int) -> dict:
     sys.path.insert(0, str(path))
     import training_pipeline as tp  # the authors' module (it picks cuda:0 when it can)
@@ -86,8 +104,13 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (CPU runs)")
+    parser.add_argument("--seeds", type=int, default=0,
+                        help="also train this many seeds as one batched program and compare "
+                             "seeds per second with the authors' code (one process, one seed)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.seeds < 0:
+        parser.error(f"--seeds must be 0 or a number of seeds, got {args.seeds}")
     torch.set_num_threads(args.threads)
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else \
         f"CPU, {args.threads} thread(s)"
@@ -98,9 +121,16 @@ def main() -> None:
           "dropout (not the same work); one run each, ours first")
     for k, v in rates.items():
         print(f"  {k:<60} {v:8.1f} steps/s  ({v / base:.2f}x the authors' code)")
+    seeds_per_s = {}
+    if args.seeds:
+        seeds_per_s = {"authors' training_pipeline.train (one seed, seeds/s)": base / args.steps,
+                       **ours_seeds(args.device, args.steps, args.seeds)}
+        for k, v in seeds_per_s.items():
+            print(f"  {k:<60} {v:8.3f} seeds/s ({v * args.steps / base:.2f}x the authors' code)")
     if args.out:
         args.out.write_text(json.dumps({"device": name, "torch": torch.__version__,
-                                        "steps": args.steps, "steps_per_s": rates}, indent=1))
+                                        "steps": args.steps, "steps_per_s": rates,
+                                        "seeds_per_s": seeds_per_s}, indent=1))
 
 
 if __name__ == "__main__":

@@ -118,6 +118,36 @@ def test_generate_is_the_shared_greedy_decoder():
         generate(torch.nn.Linear(2, 2), x, 2)
 
 
+@pytest.mark.parametrize("hidden", [None, 6])
+@pytest.mark.parametrize("shared", [False, True])
+def test_next_logits_are_the_forward_pass_at_the_last_position(hidden, shared):
+    model = NextTokenNet(9, vocab=3, hidden=hidden, models=2, shared=shared,
+                         generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        model.b.normal_(generator=torch.Generator().manual_seed(3))    # position-dependent
+        for T in (1, 4, 9):
+            ids = torch.randint(0, 3, (2, 5, T), generator=torch.Generator().manual_seed(T))
+            torch.testing.assert_close(model.next_logits(ids), model(ids)[:, :, -1],
+                                       rtol=1e-6, atol=1e-6)
+            torch.testing.assert_close(model.next_logits(ids[0]), model(ids[0])[:, :, -1],
+                                       rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="idx must be"):
+        model.next_logits(torch.zeros(2, 5, 10, dtype=torch.long))       # longer than seq_len
+    with pytest.raises(ValueError, match="idx must be"):
+        model.next_logits(torch.zeros(3, 5, 4, dtype=torch.long))        # 3 models, not 2
+
+
+def test_answer_accuracy_in_chunks_equals_one_batch(monkeypatch):
+    import seqtheory.chain_of_thought as cot
+
+    model = NextTokenNet(12, hidden=5, models=3, generator=torch.Generator().manual_seed(4))
+    x = all_bit_strings(6)
+    whole = answer_accuracy(model, x, "running")
+    monkeypatch.setattr(cot, "_EVAL_CHUNK", 7)                   # 64 strings in 10 chunks
+    assert torch.equal(answer_accuracy(model, x, "running"), whole)
+    assert 0 < whole.max() and whole.min() < 1                   # not a constant answer
+
+
 TINY = CoTSetup(n=4, seeds=2, hidden=4, train_size=10, batch_size=8, steps=5, long_factor=2)
 
 

@@ -215,6 +215,77 @@ def test_run_trains_every_seed_and_matches_a_single_run():
             torch.testing.assert_close(r.models[1].state_dict()[k], v, rtol=1e-4, atol=1e-5)
 
 
+def test_stacked_lstm_runs_each_member_as_it_runs_alone():
+    """The wide block-diagonal LSTM gives every member the logits it gives alone, for one
+    batch per member and for a shared batch, and its members are the seeded CopyLSTMs."""
+    from seqtheory.copying import CopySetup, StackedLSTM, copy_model
+
+    setup = CopySetup(**TINY)
+    state = torch.random.get_rng_state()
+    ens = StackedLSTM(lambda: copy_model("LSTM", setup), [0, 3, 5], base=2)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    alone = [copy_model("LSTM", setup, seed=s, base=2) for s in (0, 3, 5)]
+    for a, m in zip(alone, ens.members(), strict=True):
+        for k, v in a.state_dict().items():
+            assert torch.equal(v, m.state_dict()[k]), k
+    g = torch.Generator().manual_seed(1)
+    x = torch.stack([copy_batch(4, 2, 6, generator=g)[0] for _ in range(3)])   # (3, 4, T)
+    out = ens(x)
+    assert out.shape == (3, 4, x.shape[-1], VOCAB_SIZE)
+    shared = ens(x[0], shared=True)
+    for m, model in enumerate(alone):
+        torch.testing.assert_close(out[m], model(x[m]), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(shared[m], model(x[0]), rtol=1e-5, atol=1e-6)
+    wide = ens.wide_weights()["weight_hh_l0"].view(4, 3, 16, 3, 16)
+    assert not wide[:, 0, :, 1].any() and wide[:, 1, :, 1].any()   # block-diagonal
+    out.sum().backward()            # gradients reach every member's own parameters
+    assert all(p.grad is not None and p.grad.flatten(1).norm(dim=1).min() > 0
+               for p in ens.parameters())
+
+
+def test_run_with_the_stacked_lstm_matches_the_lstm_seed_by_seed(monkeypatch):
+    """run()'s batched LSTM program (its path off the CPU) gives each seed the accuracies,
+    losses and weights of the seed-by-seed path (its path on the CPU), up to rounding."""
+    import seqtheory.copying as copying
+
+    assert copying._stacks_lstm(torch.device("cpu")) is False
+    assert copying._stacks_lstm(torch.device("cuda")) is True
+    setup = copying.CopySetup(**TINY, names=("LSTM",))
+    alone = copying.run(setup, seed=1, progress=False).runs["LSTM"]
+    monkeypatch.setattr(copying, "_stacks_lstm", lambda device: True)
+    stacked = copying.run(setup, seed=1, progress=False).runs["LSTM"]
+    assert len(alone.histories) == 2 and len(stacked.histories) == 1
+    np.testing.assert_array_equal(stacked.acc_train_len, alone.acc_train_len)
+    np.testing.assert_array_equal(stacked.acc_test_len, alone.acc_test_len)
+    np.testing.assert_allclose(stacked.histories[0].losses(),
+                               np.stack([h.losses() for h in alone.histories], 1), rtol=1e-5)
+    for m1, m2 in zip(stacked.models, alone.models, strict=True):
+        assert not m1.training and isinstance(m1, copying.CopyLSTM)
+        for k, v in m2.state_dict().items():
+            torch.testing.assert_close(m1.state_dict()[k], v, rtol=1e-4, atol=1e-5)
+
+
+def test_stacked_lstm_refuses_bad_input():
+    from seqtheory.copying import CopySetup, StackedLSTM, copy_model
+
+    setup = CopySetup(**TINY)
+    ens = StackedLSTM(lambda: copy_model("LSTM", setup), [0, 1])
+    with pytest.raises(ValueError, match="idx must have shape"):
+        ens(torch.zeros(3, 2, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match="token ids in 0..29"):
+        ens(torch.full((2, 2, 5), VOCAB_SIZE))
+    with pytest.raises(ValueError, match="token ids"):
+        ens(torch.full((2, 2, 5), -1))
+    with pytest.raises(TypeError, match="integer token ids"):
+        ens(torch.zeros(2, 2, 5))
+    with pytest.raises(TypeError, match="idx must be a torch.Tensor"):
+        ens([[1, 2]])
+    with pytest.raises(ValueError, match="one-layer CopyLSTM"):
+        StackedLSTM(lambda: copy_model("gated recurrence", setup), [0, 1])
+    with pytest.raises(ValueError, match="one-layer CopyLSTM"):
+        StackedLSTM(lambda: CopyLSTM(layers=2), [0, 1])
+
+
 def test_run_is_deterministic_and_leaves_the_global_rng_alone():
     from seqtheory.copying import CopySetup, run
 

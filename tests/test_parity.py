@@ -370,3 +370,16 @@ def test_medians_count_networks_that_never_succeed_as_slowest():
     r.steps_to_success[20] = np.array([np.nan, np.nan, 1.0])
     with pytest.raises(ValueError, match="two values"):
         r.power_law()
+
+
+def test_accuracy_in_chunks_of_examples_equals_one_pass(monkeypatch):
+    import seqtheory.parity as parity
+
+    nets = ParityMLPs(12, [16, 9, 16], generator=torch.Generator().manual_seed(5))
+    x, y = sparse_parity(300, 12, [0, 1, 2], generator=torch.Generator().manual_seed(6))
+    whole = nets.accuracy(x, y)
+    monkeypatch.setattr(parity, "_EVAL_NUMBERS", 3 * 16 * 7)         # 7 examples a chunk
+    assert torch.equal(nets.accuracy(x, y), whole)
+    assert torch.equal(nets.accuracy(x[None].expand(3, -1, -1), y[None].expand(3, -1)),
+                       whole)
+    assert len(set(whole.tolist())) > 1                                # not a constant

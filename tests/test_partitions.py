@@ -528,3 +528,110 @@ def test_prefix_grid_is_the_searched_grid():
     assert (grid[1:] / grid[:-1] < 1.03)[grid[:-1] > 100].all()
     with pytest.raises(ValueError, match="s_max must be >= 1"):
         prefix_grid(0)
+
+
+# ---------------------------------------------------------------- worker processes
+def _several_instances():
+    from seqtheory.partitions import PartitionSetup
+
+    return PartitionSetup(sizes=(8, 12), trials=3, colouring_sizes=(24, 30),
+                          colouring_graphs=2, colouring_n=24, colouring_degrees=(3.0, 4.6),
+                          effort_sizes=(8, 10), effort_cs=(1.0, 4.0), effort_trials=2)
+
+
+def test_sat_experiments_give_the_same_results_on_one_and_two_workers():
+    from seqtheory.partitions import run_effort, run_thresholds
+
+    setup = _several_instances()
+    one = run_thresholds(setup, seed=3, progress=False, workers=1)
+    two = run_thresholds(setup, seed=3, progress=False, workers=2)
+    assert list(two.thresholds) == [8, 12] and _same(one, two)
+    for N in (8, 12):
+        assert np.array_equal(one.thresholds[N], two.thresholds[N])
+        assert all(np.array_equal(a.labels, b.labels) and np.array_equal(a.g, b.g)
+                   for a, b in zip(one.problems[N], two.problems[N], strict=True))
+    one, two = (run_effort(setup, seed=3, progress=False, workers=w) for w in (1, 2))
+    for result in (one, two):                # solver seconds are timings; conflicts are not
+        result.by_size = {k: v[:, :2] for k, v in result.by_size.items()}
+    assert _same(one, two) and list(two.by_c) == list(one.by_c)
+
+
+def test_map_instances_keeps_the_order_of_the_cells_whatever_runs_first():
+    from seqtheory.partitions import _map_instances
+
+    cells = [-5, 3, -1, 4, -2]
+    expected = [5, 3, 1, 4, 2]
+    assert _map_instances(abs, cells, 1) == expected
+    assert _map_instances(abs, cells, 2, costs=[0, 1, 2, 3, 4]) == expected
+    assert _map_instances(abs, [-7], 4) == [7]
+
+
+def test_map_instances_raises_what_a_worker_raises():
+    import math
+
+    from seqtheory.partitions import _map_instances
+
+    with pytest.raises(ValueError, match="math domain error"):
+        _map_instances(math.sqrt, [4.0, -1.0, 9.0], 2)
+
+
+def test_map_instances_advances_the_progress_bar_once_per_cell(monkeypatch):
+    import seqtheory.partitions as P
+
+    bars = []
+
+    class Bar:
+        def __init__(self, iterable=None, **kwargs):
+            self.iterable, self.kwargs, self.n, self.closed = iterable, kwargs, 0, False
+            bars.append(self)
+
+        def __iter__(self):
+            for item in self.iterable:
+                yield item
+                self.n += 1
+
+        def update(self, k=1):
+            self.n += k
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(P, "progress_bar", Bar)
+    assert P._map_instances(abs, [-1, -2, -3], 2, desc="d", progress=True) == [1, 2, 3]
+    assert bars[-1].n == 3 and bars[-1].closed and bars[-1].kwargs["total"] == 3
+    assert bars[-1].kwargs["disable"] is False and bars[-1].kwargs["desc"] == "d"
+    assert P._map_instances(abs, [-1, -2], 1, progress=False) == [1, 2]
+    assert bars[-1].n == 2 and bars[-1].kwargs["disable"] is True
+
+
+def test_workers_default_to_every_core_under_full_and_to_no_pool_on_the_cpu(monkeypatch):
+    import seqtheory.partitions as P
+
+    monkeypatch.setattr(P, "is_full", lambda: True)
+    assert P._check_workers(None) == P._available_cores() >= 1
+    assert P._check_workers(3) == 3
+    monkeypatch.setattr(P, "is_full", lambda: False)
+    assert P._check_workers(None) == 1
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("the CPU default run must not start a pool")
+
+    monkeypatch.setattr(P, "ProcessPoolExecutor", no_pool)
+    out = P.run_thresholds(_tiny_setup(), seed=0, progress=False)
+    assert out.thresholds[10].shape == (2,)
+    assert P.run_effort(_tiny_setup(), seed=0, progress=False).by_c[10, 1.0].shape == (1,)
+
+
+@pytest.mark.parametrize("name", ["run_thresholds", "run_effort"])
+@pytest.mark.parametrize("workers, err, match", [
+    (0, ValueError, "workers must be >= 1"),
+    (-2, ValueError, "workers must be >= 1"),
+    (1.5, TypeError, "workers must be an int"),
+    (True, TypeError, "workers must be an int"),
+    ("2", TypeError, "workers must be an int"),
+])
+def test_sat_experiments_reject_a_bad_number_of_workers(name, workers, err, match):
+    import seqtheory.partitions as P
+
+    with pytest.raises(err, match=match):
+        getattr(P, name)(_tiny_setup(), seed=0, progress=False, workers=workers)

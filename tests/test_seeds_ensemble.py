@@ -143,6 +143,23 @@ def test_training_an_ensemble_equals_training_each_seed_alone():
             torch.testing.assert_close(ens.member(m).state_dict()[k], v, rtol=1e-3, atol=1e-4)
 
 
+def test_weight_decay_on_linear_weights_only_is_per_member_as_alone():
+    seeds, steps = [0, 1], 8
+    x, y = _batches(2, steps, seed=3)
+    ens = Ensemble(lambda: Transformer(CFG), seeds)
+    kw = dict(steps=steps, lr=3e-2, weight_decay=0.5, decay="linear", progress=False)
+    train(ens, lambda s: (x[s - 1], y[s - 1]), **kw)
+    decayed = {id(p) for p in ens.stacked_linear_weights()}
+    assert decayed and len(decayed) < len(list(ens.parameters()))
+    for m, s in enumerate(seeds):
+        with seeded(s):
+            alone = Transformer(CFG)
+        train(alone, lambda step, m=m: (x[step - 1, m], y[step - 1, m]), **kw)
+        # decay on every parameter (or none) moves the embeddings by ~lr * 0.5 ~ 1e-2
+        for k, v in alone.state_dict().items():
+            torch.testing.assert_close(ens.member(m).state_dict()[k], v, rtol=1e-3, atol=1e-4)
+
+
 def test_clipping_is_per_member():
     ens = Ensemble(lambda: torch.nn.Linear(3, 1, bias=False), seeds=[0, 1])
     for p in ens.parameters():

@@ -189,6 +189,93 @@ def test_switching_sampler_matches_sample_switching(batch, T, k):
         switching_sampler(0, T, 0.5, 0.8)
 
 
+def test_switching_sampler_reads_nothing_back_from_the_device():
+    """A draw makes no scalar copy to the host (aten._local_scalar_dense: .item(), int(),
+    bool()), so on a GPU the host does not wait at every training batch."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from seqtheory.tokenization import switching_sampler
+
+    class Reads(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(func)
+            return func(*args, **(kwargs or {}))
+
+    sample = switching_sampler(6, 33, 0.5, 0.8, order=2)
+    g = torch.Generator().manual_seed(0)
+    sample(g)                                            # the first draw may set things up
+    with Reads() as reads:
+        sample(g)
+    assert reads.ops and torch.ops.aten._local_scalar_dense.default not in reads.ops
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        sample(3)
+
+
+def trap_ensemble(M=3, T=12, tie=True):
+    from seqtheory.ensemble import Ensemble
+    from seqtheory.models import Transformer, TransformerConfig
+
+    cfg = TransformerConfig(vocab_size=2, max_len=T, n_layers=1, n_heads=1, d_model=8,
+                            attn_only=True, layer_norm=False, tie_weights=tie)
+    return Ensemble(lambda: Transformer(cfg), seeds=list(range(M)), base=0).eval()
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 16, 40])
+def test_trap_eval_loss_in_chunks_equals_the_whole_batch_at_once(chunk):
+    """Chunked evaluation gives the bits of one pass over all 40 sequences, which is each
+    member's mean cross-entropy."""
+    from seqtheory.tokenization import trap_eval_loss
+
+    ens = trap_ensemble(T=12, tie=chunk % 2 == 0)
+    held = sample_switching(40, 13, 0.5, 0.8, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        logits = ens(held[:, :-1], shared=True)                         # (3, 40, 12, 2)
+        whole = [torch.nn.functional.cross_entropy(m.flatten(0, 1), held[:, 1:].flatten())
+                 .item() for m in logits]
+    got = trap_eval_loss(ens, held, chunk)
+    assert got == whole and trap_eval_loss(ens, held) == whole
+    assert len(set(got)) == 3 and all(0.3 < v < 1.5 for v in got)
+
+
+def test_trap_eval_loss_default_chunk_keeps_the_scores_within_the_budget(monkeypatch):
+    """The default chunk holds at most TRAP_EVAL_SCORES attention scores (64 sequences of
+    1024 symbols for 4 members); with a budget of 3 x (members T^2), 10 sequences go
+    through the models in 4 passes."""
+    import seqtheory.tokenization as tok
+
+    assert tok.TRAP_EVAL_SCORES // (4 * 1024 * 1024) == 64
+    ens = trap_ensemble(M=2, T=6)
+    held = sample_switching(10, 7, 0.5, 0.8, generator=torch.Generator().manual_seed(1))
+    whole = tok.trap_eval_loss(ens, held)
+    calls = []
+    forward = ens.forward
+    monkeypatch.setattr(ens, "forward", lambda *a, **k: calls.append(a[0].shape[0])
+                        or forward(*a, **k))
+    monkeypatch.setattr(tok, "TRAP_EVAL_SCORES", 3 * 2 * 6 * 6)
+    assert tok.trap_eval_loss(ens, held) == whole and calls == [3, 3, 3, 1]
+
+
+def test_trap_eval_loss_refuses_bad_input():
+    from seqtheory.tokenization import trap_eval_loss
+
+    ens = trap_ensemble(M=2, T=6)
+    held = sample_switching(4, 7, 0.5, 0.8, generator=torch.Generator().manual_seed(1))
+    with pytest.raises(TypeError, match="ensemble must be an Ensemble"):
+        trap_eval_loss(ens.member(0), held)
+    with pytest.raises(TypeError, match="held_out must be a torch.Tensor"):
+        trap_eval_loss(ens, held.numpy())
+    with pytest.raises(ValueError, match="held_out must be a"):
+        trap_eval_loss(ens, held[0])
+    with pytest.raises(ValueError, match="held_out must be a"):
+        trap_eval_loss(ens, held[:, :1])
+    with pytest.raises(ValueError, match="chunk"):
+        trap_eval_loss(ens, held, 0)
+
+
 def textbook_bpe(chunks, d, alphabet):
     """BPE the textbook way, one full recount per merge: every chunk as a list of ids; the
     most frequent adjacent pair within a chunk (ties: the smallest (a, b)) merges left to

@@ -63,6 +63,25 @@ def test_callback_can_stop_early():
     assert hist.steps[-1] == 7
 
 
+def test_a_smoke_run_stops_every_training_loop_after_its_steps(monkeypatch):
+    seed_everything(0)
+    model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
+    monkeypatch.setenv("SEQTHEORY_SMOKE", "3")
+    hist = train(model, lambda s: previous_token_batch(8, 8, 5), steps=100, eval_every=50,
+                 eval_fn=lambda m, s: {"s": s}, snapshot_steps=(0, 2, 60, 100),
+                 progress=False)
+    assert hist.steps == [1, 2, 3]
+    assert sorted(hist.snapshots) == [0, 2, 60, 100]
+    assert all(torch.equal(hist.snapshots[60][k], v) for k, v in model.state_dict().items())
+    assert [e["step"] for e in hist.evals] == [0, 3]          # evaluated where it stopped
+    monkeypatch.setenv("SEQTHEORY_SMOKE", "0")
+    assert len(train(model, lambda s: previous_token_batch(8, 8, 5), steps=6,
+                     progress=False).steps) == 6
+    monkeypatch.setenv("SEQTHEORY_SMOKE", "few")
+    with pytest.raises(ValueError, match="SEQTHEORY_SMOKE must be"):
+        train(model, lambda s: previous_token_batch(8, 8, 5), steps=6, progress=False)
+
+
 def test_every_callback_runs_even_after_one_asks_to_stop():
     seen = []
     model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)

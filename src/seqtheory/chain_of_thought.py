@@ -204,6 +204,26 @@ class NextTokenNet(nn.Module):
         out_b = self.out_b.expand(-1, T, -1) if self.shared else self.out_b[:, :T]
         return torch.einsum("mbth,mthv->mbtv", torch.relu(z), out) + out_b[:, None]
 
+    def next_logits(self, idx: torch.Tensor) -> torch.Tensor:
+        """Logits at the last position only, (M, B, vocab): ``forward(idx)[..., -1, :]``
+        without the other positions (what greedy decoding needs; memory O(M B H), not
+        O(M B T H))."""
+        if idx.dim() not in (2, 3) or not 1 <= idx.shape[-1] <= self.seq_len or (
+                idx.dim() == 3 and idx.shape[0] != self.models):
+            raise ValueError(f"idx must be (batch, T) or ({self.models}, batch, T) with "
+                             f"1 <= T <= {self.seq_len}, got {tuple(idx.shape)}")
+        if idx.dim() == 2:
+            idx = idx[None].expand(self.models, -1, -1)
+        t = idx.shape[-1] - 1
+        p = 0 if self.shared else t                     # the last position's own weights
+        onehot = nn.functional.one_hot(idx, self.vocab).float()               # (M, B, T, V)
+        w = self.w[:, self.distance[t, :t + 1]] if self.shared else self.w[:, t, :t + 1]
+        z = torch.einsum("msvh,mbsv->mbh", w, onehot) + self.b[:, p, None]    # (M, B, H)
+        if self.hidden is None:
+            return z
+        return (torch.einsum("mbh,mhv->mbv", torch.relu(z), self.out[:, p])
+                + self.out_b[:, p, None])
+
 
 def generate(model: NextTokenNet, x: torch.Tensor, steps: int) -> torch.Tensor:
     """Greedy continuation of prompts ``x`` (B, n) by ``steps`` tokens, per model: (M, B, steps)."""
@@ -220,8 +240,12 @@ def answer_accuracy(model: NextTokenNet, x: torch.Tensor, fmt: str,
     ``support``, default all), per model (M,)."""
     a = _check_support(support, x.shape[1])
     bits = x.long() if a is None else x.long()[:, a.to(x.device)]
-    chain = generate(model, x, chain_length(bits.shape[1], fmt))         # (M, B, L)
-    return (chain[:, :, -1] == bits.sum(dim=1) % 2).float().mean(dim=1)
+    steps = chain_length(bits.shape[1], fmt)
+    right = torch.zeros(model.models, device=x.device)
+    for xs, bs in zip(x.split(_EVAL_CHUNK), bits.split(_EVAL_CHUNK), strict=True):
+        chain = generate(model, xs, steps)                                # (M, b, L)
+        right += (chain[:, :, -1] == bs.sum(dim=1) % 2).float().sum(dim=1)
+    return right / len(x)
 
 
 def all_bit_strings(n: int) -> torch.Tensor:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,8 @@ from .utils import (
 
 __all__ = [
     "NUM_LETTERS", "BOS", "SEP", "EOS", "PAD", "VOCAB_SIZE", "copy_batch", "decode",
-    "string_accuracy", "CopyLSTM", "DiagonalRecurrence", "GatedRecurrence", "linear_scan",
+    "string_accuracy", "CopyLSTM", "StackedLSTM", "DiagonalRecurrence", "GatedRecurrence",
+    "linear_scan",
     "CopySetup", "SETUP", "LIVE_MODELS", "state_bits", "max_copy_length", "copy_models",
     "train_copier", "encode", "greedy_copy", "accuracy_by_length", "MODEL_NAMES",
     "copy_model", "CopyRun", "CopyResult", "run", "plot_learning_curves", "copied",
@@ -89,9 +91,8 @@ def copy_batch(
     seq = torch.where(t == L + 1, SEP, seq)
     seq = torch.where(second, s.gather(1, (t - L - 2).clamp(0, max_len - 1)), seq)
     seq = torch.where(t == 2 * L + 2, EOS, seq)
-    x, y = seq[:, :-1], seq[:, 1:].clone()                                  # (B, T-1)
     counted = (t[:, 1:] >= L + 2) & (t[:, 1:] <= 2 * L + 2)
-    y[~counted] = IGNORE_INDEX
+    x, y = seq[:, :-1], seq[:, 1:].masked_fill(~counted, IGNORE_INDEX)      # (B, T-1)
     return x, y
 
 
@@ -157,8 +158,7 @@ def lookup_batch(
     seq = torch.where((t == s_start + L) if key == "suffix" else (t == n + 1), SEP, seq)
     seq = torch.where(t == end, SEP, seq)
     seq = torch.where(t == end + 1, answer, seq)
-    x, y = seq[:, :-1], seq[:, 1:].clone()                                        # (B, T-1)
-    y[t[:, 1:] != end + 1] = IGNORE_INDEX
+    x, y = seq[:, :-1], seq[:, 1:].masked_fill(t[:, 1:] != end + 1, IGNORE_INDEX)  # (B, T-1)
     return x, y
 
 
@@ -327,6 +327,84 @@ class CopyLSTM(nn.Module):
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         h, _ = self.lstm(self.emb(idx))                                     # (B, T, hidden)
         return self.head(h)                                                 # (B, T, V)
+
+
+class StackedLSTM(Ensemble):
+    """An :class:`~seqtheory.ensemble.Ensemble` of :class:`CopyLSTM` members (one layer)
+    whose forward pass runs every member in one call of torch's fused LSTM kernel.
+
+    The members' LSTMs stand side by side as one LSTM ``M`` times as wide with
+    block-diagonal weights: member ``m``'s units read only member ``m``'s embeddings and
+    units, so each member computes what it computes alone (up to floating-point rounding:
+    the wide products add the zero blocks in). Weights, gradients, per-member clipping,
+    :meth:`~seqtheory.ensemble.Ensemble.member` and evaluation are the Ensemble's: the
+    stacked parameters are the members' own, and the wide weights are built from them at
+    every call. Inputs (M, B, T) (one batch per member) or (B, T) with ``shared=True``;
+    logits (M, B, T, V).
+    """
+
+    def __init__(self, build, seeds, *, base: int | None = None):
+        super().__init__(build, seeds, base=base)
+        member = self._template[0]
+        if not isinstance(member, CopyLSTM) or member.lstm.num_layers != 1:
+            raise ValueError("build() must return a one-layer CopyLSTM for a StackedLSTM")
+        lstm = member.lstm
+        self._sizes = (member.emb.num_embeddings, lstm.input_size, lstm.hidden_size)
+
+    def wide_weights(self) -> dict:
+        """The wide LSTM's parameters (``weight_ih_l0`` ...; ``nn.LSTM``'s names and layout),
+        built from the members': gate ``g`` of member ``m``'s unit ``h`` is the wide LSTM's
+        unit ``m * hidden + h``."""
+        p, _ = self._state()
+        M, (_, E, H) = self.num_members, self._sizes
+
+        def block_diagonal(w, cols):                 # (M, 4H, cols) -> (4 M H, M cols)
+            w = w.view(M, 4, H, cols).permute(1, 2, 3, 0)                   # (4, H, cols, M)
+            return torch.diag_embed(w, dim1=1, dim2=3).reshape(4 * M * H, M * cols)
+
+        def side_by_side(b):                         # (M, 4H) -> (4 M H)
+            return b.view(M, 4, H).transpose(0, 1).reshape(4 * M * H)
+
+        return {"weight_ih_l0": block_diagonal(p["lstm.weight_ih_l0"], E),
+                "weight_hh_l0": block_diagonal(p["lstm.weight_hh_l0"], H),
+                "bias_ih_l0": side_by_side(p["lstm.bias_ih_l0"]),
+                "bias_hh_l0": side_by_side(p["lstm.bias_hh_l0"])}
+
+    def forward(self, idx: torch.Tensor, shared: bool = False) -> torch.Tensor:
+        """Logits (M, B, T, V) of every member for token ids (M, B, T) (or shared (B, T))."""
+        from .models import _CHECK_INPUTS
+
+        M, (V, E, H) = self.num_members, self._sizes
+        if not isinstance(idx, torch.Tensor):
+            raise TypeError(f"idx must be a torch.Tensor, got {type(idx).__name__}")
+        if shared:
+            idx = idx.expand(M, *idx.shape)
+        if idx.dim() != 3 or idx.shape[0] != M:
+            raise ValueError(f"idx must have shape ({M}, B, T) (one batch per member; "
+                             f"shared=True for (B, T)), got {tuple(idx.shape)}")
+        if idx.dtype not in (torch.int32, torch.int64):
+            raise TypeError(f"idx must hold integer token ids, got {idx.dtype}")
+        # checked unless the caller has (train() on a GPU after its first batch): the
+        # gather below would take a negative id from the end of the table
+        if _CHECK_INPUTS.get() and idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= V):
+            raise ValueError(f"idx must hold token ids in 0..{V - 1}")
+        p, _ = self._state()
+        _, B, T = idx.shape
+        member = torch.arange(M, device=idx.device)[:, None, None]
+        x = p["emb.weight"][member, idx]                                    # (M, B, T, E)
+        x = x.permute(1, 2, 0, 3).reshape(B, T, M * E)                      # (B, T, M E)
+        w = self.wide_weights()
+        zero = x.new_zeros(1, B, M * H)                                     # h_0 = c_0 = 0
+        with warnings.catch_warnings():    # cuDNN packs the wide weights at every call
+            warnings.filterwarnings("ignore", message="RNN module weights are not part")
+            # what nn.LSTM.forward calls, given the weights (none of its flattening into
+            # cuDNN's buffer, which would rewrite the computed weights in place)
+            h, _, _ = torch.lstm(x, (zero, zero), [w["weight_ih_l0"], w["weight_hh_l0"],
+                                                   w["bias_ih_l0"], w["bias_hh_l0"]],
+                                 True, 1, 0.0, self.training, False, True)  # (B, T, M H)
+        h = h.view(B, T, M, H).permute(2, 0, 1, 3).reshape(M, B * T, H)     # (M, B T, H)
+        w, b = p["head.weight"], p["head.bias"]                             # (M, V, H), (M, V)
+        return torch.baddbmm(b[:, None], h, w.transpose(1, 2)).view(M, B, T, V)
 
 
 class _RecurrentBlock(nn.Module):
@@ -671,7 +749,7 @@ class CopyRun:
     models: list              # the M trained models (standalone modules, CPU, eval mode)
     seconds: float            # training time of all seeds together
     histories: list           # training History: one for the batched program (every
-    #                           seed), or one per seed (the LSTM)
+    #                           seed), or one per seed (the LSTM on the CPU)
 
     def final(self) -> np.ndarray:
         """(M,) accuracy at the longest training length after training."""
@@ -696,6 +774,13 @@ class CopyResult:
         return {name: r.models[member] for name, r in self.runs.items()}
 
 
+def _stacks_lstm(device: torch.device) -> bool:
+    """Whether :func:`run` trains the LSTM's seeds as one :class:`StackedLSTM` on
+    ``device``: off the CPU (on the CPU its block-diagonal products cost M times the
+    arithmetic of the seeds one by one: 4x the time per step at the FULL sizes)."""
+    return device.type != "cpu"
+
+
 def run(setup: CopySetup, *, seed: int | None = None, device=None,
         progress: bool = True) -> CopyResult:
     """Train each model of ``setup.names`` once per seed of ``setup.seeds``.
@@ -706,8 +791,11 @@ def run(setup: CopySetup, *, seed: int | None = None, device=None,
     (logical seed ``10_000 + s``, the same for every architecture); the test sets are fixed
     by the base seed. Each model trains at its own
     learning rate (:meth:`CopySetup.lr_for`). Transformers and the recurrences train all
-    their seeds as one batched program (:class:`~seqtheory.ensemble.Ensemble`); the LSTM
-    (whose fused kernel cannot be batched over weights) trains seed by seed. Models are
+    their seeds as one batched program (:class:`~seqtheory.ensemble.Ensemble`). The LSTM
+    (whose fused kernel cannot be mapped over stacked weights) does so off the CPU, as a
+    :class:`StackedLSTM` (one wide block-diagonal LSTM: M times the arithmetic in one
+    kernel call, where a GPU is bound by the number of calls); on the CPU, where the
+    arithmetic is the cost, it trains seed by seed. Models are
     built on the CPU (the same weights on any device), trained on ``device`` (default: the
     CPU) with batches drawn there, and come back on the CPU.
     """
@@ -723,7 +811,7 @@ def run(setup: CopySetup, *, seed: int | None = None, device=None,
     runs = {}
     for name in setup.names:
         kw = _train_kw(setup, setup.steps, setup.lr_for(name), progress)
-        if name == "LSTM":
+        if name == "LSTM" and not _stacks_lstm(dev):
             hists, models = [], []
             for s in setup.seeds:
                 model = copy_model(name, setup, seed=s, base=seed).to(dev)
@@ -737,8 +825,9 @@ def run(setup: CopySetup, *, seed: int | None = None, device=None,
             test = np.array([h.final("acc_test_len") for h in hists])
             seconds = sum(h.seconds for h in hists)
         else:
-            ens = Ensemble(lambda name=name: copy_model(name, setup), list(setup.seeds),
-                           base=seed).to(dev)
+            stacked = StackedLSTM if name == "LSTM" else Ensemble
+            ens = stacked(lambda name=name: copy_model(name, setup), list(setup.seeds),
+                          base=seed).to(dev)
             gens = [data(s) for s in setup.seeds]
 
             def batch(step, gens=gens):

@@ -70,6 +70,14 @@ class Ensemble(nn.Module):
         self._template = [copy.deepcopy(members[0])]
         self._fresh = [copy.deepcopy(members[0])]          # real weights, for member()
 
+    def stacked_linear_weights(self) -> list[nn.Parameter]:
+        """The stacked parameters that are ``nn.Linear`` weights in a member (a weight tied
+        to another parameter counts under that parameter's name, as in the member)."""
+        template = self._template[0]
+        name_of = {id(p): n for n, p in template.named_parameters()}
+        return [self.stacked[_key(name_of[id(m.weight)])] for m in template.modules()
+                if isinstance(m, nn.Linear) and id(m.weight) in name_of]
+
     @property
     def num_members(self) -> int:
         """Number of members M."""

@@ -534,7 +534,8 @@ def greedy_decode(model: nn.Module, prompt: torch.Tensor, steps: int, *,
 
     ``model`` maps token ids (..., T) to logits (..., T, vocab) -- a :class:`Transformer`
     on (B, T), a :class:`~seqtheory.chain_of_thought.NextTokenNet` on (M, B, T).
-    Each step appends the argmax at the last position. With ``stop``, decoding ends once
+    Each step appends the argmax at the last position (computed alone by the model's
+    ``next_logits(ids)`` where it has one). With ``stop``, decoding ends once
     every row has written that token (so ``steps' <= steps``). Runs in eval mode without
     gradients (the model's mode is restored).
     """
@@ -545,9 +546,10 @@ def greedy_decode(model: nn.Module, prompt: torch.Tensor, steps: int, *,
     steps = check_int("steps", steps, minimum=1)
     seqs = prompt.long()
     done = torch.zeros(prompt.shape[:-1], dtype=torch.bool, device=prompt.device)
+    last = getattr(model, "next_logits", None) or (lambda ids: model(ids)[..., -1, :])
     with evaluating(model):
         for _ in range(steps):                       # generation is sequential by nature
-            nxt = model(seqs)[..., -1, :].argmax(dim=-1, keepdim=True)      # (..., 1)
+            nxt = last(seqs).argmax(dim=-1, keepdim=True)                   # (..., 1)
             seqs = torch.cat([seqs, nxt], dim=-1)
             if stop is not None:
                 done |= nxt[..., 0] == stop

@@ -20,12 +20,17 @@ The chapter's experiments share one shape: a :class:`PartitionSetup` (CPU and FU
 in :data:`SETUP`) goes into :func:`run_thresholds` (exact recovery by SAT),
 :func:`run_effort` (solver effort) and :func:`run_gradient_descent`, each called as
 ``(setup, *, seed, device, progress)`` and returning a result dataclass.  The SAT
-experiments run on the CPU; gradient descent runs on ``device``.
+experiments run on the CPU, over a pool of worker processes under FULL (``workers``: one
+process per core), instance by instance with the same results as one process; gradient
+descent runs on ``device``.
 """
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +45,7 @@ from .utils import (
     check_float,
     check_int,
     experiment_seed,
+    is_full,
     make_generator,
     make_rng,
     progress_bar,
@@ -935,6 +941,71 @@ def _cpu_only(device) -> str:
     return "cpu"
 
 
+def _available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_workers(workers) -> int:
+    """Worker processes of a SAT experiment: ``workers``, or when it is None every core
+    under FULL (:func:`~seqtheory.utils.is_full`) and 1 (this process, no pool) in the CPU
+    default run."""
+    if workers is None:
+        return _available_cores() if is_full() else 1
+    return check_int("workers", workers, minimum=1)
+
+
+def _pool_context():
+    """Start method of the worker pool: ``forkserver`` where the platform has it (else
+    ``spawn``).  Workers are forked from a server process that imported this module once and
+    never started CUDA or the threads of a notebook's kernel, so a parent that trained on a
+    GPU cannot hand them a held lock; after the first pool of a process, starting a pool
+    costs milliseconds.  Results do not depend on the start method.  As with any pool
+    that does not fork the parent, a script that starts one must be importable: its
+    top-level code under ``if __name__ == "__main__":`` (a notebook's kernel, ``python -c``
+    and pytest need nothing)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():  # pragma: no cover
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["__main__", __name__])
+    return ctx
+
+
+def _map_instances(fn, cells: list, workers: int, *, costs=None, desc: str = "",
+                   progress: bool = False) -> list:
+    """``[fn(cell) for cell in cells]``, on ``workers`` processes when there are more than
+    one (``fn`` module-level, cells and results picklable).
+
+    Cells go to the pool in decreasing order of ``costs`` (ties in their order in
+    ``cells``), so the slowest ones start first; the results come back in the order of
+    ``cells`` and the progress bar advances as cells finish.  With one worker (or one cell)
+    the cells run in this process, one after the other."""
+    cells = list(cells)
+    workers = min(workers, len(cells))
+    if workers <= 1:
+        return [fn(cell) for cell in progress_bar(cells, desc=desc, disable=not progress)]
+    order = (range(len(cells)) if costs is None
+             else sorted(range(len(cells)), key=lambda k: -costs[k]))
+    out: list = [None] * len(cells)
+    bar = progress_bar(total=len(cells), desc=desc, disable=not progress)
+    pool = ProcessPoolExecutor(workers, mp_context=_pool_context())
+    try:
+        futures = {pool.submit(fn, cells[k]): k for k in order}
+        for future in as_completed(futures):
+            out[futures[future]] = future.result()
+            bar.update(1)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        bar.close()
+    pool.shutdown()
+    return out
+
+
 @dataclass
 class ThresholdResult:
     """What :func:`run_thresholds` returns: the smallest recovering S of every instance."""
@@ -955,8 +1026,18 @@ class ThresholdResult:
         return np.array([np.median(self.thresholds[N]) / N for N in self.setup.sizes])
 
 
+def _threshold_instance(cell: tuple) -> tuple:
+    """One instance of :func:`run_thresholds`: ``(setup, N, t, seed)`` -> ``(S, problem)``."""
+    setup, N, t, seed = cell
+    pb = planted_problem(N, setup.K, setup.I, balanced=setup.balanced,
+                         seed=make_rng(t, base=seed))
+    S = recovery_threshold(pb, samples_for(setup.c_max, N),
+                           seed=make_rng(10_000 + t, base=seed))
+    return S, pb
+
+
 def run_thresholds(setup: PartitionSetup, *, seed: int | None = None, device=None,
-                   progress: bool = True) -> ThresholdResult:
+                   progress: bool = True, workers: int | None = None) -> ThresholdResult:
     """Experiment 1: :func:`recovery_threshold` for ``setup.trials`` planted instances of
     every N in ``setup.sizes`` (balanced or not, g known), searched up to
     ``S = setup.c_max N ln N``.
@@ -964,19 +1045,22 @@ def run_thresholds(setup: PartitionSetup, *, seed: int | None = None, device=Non
     Instance t uses the logical seeds t (problem) and ``10_000 + t`` (samples) under base
     seed ``seed`` (default: the book's base seed; see
     :func:`~seqtheory.utils.experiment_seed`).  The SAT solver runs on the CPU: ``device``
-    is only validated.  The exact-recovery rate at any S is the fraction of instances with
-    threshold <= S (:meth:`ThresholdResult.rate_at`).
+    is only validated.  The instances run on ``workers`` processes (default: every core
+    under FULL, this process alone in the CPU default run), largest N first; the result
+    does not depend on ``workers`` (a script that uses several keeps its top-level code
+    under ``if __name__ == "__main__":``).  The exact-recovery rate at any S is the
+    fraction of instances with threshold <= S (:meth:`ThresholdResult.rate_at`).
     """
     seed, ran_on = experiment_seed(seed), _cpu_only(device)
+    workers = _check_workers(workers)
     start = time.perf_counter()
+    cells = [(setup, N, t, seed) for N in setup.sizes for t in range(setup.trials)]
+    results = _map_instances(_threshold_instance, cells, workers,
+                             costs=[cell[1] for cell in cells], desc="SAT thresholds",
+                             progress=progress)
     thresholds: dict = {}
     problems: dict = {}
-    cells = [(N, t) for N in setup.sizes for t in range(setup.trials)]
-    for N, t in progress_bar(cells, desc="SAT thresholds", disable=not progress):
-        pb = planted_problem(N, setup.K, setup.I, balanced=setup.balanced,
-                             seed=make_rng(t, base=seed))
-        S = recovery_threshold(pb, samples_for(setup.c_max, N),
-                               seed=make_rng(10_000 + t, base=seed))
+    for (_, N, _, _), (S, pb) in zip(cells, results, strict=True):
         thresholds.setdefault(N, []).append(S)
         problems.setdefault(N, []).append(pb)
     return ThresholdResult(setup=setup, seed=seed, device=ran_on,
@@ -1003,8 +1087,34 @@ class EffortResult:
     by_c_unique: dict           # (N, c) -> (effort_trials,) conflicts of the uniqueness call
 
 
+def _effort_job(job: tuple):
+    """One job of :func:`run_effort`: ``(kind, key, s, K, I, colouring_n, seed)`` ->
+    two rows ``(variables, conflicts, seconds)`` ("size"), the conflicts ("degree"), or the
+    conflicts of the first and of the uniqueness call ("c")."""
+    kind, key, s, K, I, colouring_n, seed = job  # noqa: E741
+    if kind == "size":
+        n = key
+        gx, gy, gg = colouring_instance(random_graph(n, 4.6, seed=make_rng(s, base=seed)), n)
+        e = solver_effort(gx, gy, n, 3, g=gg, shared=True)
+        colouring = (3 * n, e["conflicts"], e["seconds"])
+        N = n // I                           # same number of variables: I * N * K = 3 n
+        pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
+        px, py = sample(pb, samples_for(4, N), seed=make_rng(10_000 + s, base=seed))
+        e = solver_effort(px, py, N, K, g=pb.g)
+        return colouring, (I * N * K, e["conflicts"], e["seconds"])
+    if kind == "degree":
+        n = colouring_n
+        gx, gy, gg = colouring_instance(random_graph(n, key, seed=make_rng(s, base=seed)), n)
+        return solver_effort(gx, gy, n, 3, g=gg, shared=True)["conflicts"]
+    N, c = key
+    pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
+    px, py = sample(pb, samples_for(c, N), seed=make_rng(10_000 + s, base=seed))
+    e = solver_effort(px, py, N, K, g=pb.g, check_unique=True)
+    return e["conflicts"], e["unique_conflicts"]
+
+
 def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
-               progress: bool = True) -> EffortResult:
+               progress: bool = True, workers: int | None = None) -> EffortResult:
     """Experiment 2: how hard the SAT solver works (:func:`solver_effort`).
 
     Colouring instances of random graphs (the shared-partition variant) at mean degree 4.6
@@ -1017,9 +1127,14 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
     ``10_000 + s`` (a stream of their own, as in :func:`run_thresholds`), under base seed
     ``seed``
     (default: the book's base seed; see :func:`~seqtheory.utils.experiment_seed`).  The solver
-    runs on the CPU: ``device`` is only validated.
+    runs on the CPU: ``device`` is only validated.  The instances run on ``workers``
+    processes (default: every core under FULL, this process alone in the CPU default run),
+    those with the most Boolean variables first; the conflict counts do not depend on
+    ``workers`` (the solver seconds are timings; a script that uses several workers keeps
+    its top-level code under ``if __name__ == "__main__":``).
     """
     seed, ran_on = experiment_seed(seed), _cpu_only(device)
+    workers = _check_workers(workers)
     K, I = setup.K, setup.I  # noqa: E741
     start = time.perf_counter()
     jobs = ([("size", n, s) for n in setup.colouring_sizes
@@ -1028,32 +1143,26 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
                for s in range(setup.colouring_graphs)]
             + [("c", (N, c), s) for N in setup.effort_sizes for c in setup.effort_cs
                for s in range(setup.effort_trials)])
+    variables = {"size": lambda n: 6 * n, "degree": lambda d: 3 * setup.colouring_n,
+                 "c": lambda key: I * key[0] * K}
+    results = _map_instances(_effort_job,
+                             [(kind, key, s, K, I, setup.colouring_n, seed)
+                              for kind, key, s in jobs], workers,
+                             costs=[variables[kind](key) for kind, key, _ in jobs],
+                             desc="solver effort", progress=progress)
     by_size: dict = {"colouring, degree 4.6": [], "planted, c = 4": []}
     by_degree: dict = {d: [] for d in setup.colouring_degrees}
     by_c: dict = {(N, c): [] for N in setup.effort_sizes for c in setup.effort_cs}
     by_c_unique: dict = {key: [] for key in by_c}
-    for kind, key, s in progress_bar(jobs, desc="solver effort", disable=not progress):
+    for (kind, key, _), out in zip(jobs, results, strict=True):
         if kind == "size":
-            n = key
-            gx, gy, gg = colouring_instance(random_graph(n, 4.6, seed=make_rng(s, base=seed)), n)
-            e = solver_effort(gx, gy, n, 3, g=gg, shared=True)
-            by_size["colouring, degree 4.6"].append((3 * n, e["conflicts"], e["seconds"]))
-            N = n // I                       # same number of variables: I * N * K = 3 n
-            pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
-            px, py = sample(pb, samples_for(4, N), seed=make_rng(10_000 + s, base=seed))
-            e = solver_effort(px, py, N, K, g=pb.g)
-            by_size["planted, c = 4"].append((I * N * K, e["conflicts"], e["seconds"]))
+            by_size["colouring, degree 4.6"].append(out[0])
+            by_size["planted, c = 4"].append(out[1])
         elif kind == "degree":
-            n = setup.colouring_n
-            gx, gy, gg = colouring_instance(random_graph(n, key, seed=make_rng(s, base=seed)), n)
-            by_degree[key].append(solver_effort(gx, gy, n, 3, g=gg, shared=True)["conflicts"])
+            by_degree[key].append(out)
         else:
-            N, c = key
-            pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
-            px, py = sample(pb, samples_for(c, N), seed=make_rng(10_000 + s, base=seed))
-            e = solver_effort(px, py, N, K, g=pb.g, check_unique=True)
-            by_c[key].append(e["conflicts"])
-            by_c_unique[key].append(e["unique_conflicts"])
+            by_c[key].append(out[0])
+            by_c_unique[key].append(out[1])
     return EffortResult(setup=setup, seed=seed, device=ran_on,
                         seconds=time.perf_counter() - start,
                         by_size={k: np.array(v, dtype=float) for k, v in by_size.items()},

@@ -278,14 +278,19 @@ class TorusTask:
         Q, _ = np.linalg.qr(rng.standard_normal((self.D, self.D)))
         self.rotation = Q[:, : 2 * self.d]                             # (D, 2d)
 
-    def target(self, theta) -> np.ndarray:
+    def target(self, theta, *, device=None) -> np.ndarray:
         """The clean target f at angles ``theta`` (n, d), 4,096 points at a time (a pool of
-        65,536 points on the 4-torus would otherwise hold two (n, modes) arrays of 1.7 GB)."""
+        65,536 points on the 4-torus would otherwise hold two (n, modes) arrays of 1.7 GB),
+        in float64 on ``device`` if it is a CUDA GPU, else on the CPU (the FULL sweeps
+        evaluate about 10^10 point-modes: minutes on one CPU thread)."""
+        device = _compute_device(device)
         theta = torch.as_tensor(np.asarray(theta, float))              # torch's cos is
         freqs, phases = torch.from_numpy(self.freqs).T, torch.from_numpy(self.phases)
         amps = torch.from_numpy(self.amps)                             # 3x NumPy's
+        if device.type != "cpu":
+            theta, freqs, phases, amps = (t.to(device) for t in (theta, freqs, phases, amps))
         return torch.cat([torch.cos(th @ freqs + phases) @ amps           # (rows,)
-                          for th in theta.split(4096)]).numpy()        # (n,)
+                          for th in theta.split(4096)]).cpu().numpy()  # (n,)
 
     def embed(self, theta) -> np.ndarray:
         """Points of R^D for angles ``theta`` (n, d)."""
@@ -293,14 +298,15 @@ class TorusTask:
         flat = np.concatenate([np.cos(theta), np.sin(theta)], 1) / np.sqrt(self.d)
         return flat @ self.rotation.T                                  # (n, D)
 
-    def sample(self, n: int, seed: int = 0, *, noisy: bool = True):
+    def sample(self, n: int, seed: int = 0, *, noisy: bool = True, device=None):
         """``(X, y, theta)``: n points (float32 tensor (n, D)), labels (n,), angles; drawn
-        from the logical sample seed ``seed`` under the task's base seed."""
+        from the logical sample seed ``seed`` under the task's base seed.  The target is
+        computed on ``device`` (see :meth:`target`); the tensors are on the CPU."""
         n = check_int("n", n, minimum=1)
         rng = np.random.default_rng([derive_seed(self.seed, self.base),
                                      derive_seed(seed, self.base), 1])
         theta = rng.uniform(0, 2 * np.pi, (n, self.d))
-        y = self.target(theta)
+        y = self.target(theta, device=device)
         if noisy:
             y = y + self.noise * rng.standard_normal(n)
         X = torch.from_numpy(self.embed(theta)).float()
@@ -308,37 +314,69 @@ class TorusTask:
 
 
 def knn_error(task: TorusTask, n: int, seed: int = 0, *, n_test: int = 2048,
-              ks: Sequence[int] | None = None) -> float:
+              ks: Sequence[int] | None = None, block: int = 4096, device=None) -> float:
     """Test MSE (vs the clean target) of k-NN regression on n noisy samples.
 
     k is chosen from ``ks`` (default: powers of 2 up to n/8) by leave-one-out error on the training
     set, so the learner adapts to the data as theory's rate-optimal k ~ n^(2b/(2b+d)) does.
+    The neighbour search runs ``block`` query points at a time (memory ~ block * n), on
+    ``device`` if it is a CUDA GPU, else on the CPU; the result does not depend on ``block``.
     """
     n = check_int("n", n, minimum=2)
-    X, y, _ = task.sample(n, seed)
-    Xt, yt, _ = task.sample(n_test, 10_000 + seed, noisy=False)
-    return _knn_error(X, y, Xt, yt, ks)
+    n_test = check_int("n_test", n_test, minimum=1)
+    block = check_int("block", block, minimum=1)
+    where = _compute_device(device)
+    X, y, _ = task.sample(n, seed, device=where)
+    Xt, yt, _ = task.sample(n_test, 10_000 + seed, noisy=False, device=where)
+    return _knn_error(X, y, Xt, yt, ks, block=block, device=where)
+
+
+def _compute_device(device) -> torch.device:
+    """Where the k-NN search and the targets run: ``device`` if it is a CUDA GPU, else the
+    CPU (an Apple GPU has no float64 for the targets)."""
+    device = check_device("device", device)
+    return device if device.type == "cuda" else torch.device("cpu")
 
 
 def _knn_error(X: torch.Tensor, y: torch.Tensor, Xt: torch.Tensor, yt: torch.Tensor,
-               ks: Sequence[int] | None = None) -> float:
-    """k-NN regression's test MSE on (Xt, yt), k chosen by leave-one-out on (X, y)."""
+               ks: Sequence[int] | None = None, *, block: int = 4096,
+               device=None) -> float:
+    """k-NN regression's test MSE on (Xt, yt), k chosen by leave-one-out on (X, y).
+
+    The search runs on ``device`` (None: where X is), ``block`` query rows at a time: one
+    (block, n) distance matrix and its top-k at a time, so the peak memory is about
+    block * n * 4 bytes for the distances plus block * kmax * 20 bytes for the top-k and the
+    neighbours' running sums, not n^2.  Each row's distances, neighbours and running sums
+    are those of the whole matrix, so the result does not depend on ``block``.
+    """
     n = len(X)
     # default: powers of 2 up to n/8 (the leave-one-out choice sits far below: at most
     # n/32 on the chapter's tasks), so the neighbour search stays a cheap top-k
     if ks:
         ks = [k for k in ks if k < n]
+        if not ks:
+            raise ValueError(f"ks must contain a k below the training-set size n={n}")
     else:
         ks = [2 ** i for i in range(16) if 2 ** i <= max(n // 8, 1)]
     kmax = max(ks)
-    d_tr = torch.cdist(X, X)                                           # (n, n)
-    d_tr.fill_diagonal_(float("inf"))
-    nb = d_tr.topk(kmax, largest=False).indices                        # (n, kmax)
-    csum = y[nb].cumsum(1)                                             # (n, kmax)
-    loo = [float(((csum[:, k - 1] / k - y) ** 2).mean()) for k in ks]
+    device = X.device if device is None else device
+    X, y, Xt, yt = (t.to(device) for t in (X, y, Xt, yt))
+    cols = torch.tensor([k - 1 for k in ks], device=device)
+    sums = []                                  # running sums at each k of ks (rows, len(ks))
+    for start in range(0, n, block):
+        d_tr = torch.cdist(X[start:start + block], X)                  # (rows, n)
+        rows = torch.arange(len(d_tr), device=device)
+        d_tr[rows, start + rows] = float("inf")                        # leave the point out
+        nb = d_tr.topk(kmax, largest=False).indices                    # (rows, kmax)
+        del d_tr
+        sums.append(y[nb].cumsum(1)[:, cols])                          # (rows, len(ks))
+    csum = torch.cat(sums)                                             # (n, len(ks))
+    loo = torch.stack([((csum[:, i] / k - y) ** 2).mean()
+                       for i, k in enumerate(ks)]).tolist()
     k = ks[int(np.argmin(loo))]
-    nt = torch.cdist(Xt, X).topk(k, largest=False).indices             # (n_test, k)
-    return float(((y[nt].mean(1) - yt) ** 2).mean())
+    pred = torch.cat([y[torch.cdist(Xt[s:s + block], X).topk(k, largest=False).indices]
+                      .mean(1) for s in range(0, len(Xt), block)])     # (n_test,)
+    return float(((pred - yt) ** 2).mean())
 
 
 class PointMLP(nn.Module):
@@ -438,6 +476,9 @@ def _member_mse(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return ((pred - y) ** 2).mean(1)
 
 
+_DRAW_STEPS = 256     # steps whose mini-batch indices fit_regressors draws at once
+
+
 def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence,
                    val: Sequence | None = None, *, init_seeds: Sequence[int], steps: int,
                    batch: int = 128, lr: float = 3e-3, weight_decay: float = 0.01,
@@ -458,7 +499,6 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
     so M networks cost far less than M runs.
     """
     from .ensemble import Ensemble
-    from .training import train as train_loop
 
     check_choice("kind", kind, ("mlp", "transformer"))
     device = check_device("device", device)
@@ -472,7 +512,21 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
                          f"(got {M}, {len(test)}, {None if val is None else len(val)}, "
                          f"{len(init_seeds)})")
     model = _Members(Ensemble(lambda: make_learner(kind, D, size), list(init_seeds),
-                              base=base)).to(device)
+                              base=base))
+    return _fit_members(model, train, test, val, init_seeds=init_seeds, steps=steps,
+                        batch=batch, lr=lr, weight_decay=weight_decay, eval_every=eval_every,
+                        progress=progress, desc=desc, device=device, base=base)
+
+
+def _fit_members(model: nn.Module, train: Sequence, test: Sequence, val: Sequence | None,
+                 *, init_seeds: Sequence[int], steps: int, batch: int, lr: float,
+                 weight_decay: float, eval_every: int, progress: bool, desc: str,
+                 device: torch.device, base: int | None) -> np.ndarray:
+    """:func:`fit_regressors` on its checked arguments, for a built ``_Members`` model."""
+    from .training import train as train_loop
+
+    M = len(train)
+    model = model.to(device)
     Xtr, ntr = _pad([x for x, _ in train], device)
     ytr, _ = _pad([y for _, y in train], device)
     Xte, nte = _pad([x for x, _ in test], device)
@@ -480,10 +534,20 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
     gens = [make_generator(s, device, base=base) for s in init_seeds]  # batch orders
     rows = torch.arange(M, device=device)[:, None]
     counts = ntr.tolist()
+    # each member's indices of _DRAW_STEPS steps come from one draw of its own generator:
+    # M launches per block of steps instead of M per step (on the CPU the numbers are those
+    # of step-by-step draws; on a GPU they are other numbers of the same generator)
+    drawn = {"first": None, "idx": None}
 
     def batch_fn(step: int):
-        idx = torch.stack([torch.randint(n, (batch,), generator=g, device=device)
-                           for n, g in zip(counts, gens, strict=True)])   # (M, batch)
+        first = (step - 1) // _DRAW_STEPS * _DRAW_STEPS + 1
+        if drawn["first"] != first:
+            span = min(_DRAW_STEPS, steps - first + 1)
+            drawn["first"] = first
+            drawn["idx"] = torch.stack([torch.randint(n, (span, batch), generator=g,
+                                                      device=device)
+                                        for n, g in zip(counts, gens, strict=True)], 1)
+        idx = drawn["idx"][step - first]                                   # (M, batch)
         return Xtr[rows, idx], ytr[rows, idx]                  # (M, batch, D), (M, batch)
 
     eval_fn = None
@@ -513,6 +577,38 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
     return to_numpy(best["test"]).astype(float)
 
 
+def _padded_mlps(D: int, widths: Sequence[int], init_seeds: Sequence[int],
+                 base: int | None) -> nn.Module:
+    """The MLPs of every width in ``widths`` and seed in ``init_seeds`` (width-major) as one
+    ``_Members`` of MLPs of the largest width: member (w, s) holds ``make_learner("mlp", D,
+    w)`` under seed s in its first w units and zeros elsewhere.  A zero unit stays zero in
+    training (its pre-activation is 0, ReLU'(0) = 0, so every weight into or out of it gets
+    a zero gradient, and AdamW and weight decay keep a zero weight with a zero gradient at
+    zero), so each member computes its width-w network: one batched program for all widths,
+    the same optimisation up to floating-point rounding (longer sums in the products)."""
+    from .ensemble import Ensemble
+
+    seeds = list(init_seeds)
+    parts = [Ensemble(lambda w=w: make_learner("mlp", D, w), seeds, base=base)
+             for w in widths]
+    padded = Ensemble(lambda: make_learner("mlp", D, max(widths)),
+                      list(range(len(widths) * len(seeds))), base=base)
+    S = len(seeds)
+    with torch.no_grad():
+        for name, p in padded.stacked.items():
+            p.zero_()
+            for i, part in enumerate(parts):
+                q = part.stacked[name]                                  # (S, *width-w shape)
+                p[(slice(i * S, (i + 1) * S), *(slice(0, n) for n in q.shape[1:]))] = q
+    return _Members(padded)
+
+
+# device types on which approximation_error trains all MLP widths as one padded program
+# (on the CPU each width trains alone: its compute grows with the padding, and the
+# book's CPU numbers come from the width-by-width runs)
+_PADDED_MLP_DEVICES = ("cuda",)
+
+
 def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: str = "knn",
                     seeds: Sequence[int] = (0,), *, size: int = 32, steps: int = 1500,
                     batch: int = 128, lr: float = 3e-3, n_test: int = 2048,
@@ -527,7 +623,9 @@ def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: s
     Networks: the first fifth of the n samples is a validation set that picks the
     checkpoint (:func:`fit_regressors`; every network of
     the sweep trains in one batched program on ``device``, each with its own data and
-    initialisation).  k-NN runs on the CPU.  The tasks must share the ambient dimension D.
+    initialisation).  The targets and the k-NN search are computed on ``device`` if it is a
+    CUDA GPU, else on the CPU (:func:`knn_error`).  The tasks must share the ambient
+    dimension D.
     """
     check_choice("learner", learner, ("knn", "mlp", "transformer"))
     device = check_device("device", device)
@@ -543,17 +641,19 @@ def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: s
     jobs = [(t, i, j) for t in range(len(tasks)) for i in range(len(sizes))
             for j in range(len(seeds))]
     out = np.empty((len(tasks), len(sizes), len(seeds)))
-    test_sets = {(t, j): tasks[t].sample(n_test, 10_000 + seeds[j], noisy=False)[:2]
+    where = _compute_device(device)
+    test_sets = {(t, j): tasks[t].sample(n_test, 10_000 + seeds[j], noisy=False,
+                                         device=where)[:2]
                  for t in range(len(tasks)) for j in range(len(seeds))}
     if learner == "knn":     # the same numbers as knn_error(task, n, seed, n_test=n_test)
         for t, i, j in progress_bar(jobs, desc="kNN", disable=not progress, leave=False):
-            X, y, _ = tasks[t].sample(sizes[i], seeds[j])
-            out[t, i, j] = _knn_error(X, y, *test_sets[t, j])
+            X, y, _ = tasks[t].sample(sizes[i], seeds[j], device=where)
+            out[t, i, j] = _knn_error(X, y, *test_sets[t, j], device=where)
         return out
     steps = check_int("steps", steps, minimum=1)
     train, val, test, init = [], [], [], []
     for t, i, j in jobs:
-        X, y, _ = tasks[t].sample(sizes[i], seeds[j])
+        X, y, _ = tasks[t].sample(sizes[i], seeds[j], device=where)
         n_val = max(1, sizes[i] // 5)
         val.append((X[:n_val], y[:n_val]))
         train.append((X[n_val:], y[n_val:]))
@@ -612,7 +712,9 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
     ``tasks`` is one :class:`TorusTask` (errors of shape (len(sizes), len(seeds))) or a
     sequence of them with one D (errors (len(tasks), len(sizes), len(seeds))).  All tasks
     and seeds of one size train as one batched program on ``device``
-    (:func:`fit_regressors`).
+    (:func:`fit_regressors`); on a CUDA GPU the MLPs of all sizes train as one program,
+    each width zero-padded to the largest (the same networks and optimisation up to
+    floating-point rounding).
     """
     one = isinstance(tasks, TorusTask)
     tasks = [tasks] if one else list(tasks)
@@ -631,20 +733,30 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
     jobs = [(t, j) for t in range(len(tasks)) for j in range(len(seeds))]
     # one pool and one test set per task, shared by the seeds (which draw the
     # initialisation and the order of the mini-batches)
-    pools = [t.sample(pool, 30_000, noisy=False)[:2] for t in tasks]
-    tests = [t.sample(n_test, 20_000, noisy=False)[:2] for t in tasks]
+    pools = [t.sample(pool, 30_000, noisy=False, device=device)[:2] for t in tasks]
+    tests = [t.sample(n_test, 20_000, noisy=False, device=device)[:2] for t in tasks]
     train = [pools[t] for t, _ in jobs]
     test = [tests[t] for t, _ in jobs]
     init = [1_000_000 * seeds[j] + 1000 * t for t, j in jobs]
-    params, errs = [], np.empty((len(tasks), len(sizes), len(seeds)))
+    params = np.array([num_params(kind, tasks[0].D, size) for size in sizes])
+    errs = np.empty((len(tasks), len(sizes), len(seeds)))
+    if kind == "mlp" and device.type in _PADDED_MLP_DEVICES:
+        err = _fit_members(_padded_mlps(tasks[0].D, sizes, init, base), train * len(sizes),
+                           test * len(sizes), None, init_seeds=init * len(sizes),
+                           steps=steps, batch=batch, lr=lr, weight_decay=0.01,
+                           eval_every=100, progress=progress,
+                           desc=f"{len(sizes) * len(init)} mlps of {len(sizes)} widths",
+                           device=device, base=base)
+        for k, (i, (t, j)) in enumerate((i, job) for i in range(len(sizes)) for job in jobs):
+            errs[t, i, j] = err[k]
+        return params, (errs[0] if one else errs)
     for i, size in enumerate(progress_bar(sizes, desc=f"{kind}s", disable=not progress,
                                           leave=False)):
         err = fit_regressors(kind, tasks[0].D, size, train, test, init_seeds=init,
                              steps=steps, batch=batch, lr=lr, device=device, base=base)
         for k, (t, j) in enumerate(jobs):
             errs[t, i, j] = err[k]
-        params.append(num_params(kind, tasks[0].D, size))
-    return np.array(params), (errs[0] if one else errs)
+    return params, (errs[0] if one else errs)
 
 
 def plot_product_tree(d: int = 8, ax=None, op: str = "product"):
@@ -914,7 +1026,8 @@ def run_data_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
                    progress: bool = True) -> DataSweepResult:
     """Experiment 2: learning curves of ``setup.data_learners`` on the tori
     :func:`torus_tasks` ``(setup, seed=seed)``; networks train as one batched program per
-    learner on ``device`` (None: the CPU), k-NN runs on the CPU.
+    learner on ``device`` (None: the CPU); the targets and the k-NN search run there too if
+    it is a CUDA GPU, else on the CPU.
 
     ``seed`` is the base seed (None: the book's base seed; see
     :func:`~seqtheory.utils.experiment_seed`): the targets are logical seed 0 under it, and
@@ -1001,14 +1114,15 @@ def run_beta_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
     """Experiment 2b: k-NN learning curves (sizes ``setup.sizes``) on ``setup.beta_dim``-tori
     of each smoothness in ``setup.betas`` with cutoff ``setup.beta_max_freq``, and for the
     smallest and largest beta at Experiment 2's cutoff ``setup.max_freq`` (the control),
-    on the ``beta_dim``-torus and on Experiment 2's largest torus.  k-NN runs on the CPU
-    (``device`` is checked and recorded).  Seeds as in :func:`run_data_sweep`."""
+    on the ``beta_dim``-torus and on Experiment 2's largest torus.  The targets and the
+    k-NN search run on ``device`` if it is a CUDA GPU, else on the CPU.  Seeds as in
+    :func:`run_data_sweep`."""
     seed, device, start = _start(setup, seed, device)
     def slopes(max_freq, betas, dim=setup.beta_dim):
         tasks = [TorusTask(d=dim, D=setup.ambient, beta=float(b),
                            max_freq=max_freq, seed=0, base=seed) for b in betas]
         err = learning_curves(tasks, setup.sizes, "knn", seeds=setup.beta_seeds,
-                              progress=progress, base=seed)
+                              progress=progress, device=device, base=seed)
         return np.array([[fit_power_law(setup.sizes, e).exponent for e in err_b.T]
                          for err_b in err])                               # (betas, seeds)
 

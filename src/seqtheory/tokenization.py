@@ -28,8 +28,8 @@ from .utils import Sizes, check_choice, check_float, check_int
 __all__ = [
     "BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths", "encode_rows",
     "token_batch", "unigram_sweep", "switching_sampler", "block_unigram_entropy",
-    "RaceResult", "race", "TRAP_CONDITIONS", "TrapResult", "run_trap", "TokenizationSetup",
-    "SETUP",
+    "RaceResult", "race", "TRAP_CONDITIONS", "TRAP_EVAL_SCORES", "TrapResult", "run_trap",
+    "trap_eval_loss", "TokenizationSetup", "SETUP",
 ]
 
 
@@ -546,12 +546,14 @@ def unigram_sweep(train, test, dictionary_sizes: Sequence[int],
 
 def switching_sampler(batch: int, T: int, p: float, q: float, *, order: int = 1):
     """``sample(generator)``: the same draws as ``markov.sample_switching(batch, T, p, q,
-    order=order, generator=generator)``, with the transition matrices and their stationary
-    distribution computed once (a training loop samples thousands of small batches); the
-    batch is drawn on the generator's device."""
+    order=order, generator=generator)``, with the transition matrices, their stationary
+    distribution and cumulative rows computed and checked once (a training loop samples
+    thousands of small batches; a draw skips ``sample_chains``' checks, which read values
+    back from the generator's device and so make the host wait for a GPU at every draw);
+    the batch is drawn on the generator's device."""
     import torch
 
-    from .markov import sample_chains, stationary_distribution, switching_matrix
+    from .markov import stationary_distribution, switching_matrix
 
     batch = check_int("batch", batch, minimum=1)
     T = check_int("T", T, minimum=1)
@@ -559,19 +561,47 @@ def switching_sampler(batch: int, T: int, p: float, q: float, *, order: int = 1)
     P = switching_matrix(p, q).to(torch.float32).expand(batch * k, 2, 2).contiguous()
     pi = stationary_distribution(P)
     n = -(-T // k)                                                  # ceil(T / k) per chain
+    cdf = P.to(torch.float64).cumsum(-1)                            # (batch * k, 2, 2)
+    cdf[..., -1] = 1.0 + 1e-9                          # as markov.sample_chains: guard rounding
 
-    on_device = {}                          # device -> (P, pi) there: draw where g lives
+    on_device = {}                        # device -> (pi, cdf) there: draw where g lives
 
     def sample(generator=None):
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got "
+                            f"{type(generator).__name__}")
         dev = generator.device if generator is not None else P.device
         if dev not in on_device:
-            on_device[dev] = (P.to(dev), pi.to(dev))
-        P_d, pi_d = on_device[dev]
+            on_device[dev] = (pi.to(dev), cdf.to(dev))
+        pi_d, cdf_d = on_device[dev]
         start = torch.multinomial(pi_d, 1, generator=generator)[:, 0]    # (batch * k,)
-        chains = sample_chains(P_d, n, start=start, generator=generator)  # (batch * k, n)
+        chains = _chains_from(cdf_d, start, n, generator)                 # (batch * k, n)
         return chains.view(batch, k, n).transpose(1, 2).reshape(batch, n * k)[:, :T].contiguous()
 
     return sample
+
+
+def _chains_from(cdf, start, T: int, generator):
+    """``markov.sample_chains(P, T, start=start, generator=generator)`` for checked inputs,
+    from the cumulative rows ``cdf`` of ``P`` (float64, last column ``1 + 1e-9``): the same
+    uniforms and the same doubling, so the same draws, without the checks that read values
+    back from the device."""
+    import torch
+
+    B, k, _ = cdf.shape
+    if T == 1:
+        return start[:, None].clone()
+    u = torch.rand(B, T - 1, 1, 1, generator=generator, dtype=torch.float64,
+                   device=cdf.device)                                         # one per step
+    maps = (cdf[:, None] <= u).sum(-1).clamp_max(k - 1)                       # (B, T-1, k)
+    shift = 1
+    while shift < T - 1:                         # prefix compositions by doubling
+        earlier = maps[:, :-shift]
+        later = maps[:, shift:]
+        maps = torch.cat([maps[:, :shift], later.gather(2, earlier)], dim=1)
+        shift *= 2
+    rest = maps.gather(2, start[:, None, None].expand(B, T - 1, 1))[..., 0]   # (B, T-1)
+    return torch.cat([start[:, None], rest], dim=1)
 
 
 @dataclass
@@ -698,6 +728,45 @@ TRAP_CONDITIONS = {
 }
 
 
+#: most attention scores (members x sequences x T x T) one chunk of :func:`trap_eval_loss`
+#: holds: 2**28 floats (1 GiB in fp32), 64 sequences of 1024 symbols for 4 members
+TRAP_EVAL_SCORES = 2 ** 28
+
+
+def trap_eval_loss(ensemble, held_out, chunk: int | None = None) -> list:
+    """Each member's mean next-symbol cross-entropy (nats) on ``held_out`` (B, T + 1): one
+    float per member of ``ensemble`` (an :class:`~seqtheory.ensemble.Ensemble`).
+
+    The sequences go through the models ``chunk`` at a time (default: as many as keep a
+    batched program's attention scores, members x chunk x T x T, within
+    :data:`TRAP_EVAL_SCORES`; all of them at the CPU sizes); the logits are put back
+    together before the one loss per member, so any chunk size gives the loss of the whole
+    batch at once (the same bits wherever the model gives each sequence the same logits in
+    any batch, as on a CPU), and the losses come to the host in one copy.
+    """
+    import torch
+
+    from .ensemble import Ensemble
+
+    if not isinstance(ensemble, Ensemble):
+        raise TypeError(f"ensemble must be an Ensemble, got {type(ensemble).__name__}")
+    if not isinstance(held_out, torch.Tensor):
+        raise TypeError(f"held_out must be a torch.Tensor, got {type(held_out).__name__}")
+    if held_out.dim() != 2 or held_out.shape[1] < 2:
+        raise ValueError("held_out must be a (B, T + 1) tensor of symbols with T >= 1, got "
+                         f"shape {tuple(held_out.shape)}")
+    T = held_out.shape[1] - 1
+    chunk = max(1, TRAP_EVAL_SCORES // (ensemble.num_members * T * T)) if chunk is None \
+        else check_int("chunk", chunk, minimum=1)
+    with torch.no_grad():
+        logits = torch.cat([ensemble(part[:, :-1], shared=True)          # (M, b, T, V)
+                            for part in held_out.split(chunk)], dim=1)  # (M, B, T, V)
+        target = held_out[:, 1:].flatten()
+        losses = torch.stack([torch.nn.functional.cross_entropy(member.flatten(0, 1), target)
+                              for member in logits])                    # (M,)
+    return losses.tolist()
+
+
 @dataclass
 class TrapResult:
     """The unigram trap: one History per condition of :data:`TRAP_CONDITIONS`."""
@@ -723,15 +792,18 @@ def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
     :class:`~seqtheory.ensemble.Ensemble`): under the base ``seed`` (None:
     :func:`~seqtheory.utils.base_seed`; see :func:`~seqtheory.utils.experiment_seed`),
     member ``s`` has the weights of logical seed ``s`` and its own data stream ``10 + s``;
-    the 256 held-out sequences come from logical seed 9.  Held-out loss every 50 steps;
-    models train on ``device`` (default the CPU), where the held-out set and the batches are
-    drawn (a GPU run draws other bits than a CPU run).
+    the 256 held-out sequences come from logical seed 9.  Held-out loss every 50 steps
+    (:func:`trap_eval_loss`, in chunks of sequences at the long lengths); models
+    train on ``device`` (default the CPU), where the held-out set and the batches are drawn
+    (a GPU run draws other bits than a CPU run).
     """
+    import contextlib
+
     import torch
 
     from .ensemble import Ensemble
     from .markov import sample_switching
-    from .models import Transformer, TransformerConfig
+    from .models import Transformer, TransformerConfig, unchecked_inputs
     from .training import TrainConfig, train
     from .utils import check_device, experiment_seed, make_generator
 
@@ -750,9 +822,9 @@ def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
                                     generator=make_generator(9, device, base=seed))
 
         def evaluate(ens, step, held_out=held_out):
-            logits = ens(held_out[:, :-1], shared=True)                # (seeds, B, T, 2)
-            return {"loss": [torch.nn.functional.cross_entropy(
-                member.flatten(0, 1), held_out[:, 1:].flatten()).item() for member in logits]}
+            # the held-out set comes from the sampler: checked at the first evaluation only
+            with unchecked_inputs() if step else contextlib.nullcontext():
+                return {"loss": trap_eval_loss(ens, held_out)}
 
         sample = switching_sampler(setup.batch_size, T + 1, p, q)      # = sample_switching
         data = [make_generator(10 + s, device, base=seed) for s in setup.trap_seeds]

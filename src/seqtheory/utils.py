@@ -28,6 +28,7 @@ __all__ = [
     "default_threads",
     "run_mode",
     "is_full",
+    "smoke_steps",
     "run_device",
     "Sizes",
     "evaluating",
@@ -455,6 +456,23 @@ def run_mode() -> str:
 def is_full() -> bool:
     """True when ``FULL=1`` asks for the paper-scale configuration."""
     return run_mode() == "full"
+
+
+def smoke_steps() -> int | None:
+    """The training-step cap of a smoke run, ``SEQTHEORY_SMOKE=N`` (None when unset or 0).
+
+    ``FULL=1 SEQTHEORY_SMOKE=3`` runs a chapter at paper sizes (models, data, sequence
+    lengths) with every training loop (:func:`~seqtheory.training.train`) stopped after
+    3 steps (the weights there stand in for every later snapshot the loop was asked to
+    keep): a quick test on the CPU of everything but the training's outcome (its checks
+    are not expected to hold)."""
+    value = os.environ.get("SEQTHEORY_SMOKE", "").strip()
+    if value in ("", "0"):
+        return None
+    if not value.isdigit():
+        raise ValueError(f"SEQTHEORY_SMOKE must be a number of training steps (or 0 for "
+                         f"none), got {value!r}")
+    return int(value)
 
 
 def run_device(verbose: bool = True) -> torch.device:

@@ -488,3 +488,15 @@ def test_unigram_plateau_and_exercise_5_claims():
     # a peaked-rows run with as long and as clean a plateau fails both claims
     assert _failed("exercise", chapter.claims("exercise", main, main)) == {
         "exercise.peaked_plateau_less_clean", "exercise.peaked_plateau_shorter"}
+
+
+def test_switch_text_names_a_run_without_a_switch_and_its_budget():
+    from seqtheory.chapters.induction_heads import K5_STEPS, switch_text
+
+    runs = {"a": SimpleNamespace(setup=SimpleNamespace(steps=4000)),
+            "b": SimpleNamespace(setup=SimpleNamespace(steps=1000))}
+    live = {"a": None, "b": 640}
+    assert switch_text(live, "a", runs) == "no switch in 4000 steps"
+    assert switch_text(live, "b", runs) == "640"
+    assert switch_text(live, "c", runs) == "-"
+    assert K5_STEPS.pick("cpu") == 1000 and K5_STEPS.pick("full") >= 4000

@@ -19,7 +19,7 @@ from ..incontext import (
 )
 from ..incontext import SETUP as ICL_SETUP
 from ..markov import icl_mc_batch, sequence_loss, strategies
-from ..utils import make_generator, spread
+from ..utils import Sizes, make_generator, spread
 
 #: the three strategies of the main task, in the order the model should visit them
 STRATS = ("uniform", "unigram", "bigram")
@@ -38,6 +38,9 @@ RELATIVE = ICLSetup(pos_encoding="relative", steps=1300)
 #: the tasks of section "Variations": text label -> short name of the glued values
 VARIANTS = {"k=2, α=1": "k2", "k=3, α=1": "k3", "k=5, α=1": "k5", "k=3, α=4": "a4",
             "doubly stochastic": "ds"}
+#: training steps of the chapter's live k = 5 run: the archived CPU budget, and at FULL=1
+#: the paper configuration's own budget (k = 5 switches later than 1,000 steps there)
+K5_STEPS = Sizes(cpu=1000, full=ICL_SETUP.full.steps)
 #: the depth archive's attention-only architectures and their versions without LayerNorm
 NO_LN = {
     "2 layers, attention-only": "2 layers, attention-only, no LayerNorm",
@@ -491,6 +494,15 @@ def switch_range(switches) -> list | None:
     """[min, max] of the switch steps that are not None (None if no run switched)."""
     ok = [v for v in switches if v is not None]
     return [min(ok), max(ok)] if ok else None
+
+
+def switch_text(live_switch: dict, label: str, runs: dict) -> str:
+    """The live run's switch step for the variations table: the step, "no switch in N
+    steps" when the run trained N steps without one, "-" when the task was not run live."""
+    if label not in runs:
+        return "-"
+    step = live_switch.get(label)
+    return str(step) if step is not None else f"no switch in {runs[label].setup.steps} steps"
 
 
 def archived_switches(archive: dict) -> dict:
