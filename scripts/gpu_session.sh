@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole GPU job of one short lease, in one call: every chapter at FULL=1 at once
-# (scripts/full_run.py, within DEADLINE seconds), then the device tests. On a bare GPU
-# image with PyTorch: the runner's wheels come in .whl (bash scripts/gpu_wheels.sh .whl
-# on a machine with a network). Results go to $OUT (default _build/gpu):
+# (scripts/full_run.py, cut at DEADLINE seconds), then the device tests. On a GPU image
+# without a network the runner's wheels come in .whl/ (not in git: bash
+# scripts/gpu_wheels.sh .whl on a machine with a network, then copy it over); with a
+# network, pip install -r requirements.txt instead. Results go to $OUT (default _build/gpu):
 #   full_run.tsv (chapter, seconds, peak GPU memory, checks), full_run/ (every check, the
 #   executed notebooks), gpu.txt (the card), device_tests.txt.
 #   OUT=/some/dir DEADLINE=480 JOBS=10 bash scripts/gpu_session.sh
@@ -11,10 +12,11 @@ out=${OUT:-_build/gpu}
 deadline=${DEADLINE:-480}
 jobs=${JOBS:-10}
 mkdir -p "$out"
+export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD/src
+  export PYTHONPATH=/tmp/site:$PYTHONPATH
 fi
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.txt" 2>&1
