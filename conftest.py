@@ -3,14 +3,13 @@
 * Only the paired notebooks of chapters listed in ``_toc.yml`` are collected.
 * Parallel workers (pytest-xdist) get one torch thread each, so they do not oversubscribe.
 * Each chapter that nbval executes without a failure is stored in the book's jupyter-cache
-  (``_ext/bookcache.py`` says where), so ``jupyter-book build .`` afterwards reuses the
+  (``booktools.cache`` says where), so ``jupyter-book build .`` afterwards reuses the
   outputs instead of executing the chapter a second time. Progress bars are static text
   (``SEQTHEORY_STATIC_PROGRESS=1``), so the pages need no widget JavaScript.
 * ``_build/chapter_times.tsv`` records how long each chapter took to execute.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import time
@@ -18,45 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from booktools.cache import cache_path
+from booktools.toc import chapter_notebooks
+
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "_build" / ".nbval"          # executed chapters, one JSON file each
 TIMES = ROOT / "_build" / "chapter_times.tsv"
-
-
-def _load_bookcache():
-    spec = importlib.util.spec_from_file_location("bookcache", ROOT / "_ext" / "bookcache.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def toc_files(root: Path = ROOT) -> list[Path]:
-    """Every page listed in ``_toc.yml``, as a path to its ``.md`` source."""
-    import yaml
-
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    found: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if isinstance(node.get(key), str):
-                    found.append(node[key])
-            for value in node.values():
-                if isinstance(value, (list, dict)):
-                    walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(toc)
-    return [root / (f if f.endswith(".md") else f + ".md") for f in found]
-
-
-def chapter_notebooks(root: Path = ROOT) -> list[Path]:
-    """Paired notebooks of the executable chapters in the table of contents."""
-    return [p.with_suffix(".ipynb") for p in toc_files(root)
-            if "```{code-cell}" in p.read_text(encoding="utf-8")]
 
 
 def _is_worker(config) -> bool:
@@ -78,7 +44,7 @@ def pytest_configure(config):
             torch.set_num_threads(int(os.environ["SEQTHEORY_NUM_THREADS"]))
         except ImportError:
             pass
-    config._chapter_notebooks = {p.resolve() for p in chapter_notebooks()}
+    config._chapter_notebooks = {p.resolve() for p in chapter_notebooks(ROOT)}
     config._nb_state = {}
 
 
@@ -171,7 +137,7 @@ def pytest_sessionfinish(session, exitstatus):
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    cache = get_cache(str(_load_bookcache().cache_path()))
+    cache = get_cache(str(cache_path(ROOT)))
     rows = []
     for rec in records:
         nb = nbformat.reads(rec["notebook"], as_version=4)

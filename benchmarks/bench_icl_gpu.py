@@ -1,16 +1,18 @@
 """ICL-MC at the authors' configuration: training steps per second of the book's library next
 to the authors' own code, on the same device in one run.
 
-Run:  python benchmarks/bench_icl_gpu.py --official PATH [--device cuda] [--steps 2000]
-                                          [--seeds 32] [--out results.json]
+Run:  PYTHONPATH=PATH python benchmarks/bench_icl_gpu.py [--device cuda] [--steps 2000]
+                                                      [--seeds 32] [--out results.json]
 
 PATH is a checkout of the public repository EzraEdelman/Evolution-of-Statistical-Induction-Heads
-(its ``training_pipeline.train`` is run unmodified: 2-layer, 1-head, d = 16 attention-only
-transformer with relative positions, dropout 0.1, AdamW 5e-4, batch 64, sequences of 101 tokens,
-its DataLoader with 6 worker processes and its model snapshots every max_iters/200 steps; we
-only set k = 3 states and the number of steps).  Ours: ``seqtheory.incontext.PAPER`` trained
-by ``seqtheory.train`` (a) without evaluation and (b) as the archive runs it
-(``incontext.run``: held-out evaluation of 256 sequences every 50 steps); (c) the chapter's
+(its top-level modules ``training_pipeline``, ``datasets``, ``utils`` and ``mingpt`` import each
+other, so the checkout goes on ``PYTHONPATH``).  Its ``training_pipeline.train`` is run
+unmodified: 2-layer, 1-head, d = 16 attention-only transformer with relative positions, dropout
+0.1, AdamW 5e-4, batch 64, sequences of 101 tokens, its DataLoader with 6 worker processes and
+its model snapshots every max_iters/200 steps; we only set k = 3 states and the number of
+steps.  Ours: ``seqtheory.incontext.PAPER`` trained by ``seqtheory.train`` (a) without
+evaluation and (b) as the archive runs it (``incontext.run``: held-out evaluation of 256
+sequences every 50 steps); (c) the chapter's
 default ``ICLSetup`` (learned positions, no dropout, same sizes) without evaluation.  Each
 timing includes set-up (for theirs the start of the data workers); steps/s = steps / wall
 seconds, after 50 untimed warm-up steps of ours in the same process.  With ``--seeds M``,
@@ -21,9 +23,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -79,10 +81,19 @@ def ours_seeds(device: str, steps: int, members: int) -> dict:
             members / (time.perf_counter() - start)}
 
 
-def theirs(path: Path, device: str, steps: int) -> dict:
-    sys.path.insert(0, str(path))
-    import training_pipeline as tp  # the authors' module (it picks cuda:0 when it can)
+def authors_pipeline():
+    """The authors' ``training_pipeline`` module, from the checkout on ``PYTHONPATH``."""
+    try:
+        return importlib.import_module("training_pipeline")
+    except ModuleNotFoundError as err:
+        raise SystemExit("the authors' training_pipeline is not importable: run with "
+                         "PYTHONPATH=<a checkout of EzraEdelman/Evolution-of-Statistical-"
+                         f"Induction-Heads> ({err})") from None
 
+
+def theirs(tp, device: str, steps: int) -> dict:
+    """Steps per second of the authors' ``tp.train`` (``tp``: their module; it picks cuda:0
+    when it can, so the device is set on it)."""
     tp.device = torch.device(device)
     config = tp.get_default_config()
     config.vocab_size, config.n, config.max_iters = 3, 2, steps
@@ -100,7 +111,6 @@ def _sync(device: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--official", type=Path, required=True)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (CPU runs)")
@@ -111,10 +121,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.seeds < 0:
         parser.error(f"--seeds must be 0 or a number of seeds, got {args.seeds}")
+    tp = authors_pipeline()
     torch.set_num_threads(args.threads)
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else \
         f"CPU, {args.threads} thread(s)"
-    rates = {**ours(args.device, args.steps), **theirs(args.official, args.device, args.steps)}
+    rates = {**ours(args.device, args.steps), **theirs(tp, args.device, args.steps)}
     base = rates["authors' training_pipeline.train"]
     print(f"ICL-MC, {args.steps} steps on {name} (torch {torch.__version__}); the authors' code "
           "and the first two rows: the PAPER configuration; the default row: learned positions, no "

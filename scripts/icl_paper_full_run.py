@@ -1,13 +1,13 @@
 """Archive what the induction-heads chapter measured at paper scale (``FULL=1``).
 
-``scripts/full_run.py`` executes the chapter with ``FULL=1``: the main run is then ``PAPER``
+``booktools.full_run`` executes the chapter with ``FULL=1``: the main run is then ``PAPER``
 (relative positions, one seed), and the chapter's checks log each measured value with the
 check that read it (``CHAPTER.checks.jsonl``, one JSON record per line: held, message, source
 line; a tab-separated ``chapter<TAB>record`` file of several chapters works too). This
 script reads that log and writes the mechanism numbers the chapter quotes for ``PAPER``
 to ``src/seqtheory/data/icl_paper_full_run.json``:
 
-    FULL=1 python scripts/full_run.py --chapters induction_heads --timeout 3600
+    FULL=1 python -m booktools.full_run --chapters induction_heads --timeout 3600
     python scripts/icl_paper_full_run.py _build/full_run/induction_heads.checks.jsonl \\
         --device "NVIDIA H200 GPU" --torch 2.11.0+cu130 --date 2026-11-26 --commit a721146
 
@@ -87,7 +87,7 @@ def extract(records: list[dict]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("log", type=Path, help="the chapter's check log from scripts/full_run.py")
+    ap.add_argument("log", type=Path, help="the chapter's check log from booktools.full_run")
     ap.add_argument("--device", required=True)
     ap.add_argument("--torch", required=True)
     ap.add_argument("--date", required=True)
@@ -96,7 +96,7 @@ def main() -> None:
                     default=ROOT / "src" / "seqtheory" / "data" / "icl_paper_full_run.json")
     args = ap.parse_args()
     values = extract(read_log(args.log))
-    meta = {"script": "scripts/full_run.py (FULL=1), read by scripts/icl_paper_full_run.py",
+    meta = {"script": "booktools.full_run (FULL=1), read by scripts/icl_paper_full_run.py",
             "configuration": "PAPER", "seeds": [0], "device": args.device,
             "torch": args.torch, "date": args.date, "commit": args.commit}
     args.out.write_text(json.dumps({"meta": meta, "values": values}, indent=1) + "\n")

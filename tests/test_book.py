@@ -2,24 +2,22 @@
 starts with the Colab setup cell, checks its claims, and cites only known references."""
 import json
 import re
-import sys
 from pathlib import Path
 
 import jupytext
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from conftest import chapter_notebooks, toc_files  # noqa: E402
+from booktools.cache import source_hash
+from booktools.setup_cell import cell_source
+from booktools.sphinx import chapter_header
+from booktools.toc import chapter_notebooks, toc_files
 
+ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 PAGES = toc_files(ROOT)
 CHAPTERS = [p for p in PAGES if "```{code-cell}" in p.read_text(encoding="utf-8")]
 REPO_URL = CONFIG["repository"]["url"]
-sys.path.insert(0, str(ROOT / "scripts"))
-from setup_cell import cell_source  # noqa: E402
-
 SETUP_CELL = cell_source()
 
 
@@ -82,10 +80,10 @@ def test_first_cell_is_the_colab_setup_cell(md):
     first = _code_cells(md)[0]
     assert "remove-cell" in first.metadata.get("tags", []), "setup cell must be hidden"
     assert "google.colab" in first.source
-    # the cell is the one scripts/setup_cell.py writes from _config.yml: the library comes
+    # the cell is the one booktools.setup_cell writes from _config.yml: the library comes
     # from the repository's URL at the branch that the site's Colab links open (one ref)
     assert first.source == SETUP_CELL, \
-        f"{md.name}: setup cell out of date: run python scripts/setup_cell.py --write"
+        f"{md.name}: setup cell out of date: run python -m booktools.setup_cell --write"
     assert f'REPO, REF = "{REPO_URL}", "{CONFIG["repository"]["branch"]}"' in first.source
     installs = re.findall(r'"([^"]+)"', first.source)
     assert not any(re.match(r"(torch|numpy)\b", s) for s in installs), \
@@ -180,32 +178,35 @@ def test_config_follows_the_conventions():
                     "book/**/*.ipynb"):
         assert pattern in CONFIG["exclude_patterns"], pattern
     assert CONFIG["repository"]["branch"] == "main"
-    # the Colab links open the notebooks generated from the build (_ext/colab_notebooks.py),
-    # not the MyST source notebooks that the theme's launch button would open
+    # the Colab links open the notebooks generated from the build
+    # (booktools.sphinx.colab_notebooks), not the MyST source notebooks that the theme's
+    # launch button would open
     assert "colab_url" not in CONFIG.get("launch_buttons", {})
-    assert "colab_notebooks" in CONFIG["sphinx"]["local_extensions"]
+    assert "booktools.sphinx.colab_notebooks" in CONFIG["sphinx"]["extra_extensions"]
     assert CONFIG["sphinx"]["config"]["colab_branch"] not in ("", CONFIG["repository"]["branch"])
     assert CONFIG["html"]["baseurl"].startswith("https://")
     ex = CONFIG["execute"]
     assert ex["execute_notebooks"] in ("force", "cache") and ex["allow_errors"] is False
     assert ex["timeout"] > 0
     if ex["execute_notebooks"] == "cache":  # the cache must be keyed on the library
-        assert "bookcache" in CONFIG["sphinx"]["local_extensions"]
+        assert "booktools.sphinx.bookcache" in CONFIG["sphinx"]["extra_extensions"]
 
 
 def test_cache_key_changes_with_the_library(tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bookcache", ROOT / "_ext" / "bookcache.py")
-    bookcache = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bookcache)
     (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "booktools").mkdir()
     (tmp_path / "requirements.txt").write_text("x\n")
     module = tmp_path / "src" / "pkg" / "m.py"
     module.write_text("a = 1\n")
-    before = bookcache.source_hash(tmp_path)
+    before = source_hash(tmp_path)
     module.write_text("a = 2\n")
-    assert bookcache.source_hash(tmp_path) != before
+    assert source_hash(tmp_path) != before
+    # the book's tooling executes no chapter: editing it keeps the cache
+    tool = tmp_path / "src" / "booktools" / "t.py"
+    tool.write_text("b = 1\n")
+    after = source_hash(tmp_path)
+    tool.write_text("b = 2\n")
+    assert source_hash(tmp_path) == after
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
@@ -248,10 +249,6 @@ def test_every_figure_is_captioned_and_named(md):
 
 
 # --------------------------------------------------------------------------- the reader's path
-spec_header = __import__("importlib.util").util.spec_from_file_location(
-    "chapter_header", ROOT / "_ext" / "chapter_header.py")
-chapter_header = __import__("importlib.util").util.module_from_spec(spec_header)
-spec_header.loader.exec_module(chapter_header)
 CORE_BUDGET = {"meet_the_model": 2000}
 
 
@@ -292,7 +289,7 @@ def test_chapter_ends_with_short_takeaways_and_where_next(md):
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
 def test_core_path_fits_its_budget(md):
-    # the browser check measures the same on the built page (scripts/check_site.py)
+    # the browser check measures the same on the built page (booktools.check_site)
     words = chapter_header.core_words(md.read_text(encoding="utf-8"))
     budget = CORE_BUDGET.get(md.stem, 3000)
     assert words <= budget, f"{md.name}: core path of {words} words (budget {budget})"

@@ -102,7 +102,7 @@ def test_a_linear_model_learns_the_threshold_chain_of_a_short_parity():
 
 
 def test_generate_is_the_shared_greedy_decoder():
-    from seqtheory.models import greedy_decode
+    from seqtheory.decode import greedy_decode
 
     model = NextTokenNet(9, hidden=4, models=2, generator=torch.Generator().manual_seed(1))
     x = all_bit_strings(5)[:7]
@@ -188,6 +188,18 @@ def test_run_is_deterministic_and_returns_every_row():
         (r1.support_test[f] == r2.support_test[f]).all() for f in SUPPORT_FORMATS)
     r3 = run(TINY, seed=4, progress=False)
     assert not torch.equal(r3.models[("none", "linear")].w, r1.models[("none", "linear")].w)
+
+
+def test_run_draws_from_its_named_stream():
+    from seqtheory.chain_of_thought import STREAMS, run
+    from seqtheory.experiment import Experiment, RunInfo
+    from seqtheory.utils import make_generator
+
+    assert {n: STREAMS.seed(n) for n in STREAMS.names} == {"parity": 0, "products": 1}
+    r = run(TINY, Experiment.make(seed=3, progress=False))
+    assert isinstance(r, RunInfo) and (r.setup, r.seed, r.device) == (TINY, 3, "cpu")
+    order = torch.randperm(16, generator=make_generator(0, base=3))
+    assert torch.equal(r.train_x, all_bit_strings(4)[order][:10])
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

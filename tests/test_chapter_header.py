@@ -1,12 +1,11 @@
-"""_ext/chapter_header.py: the core path's word count, the reading and run times a chapter's
-header box shows, and the table of chapter times."""
-import importlib.util
+"""booktools.sphinx.chapter_header: the core path's word count, the reading and run times a
+chapter's header box shows, and the table of chapter times."""
 from pathlib import Path
 
+from booktools.sphinx import chapter_header as ch
+from booktools.toc import chapter_names
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("chapter_header", ROOT / "_ext" / "chapter_header.py")
-ch = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ch)
 
 PAGE = """---
 jupytext: {}
@@ -76,6 +75,6 @@ def test_the_committed_ci_table_times_every_chapter():
 
 
 def test_chapters_come_in_the_order_of_the_toc():
-    chapters = ch.toc_chapters(ROOT)
+    chapters = chapter_names(ROOT)
     assert chapters[:2] == ["meet_the_model", "induction_heads"]
     assert "glossary" not in chapters and len(chapters) == len(set(chapters)) == 10

@@ -1,6 +1,5 @@
-"""scripts/check_site.py fails on a chapter that did not execute (no browser needed) and on
+"""booktools.check_site fails on a chapter that did not execute (no browser needed) and on
 an explorer whose player does not respond to its controls (headless Chromium)."""
-import importlib.util
 import json
 import re
 import shutil
@@ -8,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from booktools import check_site
+from booktools.toc import chapter_sources
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("check_site", ROOT / "scripts" / "check_site.py")
-check_site = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check_site)
 
 
 def _site(tmp_path, page_html):
     html = tmp_path / "html"
-    for md in check_site.toc_chapters():
+    for md in chapter_sources():
         page = html / md.relative_to(ROOT).with_suffix(".html")
         page.parent.mkdir(parents=True, exist_ok=True)
         n = check_site.expected_figures(md) - check_site.expected_explorers(md)
@@ -26,7 +25,7 @@ def _site(tmp_path, page_html):
 
 
 def test_every_chapter_has_figure_cells():
-    assert all(check_site.expected_figures(md) >= 1 for md in check_site.toc_chapters())
+    assert all(check_site.expected_figures(md) >= 1 for md in chapter_sources())
 
 
 def test_a_clean_site_passes(tmp_path):
@@ -34,7 +33,7 @@ def test_a_clean_site_passes(tmp_path):
 
 
 def test_every_chapter_has_an_explorer_and_a_page_without_its_player_fails(tmp_path):
-    chapters = check_site.toc_chapters()
+    chapters = chapter_sources()
     assert all(check_site.expected_explorers(md) >= 1 for md in chapters)
     html = _site(tmp_path, "")
     page = html / chapters[0].relative_to(ROOT).with_suffix(".html")
@@ -58,7 +57,7 @@ def test_hidden_explorer_cells_are_not_expected_on_the_page(tmp_path):
 
 def test_missing_outputs_tracebacks_and_error_reports_fail(tmp_path):
     html = _site(tmp_path, "")
-    chapters = check_site.toc_chapters()
+    chapters = chapter_sources()
     first = html / chapters[0].relative_to(ROOT).with_suffix(".html")
     first.write_text("<p>no outputs: the chapter failed to execute</p>")
     second = html / chapters[1].relative_to(ROOT).with_suffix(".html")

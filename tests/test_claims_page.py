@@ -1,13 +1,10 @@
-"""The page "What the book checks" (_ext/claims_page.py), as the Markdown it generates."""
-import importlib.util
+"""The page "What the book checks" (booktools.sphinx.claims_page), as the Markdown it generates."""
 from pathlib import Path
 
+from booktools.sphinx import claims_page
 from seqtheory import chapters
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("claims_page", ROOT / "_ext" / "claims_page.py")
-claims_page = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(claims_page)
 
 
 def test_every_claim_has_a_row_with_its_build_value():

@@ -1,7 +1,7 @@
 """Every chapter's claims against the values recorded under many base seeds.
 
 The margins of the claims come from ``src/seqtheory/chapters/measured/CHAPTER.json``,
-written by ``python scripts/robustness.py --record``: here each recorded run must satisfy
+written by ``python -m booktools.robustness --record``: here each recorded run must satisfy
 every claim of the default run size, each claim must have been measured under at least
 ``MIN_SEEDS`` base seeds, and each section of a table must be verified by its chapter.
 """
@@ -32,7 +32,7 @@ def test_recorded_values_satisfy_every_claim(name):
     runs = table.recorded()["runs"]
     assert len(runs) >= MIN_SEEDS, (
         f"{name}: {len(runs)} recorded base seeds, need {MIN_SEEDS} "
-        "(python scripts/robustness.py --record --chapters {name} --seeds 0-9)")
+        "(python -m booktools.robustness --record --chapters {name} --seeds 0-9)")
     problems = []
     for claim in table.claims:
         if not claim.applies("cpu"):

@@ -1,4 +1,5 @@
-"""The reader notebooks for Colab (_ext/colab_notebooks.py) and the set-up cell's failure path.
+"""The reader notebooks for Colab (booktools.sphinx.colab_notebooks) and the set-up cell's
+failure path.
 
 The converter is tested on small MyST snippets with made-up references; the notebooks of
 the real build are checked in tests/test_site.py (after a build) and run by the Colab
@@ -9,14 +10,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "_ext"))
-import colab_notebooks as cn  # noqa: E402
+from booktools import release_check
+from booktools.setup_cell import cell_source
+from booktools.sphinx import colab_notebooks as cn
 
 
 def refs(**glue):
@@ -239,9 +239,6 @@ def test_setup_cell_stops_with_one_message_when_the_install_fails(tmp_path):
     """An unreachable repository: the set-up cell raises one clear error and "Run all"
     stops there (the next cell never runs)."""
     nbclient = pytest.importorskip("nbclient")
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from setup_cell import cell_source
-
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell_source()),
                                          nbformat.v4.new_code_cell("print('next cell ran')")])
     env = {**os.environ, "SEQTHEORY_INSTALL_FROM": "git+https://github.invalid/nobody/none@main",
@@ -259,9 +256,6 @@ def test_setup_cell_stops_with_one_message_when_the_install_fails(tmp_path):
 
 
 def test_setup_cell_outside_colab_stops_when_the_library_is_missing(tmp_path):
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from setup_cell import cell_source
-
     script = tmp_path / "cell.py"
     script.write_text(cell_source(), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "SEQTHEORY_INSTALL_FROM"}
@@ -271,15 +265,8 @@ def test_setup_cell_outside_colab_stops_when_the_library_is_missing(tmp_path):
     assert "SetupFailed: this notebook needs the book's library" in done.stderr
 
 
-def _release_check():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import release_check
-
-    return release_check
-
-
 def test_release_check_reads_the_branches_of_a_repository(tmp_path):
-    rc = _release_check()
+    rc = release_check
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
@@ -293,7 +280,7 @@ def test_release_check_reads_the_branches_of_a_repository(tmp_path):
 
 
 def test_release_check_is_skipped_offline():
-    status, message = _release_check().check("https://github.invalid/o/r", ["main"])
+    status, message = release_check.check("https://github.invalid/o/r", ["main"])
     assert status == 0 and message.startswith("skipped")
-    url, branches = _release_check().configured()
+    url, branches = release_check.configured()
     assert url.startswith("https://github.com/") and len(branches) == 2

@@ -192,7 +192,7 @@ TINY = dict(min_len=2, max_len=3, test_len=4, d_model=8, batch_size=4, steps=6, 
 
 def test_run_trains_every_seed_and_matches_a_single_run():
     """Seeds train as one program; seed s of the ensemble follows the model trained alone."""
-    from seqtheory.copying import CopyResult, CopySetup, copy_model, run, train_copier
+    from seqtheory.copying import STREAMS, CopyResult, CopySetup, copy_model, run, train_copier
     from seqtheory.utils import make_generator
 
     setup = CopySetup(**TINY, lrs=(("LSTM", 1e-2), ("gated recurrence", 2e-3)),
@@ -209,10 +209,19 @@ def test_run_trains_every_seed_and_matches_a_single_run():
         assert all(not m.training for m in r.models)
         alone = copy_model(name, setup, seed=3)
         hist = train_copier(alone, setup, lr=setup.lr_for(name), seed=0,
-                            generator=make_generator(10_000 + 3), progress=False)
+                            generator=make_generator(STREAMS.seed("data", 3)), progress=False)
         np.testing.assert_allclose(r.acc_train_len[:, 1], hist.metric("acc_train_len")[1])
         for k, v in alone.state_dict().items():
             torch.testing.assert_close(r.models[1].state_dict()[k], v, rtol=1e-4, atol=1e-5)
+
+
+def test_streams_name_the_logical_seeds():
+    from seqtheory.copying import STREAMS, run
+
+    assert run.streams is STREAMS
+    assert [STREAMS.seed(name, 7) for name in ("weights", "by_length", "tests", "planted",
+                                               "strings", "data")] == \
+        [7, 7, 1007, 2007, 3007, 10_007]
 
 
 def test_stacked_lstm_runs_each_member_as_it_runs_alone():

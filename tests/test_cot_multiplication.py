@@ -161,6 +161,19 @@ def test_run_multiplication_is_deterministic_and_leaves_the_global_rng_alone():
     assert torch.equal(r1.a_test, r2.a_test)
 
 
+def test_run_multiplication_draws_from_its_named_stream():
+    from seqtheory.chain_of_thought import STREAMS, run_multiplication
+    from seqtheory.experiment import Experiment, RunInfo
+    from seqtheory.utils import make_generator
+
+    assert STREAMS.seed("products") == 1
+    r = run_multiplication(TINY, Experiment.make(seed=2, progress=False))
+    assert isinstance(r, RunInfo) and (r.setup, r.seed, r.device) == (TINY, 2, "cpu")
+    split = multiplication_split(TINY, generator=make_generator(1, base=2))
+    assert all(torch.equal(x, y) for x, y in
+               zip((r.a_train, r.b_train, r.a_test, r.b_test), split, strict=True))
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_run_multiplication_refuses_an_unavailable_device():
     from seqtheory.chain_of_thought import run_multiplication

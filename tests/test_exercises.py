@@ -1,22 +1,16 @@
 """Problem sets: every chapter's exercises are tagged, every coding lab has a starter cell and
 automatic feedback, and the feedback tells a correct answer from an incorrect one."""
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from booktools.sphinx import teaching_kit as kit
 from seqtheory import exercises as exs
 from seqtheory.chapters import names
 from seqtheory.exercises import Lab, LabTable, feedback
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("teaching_kit", ROOT / "_ext" / "teaching_kit.py")
-kit = importlib.util.module_from_spec(spec)
-sys.modules["teaching_kit"] = kit
-sys.path.insert(0, str(ROOT / "_ext"))
-spec.loader.exec_module(kit)
 
 CHAPTERS = names()
 
@@ -125,7 +119,7 @@ def test_feedback_tells_correct_from_incorrect(chapter, label):
     lab = table.lab(label)
     recorded = table.recorded().get(label, {})
     assert len(recorded) >= 8, (f"{label}: {len(recorded)} recorded seeds "
-                                f"(python scripts/record_labs.py --chapters {chapter})")
+                                f"(python -m booktools.record_labs --chapters {chapter})")
     for seed, answer in recorded.items():
         fb = table.feedback(label, answer)
         assert fb.ok, f"{label}, base seed {seed}: the reference answer reads as wrong: {fb}"

@@ -1,4 +1,4 @@
-"""scripts/full_run.py on a tiny notebook on the CPU: FULL=1 reaches the kernel, every check
+"""booktools.full_run on a tiny notebook on the CPU: FULL=1 reaches the kernel, every check
 is reported (a failing one does not stop the rest, not even in its own cell), an error in a
 cell is reported and the chapter goes on, and the table is written."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools import full_run as fr
 
 
 def test_full_run_reports_every_check(tmp_path):
@@ -32,7 +32,7 @@ def test_full_run_reports_every_check(tmp_path):
     path = tmp_path / "tiny.ipynb"
     nbformat.write(nb, path)
     out = tmp_path / "full_run.tsv"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "full_run.py"),
+    proc = subprocess.run([sys.executable, "-m", "booktools.full_run",
                            "--notebooks", str(path), "--out", str(out), "--timeout", "120"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr        # the planted failures
@@ -68,7 +68,7 @@ def test_chapters_run_at_once_in_a_smoke_run_with_their_peaks_and_a_timeout(tmp_
                       "big = bytearray(300 * 2**20)")                      # 300 MiB resident
     slow = _notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(60)", "x = 1")
     out = tmp_path / "full_run.tsv"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "full_run.py"), "--notebooks",
+    proc = subprocess.run([sys.executable, "-m", "booktools.full_run", "--notebooks",
                            str(quick), str(slow), "--out", str(out), "--timeout", "8",
                            "--jobs", "2", "--smoke", "2"],
                           capture_output=True, text=True, timeout=300)
@@ -85,24 +85,14 @@ def test_chapters_run_at_once_in_a_smoke_run_with_their_peaks_and_a_timeout(tmp_
     # a smoke run's checks are not expected to hold: only errors fail it
     failing = _notebook(tmp_path / "failing.ipynb",
                         "from seqtheory.utils import check\ncheck(1 > 2, 'not after 2 steps')")
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "full_run.py"), "--notebooks",
+    proc = subprocess.run([sys.executable, "-m", "booktools.full_run", "--notebooks",
                            str(failing), "--out", str(out), "--smoke", "2"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "\t1\t0\t0\t" in out.read_text()          # 1 failed check, no error, all reached
 
 
-def _scheduler():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("full_run", ROOT / "scripts" / "full_run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_schedule_starts_the_longest_first_and_keeps_the_peaks_within_the_card(tmp_path):
-    fr = _scheduler()
     est = {"a": (100.0, 50_000.0), "b": (400.0, 30_000.0), "c": (200.0, 40_000.0)}
     order, admit = fr.schedule(["a", "b", "c", "d"], est, jobs=3, budget_mib=81_920)
     assert order == ["b", "d", "c", "a"]                  # d: the default 300 s
@@ -123,7 +113,7 @@ def test_a_deadline_ends_the_run_in_time_and_keeps_the_table(tmp_path):
     slow = _notebook(tmp_path / "slow.ipynb", "import time\ntime.sleep(120)", "x = 1")
     later = _notebook(tmp_path / "later.ipynb", "x = 1")
     out = tmp_path / "full_run.tsv"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "full_run.py"), "--notebooks",
+    proc = subprocess.run([sys.executable, "-m", "booktools.full_run", "--notebooks",
                            str(slow), str(later), "--out", str(out), "--deadline", "12"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr

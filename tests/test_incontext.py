@@ -297,10 +297,24 @@ def test_run_refuses_bad_devices_and_setups():
             run(SMALL, device="cuda", progress=False)
     with pytest.raises(ValueError, match="device"):
         run(SMALL, device="tpu-ish", progress=False)
-    with pytest.raises(TypeError, match="setup must be an ICLSetup"):
+    with pytest.raises(TypeError, match="setup must be an? ICLSetup"):
         run({"k": 3}, progress=False)
     with pytest.raises(ValueError, match="seed"):
         run(SMALL, seed=-1, progress=False)
+
+
+def test_run_takes_a_context_and_draws_from_its_named_streams():
+    from seqtheory.experiment import Experiment, RunInfo
+    from seqtheory.incontext import STREAMS
+
+    assert {n: STREAMS.seed(n) for n in STREAMS.names} == \
+        {"training": 0, "weights": 0, "heldout": 1234, "data": 10_000, "dropout": 20_000}
+    a = run(SMALL, Experiment.make(seed=3, progress=False), eval_n=8)
+    assert isinstance(a, RunInfo) and (a.setup, a.seed, a.device) == (SMALL, 3, "cpu")
+    assert a.history.loss == run(SMALL, seed=3, progress=False, eval_n=8).history.loss
+    assert torch.equal(a.evaluator.x, ICLEvaluator(SMALL, n=8, seed=1234, base=3).x)
+    with pytest.raises(TypeError, match="not both"):
+        run(SMALL, Experiment.make(seed=3), seed=3)
 
 
 def test_building_a_model_leaves_the_global_rng_alone():
@@ -322,6 +336,7 @@ def test_run_seeds_trains_members_as_one_program():
     # member trains the same whichever others train with it (fails if the members shared a
     # data stream or an optimiser state), the same call gives the same bits, and the result
     # has (M,) losses and per-member switch steps
+    from seqtheory.experiment import RunInfo
     from seqtheory.incontext import run_seeds
 
     tiny = ICLSetup(k=3, T=12, steps=6, eval_every=3, batch_size=4)
@@ -339,6 +354,7 @@ def test_run_seeds_trains_members_as_one_program():
         run_seeds(tiny, seeds=(0, 0), progress=False)
     with pytest.raises(TypeError, match="seeds"):
         run_seeds(tiny, seeds=3, progress=False)
+    assert isinstance(a, RunInfo) and a.seeds == (0, 1)
 
 
 def test_induction_attention_uses_the_token_before_the_key():

@@ -1,12 +1,17 @@
-"""Tests of the transformer's interventions (head masks, attention overrides) and the
-attention-by-offset statistic used to read a circuit off a trained model."""
+"""Tests of the transformer's hooks and the interventions built on them (head masks,
+attention overrides, caching)."""
 import copy
 
 import pytest
 import torch
 
 from seqtheory import Ensemble, Transformer, TransformerConfig, seed_everything
-from seqtheory.models import POS_ENCODINGS, attention_by_offset, uniform_causal_pattern
+from seqtheory.attention import (
+    mask_heads,
+    override_pattern,
+    uniform_causal_pattern,
+)
+from seqtheory.models import POS_ENCODINGS, cache_into
 
 
 def make(**kw):
@@ -22,11 +27,15 @@ X = torch.randint(7, (3, 10), generator=torch.Generator().manual_seed(0))
 def test_off_by_default_and_identity_interventions_change_nothing(pos):
     model = make(pos_encoding=pos)
     logits, cache = model(X, return_cache=True)
-    # empty interventions, and overriding a head by its own pattern, give the same function
-    assert torch.allclose(model(X, head_mask={}, attn_override={}), logits, atol=1e-6)
-    own = model(X, attn_override={(0, 1): lambda p: p, 1: lambda p: p})
+    # empty hooks, hooks that keep the tensor, and overriding a head by its own pattern,
+    # give the same function
+    assert torch.allclose(model(X, hooks={**mask_heads({}), **override_pattern({})}), logits,
+                          atol=1e-6)
+    keep = {name: lambda t: None for name in model.hook_points}
+    assert torch.allclose(model(X, hooks=keep), logits, atol=1e-6)
+    own = model(X, hooks=override_pattern({(0, 1): lambda p: p, 1: lambda p: p}))
     assert torch.allclose(own, logits, atol=1e-6)
-    fixed = model(X, attn_override={(1, 0): cache.attn[1][:, 0]})
+    fixed = model(X, hooks=override_pattern({(1, 0): cache.attn[1][:, 0]}))
     assert torch.allclose(fixed, logits, atol=1e-6)
 
 
@@ -38,7 +47,8 @@ def test_uniform_override_equals_zero_query_key_weights():
     with torch.no_grad():
         blank.blocks[1].attn.qkv.weight[: 2 * C] = 0.0            # q and k rows
     want = blank(X)
-    got, cache = model(X, return_cache=True, attn_override={1: uniform_causal_pattern(10)})
+    got, cache = model(X, return_cache=True,
+                       hooks=override_pattern({1: uniform_causal_pattern(10)}))
     assert torch.allclose(got, want, atol=1e-5)
     assert torch.allclose(cache.attn[1], uniform_causal_pattern(10).expand(3, 2, 10, 10))
     # the other layer's pattern is the model's own
@@ -49,12 +59,12 @@ def test_override_of_one_head_leaves_the_other_and_accepts_per_sequence_patterns
     model = make()
     _, cache = model(X, return_cache=True)
     per_seq = cache.attn[0][:, 0].flip(0)                         # (B, T, T), other sequences
-    _, new = model(X, return_cache=True, attn_override={(0, 0): per_seq})
+    _, new = model(X, return_cache=True, hooks=override_pattern({(0, 0): per_seq}))
     assert torch.allclose(new.attn[0][:, 0], per_seq)
     assert torch.allclose(new.attn[0][:, 1], cache.attn[0][:, 1])
     # a (1, T, T) pattern broadcasts over the batch
     mean = cache.attn[0][:, 0].mean(0, keepdim=True)
-    _, new = model(X, return_cache=True, attn_override={(0, 0): mean})
+    _, new = model(X, return_cache=True, hooks=override_pattern({(0, 0): mean}))
     assert torch.allclose(new.attn[0][:, 0], mean.expand(3, 10, 10))
 
 
@@ -64,114 +74,102 @@ def test_masking_every_head_of_a_layer_equals_zeroing_its_output(attn_only):
     zeroed = copy.deepcopy(model)
     with torch.no_grad():
         zeroed.blocks[0].attn.out.weight.zero_()
-    assert torch.allclose(model(X, head_mask={0: [0, 1]}), zeroed(X), atol=1e-6)
+    assert torch.allclose(model(X, hooks=mask_heads({0: [0, 1]})), zeroed(X), atol=1e-6)
     # one head: zero the columns of the output projection that read that head
     half = copy.deepcopy(model)
     with torch.no_grad():
         half.blocks[1].attn.out.weight[:, 4:] = 0.0                # head 1 of 2, d_head 4
-    assert torch.allclose(model(X, head_mask={1: 1}), half(X), atol=1e-6)
-    assert not torch.allclose(model(X, head_mask={1: 1}), model(X))
+    assert torch.allclose(model(X, hooks=mask_heads({1: 1})), half(X), atol=1e-6)
+    assert not torch.allclose(model(X, hooks=mask_heads({1: 1})), model(X))
 
 
 def test_interventions_are_differentiable_and_pass_through_an_ensemble():
     model = make()
-    out = model(X, head_mask={0: 0}, attn_override={(1, 1): uniform_causal_pattern(10)})
-    out.sum().backward()
+    hooks = {**mask_heads({0: 0}), **override_pattern({(1, 1): uniform_causal_pattern(10)})}
+    model(X, hooks=hooks).sum().backward()
     assert model.blocks[0].attn.qkv.weight.grad is not None
     ens = Ensemble(lambda: make(), seeds=[0, 1])
-    kw = dict(head_mask={0: 1}, attn_override={(1, 0): uniform_causal_pattern(10)})
+    kw = dict(hooks={**mask_heads({0: 1}),
+                     **override_pattern({(1, 0): uniform_causal_pattern(10)})})
     both = ens(X, shared=True, **kw)
     for m in range(2):
         assert torch.allclose(both[m], ens.member(m)(X, **kw), atol=1e-5)
 
 
+U = uniform_causal_pattern(10)
+
+
 @pytest.mark.parametrize(
-    "kw, err, match",
+    "build, err, match",
     [
-        (dict(head_mask=[0]), TypeError, "head_mask must be a dict"),
-        (dict(head_mask={2: 0}), ValueError, "head_mask layer must be in 0..1"),
-        (dict(head_mask={0: 2}), ValueError, "head_mask head must be in 0..1"),
-        (dict(head_mask={0: "a"}), TypeError, "head_mask head must be an int"),
-        (dict(attn_override=uniform_causal_pattern(10)), TypeError, "attn_override must be"),
-        (dict(attn_override={(0, 5): uniform_causal_pattern(10)}), ValueError, "head must"),
-        (dict(attn_override={-1: uniform_causal_pattern(10)}), ValueError, "layer must be"),
-        (dict(attn_override={"0": uniform_causal_pattern(10)}), TypeError, "keys must be"),
-        (dict(attn_override={0: 0.5}), TypeError, "values must be tensors or functions"),
-        (dict(attn_override={0: uniform_causal_pattern(9)}), ValueError, r"shape \(10, 10\)"),
-        (dict(attn_override={0: torch.ones(2, 10, 10).tril() / 10}), ValueError, "shape"),
-        (dict(attn_override={0: torch.ones(10, 10) / 10}), ValueError, "future keys"),
-        (dict(attn_override={0: 2 * uniform_causal_pattern(10)}), ValueError, "sum to 1"),
-        (dict(attn_override={0: torch.eye(10, dtype=torch.long)}), TypeError, "floating"),
-        (dict(attn_override={0: lambda p: p[:, :5]}), ValueError, "shape"),
-        (dict(attn_override={0: lambda p: None}), TypeError, "floating-point tensor"),
+        (lambda: mask_heads([0]), TypeError, "heads must be a dict"),
+        (lambda: mask_heads({2: 0}), ValueError, "no point 'heads.2'"),
+        (lambda: mask_heads({0: 2}), ValueError, "mask_heads head must be in 0..1"),
+        (lambda: mask_heads({0: "a"}), TypeError, "mask_heads head must be an int"),
+        (lambda: mask_heads({-1: 0}), ValueError, "mask_heads layer must be >= 0"),
+        (lambda: override_pattern(U), TypeError, "patterns must be a dict"),
+        (lambda: override_pattern({(0, 5): U}), ValueError, "head must be in 0..1"),
+        (lambda: override_pattern({-1: U}), ValueError, "layer must be"),
+        (lambda: override_pattern({2: U}), ValueError, "no point 'pattern.2'"),
+        (lambda: override_pattern({"0": U}), TypeError, "keys must be"),
+        (lambda: override_pattern({0: 0.5}), TypeError, "values must be tensors or functions"),
+        (lambda: override_pattern({0: uniform_causal_pattern(9)}), ValueError,
+         r"shape \(10, 10\)"),
+        (lambda: override_pattern({0: torch.ones(2, 10, 10).tril() / 10}), ValueError, "shape"),
+        (lambda: override_pattern({0: torch.ones(10, 10) / 10}), ValueError, "future keys"),
+        (lambda: override_pattern({0: 2 * U}), ValueError, "sum to 1"),
+        (lambda: override_pattern({0: torch.eye(10, dtype=torch.long)}), TypeError, "floating"),
+        (lambda: override_pattern({0: lambda p: p[:, :5]}), ValueError, "shape"),
+        (lambda: override_pattern({0: lambda p: None}), TypeError, "floating-point tensor"),
+        (lambda: [0], TypeError, "hooks must be a dict"),
+        (lambda: {"attn.0": lambda t: t}, ValueError, "no point 'attn.0'.*resid.0, scores.0"),
+        (lambda: {"pattern.0": 3}, TypeError, "must be a function or a list of functions"),
+        (lambda: {"resid.1": lambda t: t[:, :2]}, ValueError, "resid.1 must return None or"),
+        (lambda: {"scores.1": lambda t: 0.0}, ValueError, "must return None or a tensor"),
     ],
 )
-def test_bad_interventions_raise_clear_errors(kw, err, match):
+def test_bad_hooks_raise_clear_errors(build, err, match):
     with pytest.raises(err, match=match):
-        make()(X, **kw)
+        make()(X, hooks=build())
 
 
 def test_negative_weights_are_rejected():
     bad = uniform_causal_pattern(10).clone()
     bad[3, 0], bad[3, 1] = -0.25, bad[3, 1] + 0.5
     with pytest.raises(ValueError, match="non-negative"):
-        make()(X, attn_override={(0, 0): bad})
+        make()(X, hooks=override_pattern({(0, 0): bad}))
 
 
-def test_uniform_causal_pattern():
-    u = uniform_causal_pattern(5)
-    assert torch.allclose(u.sum(-1), torch.ones(5)) and (u.triu(1) == 0).all()
-    assert torch.allclose(u[4], torch.full((5,), 0.2))
-    with pytest.raises(ValueError, match="T must be >= 1"):
-        uniform_causal_pattern(0)
-    with pytest.raises(TypeError, match="T must be an int"):
-        uniform_causal_pattern(2.0)
-
-
-def test_attention_by_offset():
-    T = 6
-    prev = torch.zeros(T, T)
-    prev[0, 0] = 1.0
-    prev[torch.arange(1, T), torch.arange(T - 1)] = 1.0              # previous-token head
-    assert torch.allclose(attention_by_offset(prev, 2), torch.tensor([0.0, 1.0, 0.0, 0.0]))
-    u = uniform_causal_pattern(T)
-    got = attention_by_offset(u, 1)                                  # queries t = 1..5
-    t = torch.arange(1, T, dtype=torch.float)
-    assert torch.allclose(got, torch.stack([(1 / (t + 1)).mean(), (1 / (t + 1)).mean(),
-                                            ((t - 1) / (t + 1)).mean()]))
-    # the bins of any causal pattern sum to 1; leading dimensions are kept
-    p = make().attention_patterns(X)[0]                              # (B, H, T, T)
-    by = attention_by_offset(p, 3)
-    assert by.shape == (3, 2, 5) and torch.allclose(by.sum(-1), torch.ones(3, 2))
-    assert (by >= -1e-6).all()
-    with pytest.raises(ValueError, match="max_offset must be in 0..5"):
-        attention_by_offset(u, 6)
-    with pytest.raises(ValueError, match="ending in"):
-        attention_by_offset(torch.ones(3, 4), 1)
-    with pytest.raises(ValueError, match="ending in"):
-        attention_by_offset([[1.0]], 0)
-
-
-def test_attention_without_offset():
-    from seqtheory.models import attention_without_offset
-
-    u = uniform_causal_pattern(4)
-    got = attention_without_offset(u, 1)
-    want = torch.tensor([[1, 0, 0, 0], [0, 1, 0, 0], [0.5, 0, 0.5, 0], [1 / 3, 1 / 3, 0, 1 / 3]])
-    assert torch.allclose(got, want)
-    p = make().attention_patterns(X)[0]
-    for o in (0, 1, 3):
-        q = attention_without_offset(p, o)
-        assert torch.allclose(q.sum(-1), torch.ones(3, 2, 10), atol=1e-6)
-        assert torch.allclose(attention_by_offset(q, 3)[..., o], torch.zeros(3, 2), atol=1e-6)
-    # usable as an override, and then the cache shows no weight at that offset
-    _, cache = make()(X, return_cache=True,
-                      attn_override={(0, 0): lambda a: attention_without_offset(a, 1)})
-    assert cache.attn[0][:, 0].diagonal(offset=-1, dim1=-2, dim2=-1).abs().max() < 1e-6
-    with pytest.raises(ValueError, match="offset must be in 0..3"):
-        attention_without_offset(u, 4)
-    with pytest.raises(ValueError, match="ending in"):
-        attention_without_offset(torch.ones(2, 3), 0)
+def test_hooks_see_every_point_in_order_and_can_replace_the_residual_stream():
+    model = make()
+    seen = []
+    model(X, hooks={name: lambda t, name=name: seen.append((name, t.shape)) for name in
+                    model.hook_points})
+    assert [name for name, _ in seen] == list(model.hook_points) == [
+        "resid.0", "scores.0", "pattern.0", "heads.0", "resid.1",
+        "scores.1", "pattern.1", "heads.1", "resid.2"]
+    shapes = dict(seen)
+    assert shapes["scores.1"] == shapes["pattern.1"] == (3, 2, 10, 10)
+    assert shapes["heads.0"] == (3, 2, 10, 4) and shapes["resid.2"] == (3, 10, 8)
+    # the cache is a hook that stores: it holds what the model computed, after other hooks
+    store = {}
+    logits, cache = model(X, return_cache=True, hooks=cache_into(store, model.hook_points))
+    assert torch.equal(store["pattern.1"], cache.attn[1])
+    assert all(torch.equal(store[f"resid.{i}"], cache.resid[i]) for i in range(3))
+    assert torch.equal(logits, model(X, return_cache=True)[0])   # storing changes nothing
+    # replacing the residual stream after the last block by zeros leaves only the biases
+    # of the final LayerNorm: every position gets the same logits
+    out = model(X, hooks={"resid.2": lambda r: torch.zeros_like(r)})
+    assert torch.allclose(out, out[:1, :1].expand_as(out))
+    # scores with every key but the first masked out give a pattern on key 0 only
+    first = model(X, return_cache=True, hooks={
+        "scores.0": lambda s: s.masked_fill(torch.arange(10) > 0, float("-inf"))})[1]
+    assert torch.equal(first.attn[0][..., 0], torch.ones(3, 2, 10))
+    # a list of functions runs in order
+    twice = model(X, hooks={"resid.0": [lambda r: 2 * r, lambda r: r + 1]})
+    assert torch.allclose(twice, model(X, hooks={"resid.0": lambda r: 2 * r + 1}))
+    with pytest.raises(TypeError, match="store must be a dict"):
+        cache_into([], ["resid.0"])
 
 
 def test_circuit_ablations_on_an_untrained_icl_model():
@@ -209,7 +207,7 @@ def _by_hand(model, x, patterns, keep):
 
 
 def test_interventions_match_a_hand_computation():
-    """attn_override and head_mask against the forward pass written out by hand: the
+    """override_pattern and mask_heads against the forward pass written out by hand: the
     model's own patterns reproduce its logits; an overridden head uses exactly the given
     pattern; a masked head contributes nothing."""
     model = make(n_layers=1, attn_only=True, layer_norm=False)
@@ -218,9 +216,10 @@ def test_interventions_match_a_hand_computation():
         own = [cache.attn[0][:, h] for h in range(2)]
         assert torch.allclose(model(X), _by_hand(model, X, own, [1, 1]), atol=1e-5)
         u = uniform_causal_pattern(10).expand(3, 10, 10)
-        got = model(X, attn_override={(0, 1): uniform_causal_pattern(10)})
+        got = model(X, hooks=override_pattern({(0, 1): uniform_causal_pattern(10)}))
         assert torch.allclose(got, _by_hand(model, X, [own[0], u], [1, 1]), atol=1e-5)
-        got = model(X, head_mask={0: 0})
+        got = model(X, hooks=mask_heads({0: 0}))
         assert torch.allclose(got, _by_hand(model, X, own, [0, 1]), atol=1e-5)
-        got = model(X, head_mask={0: 1}, attn_override={0: uniform_causal_pattern(10)})
+        got = model(X, hooks={**mask_heads({0: 1}),
+                              **override_pattern({0: uniform_causal_pattern(10)})})
         assert torch.allclose(got, _by_hand(model, X, [u, u], [1, 0]), atol=1e-5)

@@ -129,16 +129,6 @@ def test_bad_inputs_raise_clear_errors(x, err, match):
         make()(x)
 
 
-def test_attention_to_offset():
-    T = 5
-    prev = torch.diag(torch.ones(T - 1), -1)
-    prev[0, 0] = 1.0
-    assert attention_to_offset(prev, 1).item() == pytest.approx(1.0)
-    assert attention_to_offset(prev, 0).item() == pytest.approx(1 / T)
-    with pytest.raises(ValueError, match="offset"):
-        attention_to_offset(prev, 5)
-
-
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -244,3 +234,38 @@ def test_rotary_scores_depend_only_on_the_offset():
         ratios = torch.stack([A[:, i, i - d] / A[:, i, i] for i in range(d, 16)], dim=1)
         assert torch.allclose(ratios, ratios[:, :1].expand_as(ratios), rtol=1e-4), d
         assert (ratios - 1).abs().max() > 1e-3          # the scores do depend on the offset
+
+
+def test_config_keeps_its_fields_and_derives_heads_and_windows():
+    cfg = TransformerConfig(n_layers=2, n_heads=[2, 4], d_model=8, pos_encoding="hard_alibi",
+                            windows=[[1, 0], [1, 2, 3, 0]])
+    assert cfg.n_heads == [2, 4] and cfg.windows == [[1, 0], [1, 2, 3, 0]]   # as given
+    assert cfg.heads == (2, 4) and cfg.layer_windows == ((1, 0), (1, 2, 3, 0))
+    flat = TransformerConfig(n_layers=3, n_heads=2, d_model=8, pos_encoding="hard_alibi",
+                             windows=(2, 0))
+    assert flat.windows == (2, 0) and flat.layer_windows == ((2, 0),) * 3
+    default = TransformerConfig(n_layers=2, n_heads=4, d_model=8, pos_encoding="hard_alibi")
+    assert default.windows == () and default.layer_windows == ((1, 2, 3, 0),) * 2
+    assert TransformerConfig(n_layers=3, n_heads=2, d_model=8).heads == (2, 2, 2)
+
+
+def test_seed_builds_the_weights_under_seeded_and_num_params_counts_them_once():
+    from dataclasses import replace
+
+    from seqtheory import seeded
+    from seqtheory.models import num_params
+
+    cfg = TransformerConfig(vocab_size=5, max_len=8, n_layers=2, n_heads=2, d_model=8,
+                            tie_weights=True)
+    with seeded(5, base=2):
+        want = Transformer(cfg)
+    got = Transformer(cfg, seed=5, base=2)
+    for (name, a), (_, b) in zip(want.state_dict().items(), got.state_dict().items(),
+                                 strict=True):
+        assert torch.equal(a, b), name
+    untied = Transformer(replace(cfg, tie_weights=False))
+    assert num_params(got) == got.num_params() == num_params(untied) - 5 * 8   # V x C once
+    with pytest.raises(ValueError, match="pass seed as well"):
+        Transformer(cfg, base=2)
+    with pytest.raises(TypeError, match="module must be a torch.nn.Module"):
+        num_params(cfg)

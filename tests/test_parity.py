@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqtheory import make_generator
+from seqtheory.experiment import Experiment
 from seqtheory.parity import (
     SETUP,
+    STREAMS,
     HiddenProgressResult,
     HiddenProgressSetup,
     ParityMLPs,
@@ -28,7 +30,6 @@ from seqtheory.parity import (
     run_n_sweep,
     sparse_parity,
     steps_to_success,
-    stream_generator,
     train_offline,
     train_online,
 )
@@ -249,17 +250,20 @@ def test_training_goes_through_train_and_keeps_the_history():
         train_online(torch.nn.Linear(8, 1), [0], steps=1, generator=g, progress=False)
 
 
-def test_stream_generator_is_make_generator_under_that_base_seed(monkeypatch):
-    def draw(g):
-        return torch.rand(5, generator=g)
-
-    for base in (0, 3):
-        monkeypatch.setenv("SEQTHEORY_SEED", str(base))
-        for stream in (0, 7, 1000):
-            assert torch.equal(draw(stream_generator(base, stream)),
-                               draw(make_generator(stream)))
+def test_streams_name_the_logical_seeds_of_the_experiments():
+    assert [STREAMS.seed("online"), STREAMS.seed("per_k", 3), STREAMS.seed("per_n", 30),
+            STREAMS.seed("per_width", 512)] == [0, 103, 230, 512]
+    assert run.streams is run_k_sweep.streams is run_n_sweep.streams is STREAMS
+    # draw k of stream per_k under base seed 3 is make_generator(100 + k, base=3)
+    small = dataclasses.replace(TINY, ks=(2,))
+    sweep = run_k_sweep(small, Experiment.make(seed=3, progress=False))
+    g = make_generator(102, base=3)
+    rec = train_online(ParityMLPs(8, [32, 32], generator=g), [0, 1], steps=80, eval_every=20,
+                       test_size=200, stop_at=TINY.success, generator=g, progress=False)
+    assert np.array_equal(sweep.records[2].weight, rec.weight)
+    assert sweep.seed == 3 and sweep.variable == "k"
     with pytest.raises(ValueError, match="seed must be >= 0"):
-        stream_generator(-1, 0)
+        run(TINY, seed=-1, progress=False)
 
 
 def test_hidden_progress_setup_is_frozen_and_validated():
@@ -334,8 +338,9 @@ def test_plot_waiting_times_draws_one_dot_per_network():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    res = WaitingTimeResult(TINY, 0, "cpu", 0.0, "n", {10: np.array([100.0, 120.0]),
-                                                       20: np.array([200.0, 260.0])})
+    res = WaitingTimeResult(setup=TINY, seed=0, device="cpu", seconds=0.0, variable="n",
+                            steps_to_success={10: np.array([100.0, 120.0]),
+                                              20: np.array([200.0, 260.0])})
     fig, ax = plt.subplots()
     slope = plot_waiting_times(res, ax, fit=True)
     assert slope == pytest.approx(np.polyfit(np.log([10, 20]), np.log([110, 230]), 1)[0])

@@ -121,8 +121,8 @@ def test_dense_and_per_sample_losses_agree():
 
 @pytest.mark.parametrize("dense", [True, False])
 def test_train_embeddings_is_full_batch_adam(dense):
-    # train() with AdamW, weight_decay=0 and no clipping is the hand-written full-batch Adam
-    # loop that train_embeddings used to be: bit for bit
+    # train() with AdamW, weight_decay=0 and no clipping is a hand-written full-batch Adam
+    # loop, bit for bit
     import torch
 
     from seqtheory.partitions import _contract, _predict_all
@@ -364,6 +364,48 @@ def test_experiments_are_deterministic(name):
     assert _same(a, b)
     other = run(_tiny_setup(), seed=1, device="cpu", progress=False)
     assert other.seed == 1
+
+
+@pytest.mark.parametrize("name", ["run_thresholds", "run_effort", "run_gradient_descent"])
+def test_experiments_follow_the_contract(name):
+    # the friendly call equals the context call; the result extends RunInfo; a bad setup
+    # or progress is refused; every run shares the module's streams
+    import seqtheory.partitions as P
+    from seqtheory.experiment import Experiment, RunInfo
+
+    run = getattr(P, name)
+    assert run.streams is P.STREAMS
+    a = run(_tiny_setup(), seed=2, progress=False)
+    b = run(_tiny_setup(), Experiment.make(seed=2, progress=False))
+    assert isinstance(a, RunInfo) and a.setup == _tiny_setup() and a.seed == 2
+    assert a.device == "cpu" and a.seconds >= 0
+    if name == "run_effort":                 # solver seconds vary; the conflicts do not
+        a.by_size = {k: v[:, :2] for k, v in a.by_size.items()}
+        b.by_size = {k: v[:, :2] for k, v in b.by_size.items()}
+    if name == "run_gradient_descent":       # the History's wall-clock time varies
+        for cell in (*a.cells.values(), *b.cells.values()):
+            cell.fit.history.seconds = 0.0
+    assert _same(a, b)
+    with pytest.raises(TypeError, match="setup must be a PartitionSetup"):
+        run(3, seed=0, progress=False)
+    with pytest.raises(TypeError, match="progress must be True or False"):
+        run(_tiny_setup(), seed=0, progress="no")
+
+
+def test_streams_are_the_logical_seeds_of_the_runs():
+    from seqtheory.partitions import STREAMS, recovery_threshold, run_thresholds, samples_for
+    from seqtheory.utils import make_rng
+
+    assert (STREAMS.seed("problems", 4), STREAMS.seed("samples", 4),
+            STREAMS.seed("gd_samples", 4)) == (4, 10_004, 20_004)
+    setup = _tiny_setup()
+    out = run_thresholds(setup, seed=5, progress=False)
+    for t, pb in enumerate(out.problems[10]):
+        again = planted_problem(10, 3, 3, seed=make_rng(STREAMS.seed("problems", t), base=5))
+        assert np.array_equal(pb.labels, again.labels) and np.array_equal(pb.g, again.g)
+        S = recovery_threshold(pb, samples_for(setup.c_max, 10),
+                               seed=make_rng(STREAMS.seed("samples", t), base=5))
+        assert S == out.thresholds[10][t]
 
 
 @pytest.mark.parametrize("name", ["run_thresholds", "run_effort", "run_gradient_descent"])

@@ -1,18 +1,11 @@
-"""scripts/make_pdf.py: pages printed by headless Chromium, joined in order, with every
+"""booktools.make_pdf: pages printed by headless Chromium, joined in order, with every
 chapter's title in the text; a missing chapter is reported."""
-import importlib.util
 import io
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-spec = importlib.util.spec_from_file_location("make_pdf", ROOT / "scripts" / "make_pdf.py")
-make_pdf = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(make_pdf)
+from booktools import make_pdf
 
 
 def test_toc_pages_follow_the_table_of_contents():

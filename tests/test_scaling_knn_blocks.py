@@ -38,7 +38,7 @@ def _unblocked_knn_error(X, y, Xt, yt, ks=None):
 def test_blocked_knn_equals_the_search_on_the_whole_matrix(d, n, ks):
     task = TorusTask(d=d, D=16, max_freq=8, seed=1)
     X, y, _ = task.sample(n, 3)
-    Xt, yt, _ = task.sample(61, 10_003, noisy=False)
+    Xt, yt, _ = task.sample(61, scaling.STREAMS.seed("tests", 3), noisy=False)
     want = _unblocked_knn_error(X, y, Xt, yt, ks)
     for block in (1, 7, 50, n - 1, n, 4096):
         assert scaling._knn_error(X, y, Xt, yt, ks, block=block) == want
@@ -97,7 +97,7 @@ def test_targets_and_knn_on_a_gpu_agree_with_the_cpu():
     theta = np.random.default_rng(0).uniform(0, 2 * np.pi, (9000, 4))
     assert np.allclose(task.target(theta, device="cuda"), task.target(theta), rtol=0, atol=1e-9)
     X, y, _ = task.sample(3000, 1)
-    Xt, yt, _ = task.sample(500, 10_001, noisy=False)
+    Xt, yt, _ = task.sample(500, scaling.STREAMS.seed("tests", 1), noisy=False)
     cpu = scaling._knn_error(X, y, Xt, yt)
     gpu = scaling._knn_error(X, y, Xt, yt, block=700, device=torch.device("cuda"))
     assert gpu == pytest.approx(cpu, rel=0.05)

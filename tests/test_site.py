@@ -6,7 +6,6 @@ stale _build/html.
 import html
 import os
 import re
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -14,10 +13,11 @@ from urllib.parse import unquote, urlparse
 import pytest
 import yaml
 
+from booktools.sphinx import colab_notebooks
+from booktools.toc import toc_files
+
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
-sys.path.insert(0, str(ROOT))
-from conftest import toc_files  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("SEQTHEORY_CHECK_SITE") != "1",
                                 reason="set SEQTHEORY_CHECK_SITE=1 after building the book")
@@ -56,8 +56,6 @@ def test_every_page_was_built():
 
 STUDENT_HTML = ROOT / "_build" / "student" / "_build" / "html"
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-sys.path.insert(0, str(ROOT / "_ext"))
-import colab_notebooks  # noqa: E402
 
 
 def _colab_links(page: Path) -> list[str]:
@@ -184,10 +182,10 @@ def test_lecturer_edition_has_a_solution_per_exercise(md):
 
 @pytest.mark.parametrize("md", WITH_EXERCISES, ids=[p.stem for p in WITH_EXERCISES])
 def test_student_edition_has_every_exercise_and_no_solution(md):
-    # built by scripts/build_student.py: fails if a solution, or a cell that computes one,
+    # built by python -m booktools.build_student: fails if a solution, or a cell that computes one,
     # reached the student's page, or if an exercise went missing with them
     page = STUDENT / md.relative_to(ROOT).with_suffix(".html")
-    assert page.is_file(), f"{page} missing: run python scripts/build_student.py"
+    assert page.is_file(), f"{page} missing: run python -m booktools.build_student"
     html = page.read_text(encoding="utf-8")
     assert len(EXERCISE.findall(html)) == len(EXERCISE.findall(built(md).read_text("utf-8")))
     assert SOLUTION.findall(html) == []

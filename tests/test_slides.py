@@ -1,18 +1,10 @@
-"""_ext/slides.py: a chapter's deck has the question and result, the key figure, the setup,
+"""booktools.sphinx.slides: a chapter's deck has the question and result, the key figure, the setup,
 the experiments' figures, the takeaways and the exercises' prompts -- and no solution."""
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "_ext"))
-spec = importlib.util.spec_from_file_location("slides", ROOT / "_ext" / "slides.py")
-slides = importlib.util.module_from_spec(spec)
-sys.modules["slides"] = slides
-spec.loader.exec_module(slides)
+from booktools.sphinx import slides
 
 PAGE = """<html><head><script>window.MathJax = {"options": {}}</script></head><body>
 <article class="bd-article"><section id="demo">

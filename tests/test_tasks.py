@@ -27,6 +27,20 @@ def test_run_is_deterministic_and_leaves_the_global_rng_alone():
     assert a.eval_x.device.type == "cpu" and a.eval_x.shape == (16, TINY.seq_len)
 
 
+def test_run_takes_a_context_and_draws_from_its_named_streams():
+    from seqtheory.experiment import Experiment, RunInfo
+    from seqtheory.tasks import STREAMS
+    from seqtheory.utils import make_generator
+
+    assert {n: STREAMS.seed(n) for n in STREAMS.names} == \
+        {"weights": 0, "heldout": 50, "data": 200, "member_data": 100}
+    a = run(TINY, Experiment.make(seed=2, progress=False))
+    assert isinstance(a, RunInfo) and (a.seed, a.device) == (2, "cpu")
+    assert a.history.loss == run(TINY, seed=2, progress=False).history.loss
+    x, _ = TINY.batch(TINY.eval_n, make_generator(50, base=2))
+    assert torch.equal(a.eval_x, x)
+
+
 def test_run_refuses_bad_devices_and_setups():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="device"):

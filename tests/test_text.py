@@ -9,6 +9,7 @@ import torch
 
 from seqtheory.models import Transformer, TransformerConfig
 from seqtheory.text import (
+    STREAMS,
     CharCorpus,
     CharModelResult,
     activation_dimension,
@@ -80,6 +81,14 @@ def test_training_is_deterministic_and_leaves_the_global_rng_alone(corpus):
     for (k, v), w in zip(a.model.state_dict().items(), b.model.state_dict().values(),
                             strict=True):
         assert torch.equal(v, w), k
+
+
+def test_streams_name_the_logical_seeds_of_a_char_model(corpus):
+    # the initialisation is index seed, the training windows index seed * 100_003 + step
+    assert [STREAMS.seed(name) for name in ("weights", "val_windows", "test_windows",
+                                            "train_windows")] == [0, 1, 2, 0]
+    with pytest.raises(ValueError, match="seed"):
+        train_char_model(corpus, 5000, seed=-1, progress=False)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

@@ -440,6 +440,15 @@ def test_trap_is_seeded_and_leaves_the_global_rng_alone():
             run_trap(small, device="cuda", progress=False)
 
 
+def test_streams_name_the_logical_seeds():
+    from seqtheory.tokenization import STREAMS, race, run_trap
+
+    assert race.streams is STREAMS and run_trap.streams is STREAMS
+    assert [STREAMS.seed(name, 2) for name in ("weights", "race_heldout", "race_data",
+                                               "trap_heldout", "trap_data")] == \
+        [2, 2, 102, 11, 12]
+
+
 def test_tokenization_setup_validates():
     from seqtheory.tokenization import TokenizationSetup
 

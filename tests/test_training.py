@@ -271,3 +271,160 @@ def test_bf16_autocast_learns_like_fp32():
     assert abs(np.mean(bf16.loss[-10:]) - np.mean(fp32.loss[-10:])) < 0.1 * fp32.loss[0]
     with pytest.raises(ValueError, match="precision"):
         TrainConfig(precision="fp16")
+
+
+def test_host_loss_buffer_copies_losses_to_the_host_only_at_flush_off_the_cpu():
+    from seqtheory.training import HostLossBuffer
+
+    hist = History()
+    buf = HostLossBuffer(hist, eager=False)
+    first = torch.tensor([1.0, 3.0])
+    assert buf.push(first, 1) is first                 # a callback sees the device tensor
+    buf.push(torch.tensor([2.0, 4.0]), 2)
+    assert hist.loss == [] and hist.member_loss == []  # nothing copied before the flush
+    buf.flush()
+    assert hist.loss == [2.0, 3.0] and buf.pending == []
+    assert [list(r) for r in hist.member_loss] == [[1.0, 3.0], [2.0, 4.0]]
+    # each row its own array: a view would keep the whole copied block alive
+    assert all(r.base is None for r in hist.member_loss)
+    buf.flush()                                        # nothing pending: nothing recorded
+    assert len(hist.loss) == 2
+    with pytest.raises(TypeError, match="hist must be a History"):
+        HostLossBuffer([], eager=True)
+
+
+def test_host_loss_buffer_on_the_cpu_records_at_once_and_hands_back_host_values():
+    from seqtheory.training import HostLossBuffer
+
+    hist = History()
+    buf = HostLossBuffer(hist, eager=True)
+    shown = buf.push(torch.tensor(0.5), 1)
+    assert type(shown) is float and shown == 0.5 and hist.loss == [0.5]
+    shown = buf.push(torch.tensor([1.0, 2.0]), 2)
+    assert isinstance(shown, np.ndarray) and list(shown) == [1.0, 2.0]
+    assert hist.loss == [0.5, 1.5] and buf.pending == []
+
+
+def test_host_loss_buffer_names_the_step_whose_loss_is_not_finite():
+    from seqtheory.training import HostLossBuffer
+
+    hist = History()
+    buf = HostLossBuffer(hist, eager=False)
+    for step, value in [(11, 1.0), (12, float("nan")), (13, 2.0)]:
+        buf.push(torch.tensor(value), step)
+    with pytest.raises(FloatingPointError, match="nan at step 12"):
+        buf.flush()
+    assert hist.loss == [1.0]
+
+
+def test_loss_reduction_sums_per_network_losses_and_keeps_a_scalar():
+    from seqtheory.training import LossReduction
+
+    net = torch.nn.Linear(2, 2)
+    scalar = LossReduction(net, list(net.parameters()), lambda o, t: o, grad_clip=1.0)
+    loss, recorded = scalar.reduce(torch.tensor(2.5, requires_grad=True))
+    assert loss.item() == 2.5 and loss.requires_grad and not recorded.requires_grad
+    vector = LossReduction(net, list(net.parameters()), lambda o, t: o, grad_clip=None)
+    losses = torch.tensor([1.0, 2.0], dtype=torch.bfloat16)
+    loss, recorded = vector.reduce(losses)
+    assert loss.item() == 3.0 and loss.dtype == recorded.dtype == torch.float32
+    assert recorded.tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match="grad_clip=None"):
+        scalar.reduce(torch.ones(2))
+    with pytest.raises(ValueError, match="per-network losses, got shape"):
+        vector.reduce(torch.ones(2, 2))
+    with pytest.raises(TypeError, match="loss_fn must be callable"):
+        LossReduction(net, [], "mse", grad_clip=None)
+
+
+def test_loss_reduction_clips_an_ensemble_per_member_and_a_module_globally():
+    from seqtheory.ensemble import Ensemble
+    from seqtheory.training import LossReduction, next_token_loss
+
+    ens = Ensemble(lambda: torch.nn.Linear(3, 3), seeds=[0, 1])
+    red = LossReduction(ens, list(ens.parameters()), next_token_loss, grad_clip=1.0)
+    x = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(0))
+    targets = torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0]])
+    losses = red.losses(ens(x), targets)
+    assert losses.shape == (2,)
+    assert torch.allclose(losses[1], next_token_loss(ens.member(1)(x[1]), targets[1]))
+    assert red.reduce(losses)[0].item() == pytest.approx(losses.sum().item())
+
+    def member_norms():
+        return sum(p.grad.pow(2).flatten(1).sum(1) for p in ens.parameters()).sqrt()
+
+    for p in ens.parameters():               # member 0 inside the clip, member 1 far outside
+        p.grad = torch.stack([torch.full(p.shape[1:], 0.01), torch.full(p.shape[1:], 10.0)])
+    before = member_norms()
+    red.clip()
+    after = member_norms()
+    assert before[0] < 1 < before[1]
+    assert after[0] == before[0] and after[1].item() == pytest.approx(1.0, abs=1e-4)
+    net = torch.nn.Linear(3, 3)
+    glob = LossReduction(net, list(net.parameters()), next_token_loss, grad_clip=1.0)
+    for p in net.parameters():
+        p.grad = torch.full(p.shape, 10.0)
+    glob.clip()
+    assert torch.cat([p.grad.flatten() for p in net.parameters()]).norm().item() == \
+        pytest.approx(1.0, abs=1e-4)
+    none = LossReduction(net, list(net.parameters()), next_token_loss, grad_clip=None)
+    for p in net.parameters():
+        p.grad = torch.full(p.shape, 10.0)
+    none.clip()
+    assert all((p.grad == 10.0).all() for p in net.parameters())
+
+
+def test_record_eval_stores_floats_and_arrays_and_checks_an_ensembles_rows():
+    hist = History()
+    row = hist.record_eval(5, {"acc": torch.tensor(0.25), "per_net": torch.tensor([1.0, 2.0])})
+    assert type(row["acc"]) is float and isinstance(row["per_net"], np.ndarray)
+    assert hist.evals == [{"step": 5, **row}] and list(hist.evals[0]) == ["step", "acc",
+                                                                          "per_net"]
+    row = hist.record_eval(6, {"acc": [0.5, 0.75]}, members=2)
+    assert row["acc"].shape == (2,)
+    with pytest.raises(ValueError, match="must return 3 values per metric.*wrong: \\['acc'\\]"):
+        hist.record_eval(7, {"acc": [0.5, 0.75]}, members=3)
+    with pytest.raises(TypeError, match="dict of metrics"):
+        hist.record_eval(7, [0.5])
+    with pytest.raises(ValueError, match="step must be >= 0"):
+        hist.record_eval(-1, {"acc": 1.0})
+    assert len(hist.evals) == 2
+
+
+def test_eval_fn_runs_in_eval_mode_without_gradients_and_the_mode_comes_back():
+    model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
+    seen = []
+
+    def evaluate(m, step):
+        seen.append((step, m.training, torch.is_grad_enabled()))
+        return {"s": step}
+
+    model.eval()
+    train(model, lambda s: previous_token_batch(4, 8, 5), steps=2, eval_every=1,
+          eval_fn=evaluate, progress=False)
+    assert seen == [(0, False, False), (1, False, False), (2, False, False)]
+    assert model.training                              # trained in train mode, left there
+
+    def fails(m, step):
+        if step:
+            raise RuntimeError("eval failed")
+        return {}
+
+    with pytest.raises(RuntimeError, match="eval failed"):
+        train(model, lambda s: previous_token_batch(4, 8, 5), steps=2, eval_every=1,
+              eval_fn=fails, progress=False)
+    assert model.training                              # restored although eval_fn raised
+
+
+def test_forward_context_checks_the_first_batch_only_off_the_cpu():
+    from seqtheory.models import _CHECK_INPUTS
+    from seqtheory.training import _forward_context
+
+    seen = {}
+    for device in ("cpu", "cuda"):
+        for step in (1, 2):
+            with _forward_context(step, torch.device(device), bf16=False):
+                seen[device, step] = _CHECK_INPUTS.get()
+    assert seen == {("cpu", 1): True, ("cpu", 2): True, ("cuda", 1): True, ("cuda", 2): False}
+    with _forward_context(1, torch.device("cpu"), bf16=True):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16

@@ -1,7 +1,8 @@
 """seqtheory: the library behind the executable book on how transformers learn structure."""
+from .attention import attention_to_offset
 from .claims import verify
 from .ensemble import Ensemble, ensemble_loss
-from .models import ForwardCache, Transformer, TransformerConfig, attention_to_offset
+from .models import ForwardCache, Transformer, TransformerConfig
 from .training import History, TrainConfig, train
 from .utils import (
     Sizes,

@@ -27,14 +27,15 @@ Malach's parity class; the prompt is still all ``n`` bits.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-from .models import _CHECK_INPUTS, greedy_decode
+from .decode import greedy_decode
+from .experiment import Experiment, RunInfo, Streams, experiment
+from .models import _CHECK_INPUTS
 from .training import IGNORE_INDEX, SCHEDULES, History, train
 from .utils import (
     Sizes,
@@ -43,8 +44,6 @@ from .utils import (
     check_float,
     check_int,
     evaluating,
-    experiment_seed,
-    make_generator,
     to_numpy,
 )
 
@@ -54,8 +53,14 @@ __all__ = [
     "all_bit_strings", "train_chain_models", "MULT_FORMATS", "multiplication_tokens",
     "multiplication_length", "MultSetup", "MULTIPLICATION_SETUP", "MultResult",
     "run_multiplication", "multiplication_split", "train_multiplication_models",
-    "multiplication_accuracy", "multiplication_step_accuracy", "SUPPORT_FORMATS",
+    "multiplication_accuracy", "multiplication_step_accuracy", "SUPPORT_FORMATS", "STREAMS",
 ]
+
+#: the random streams of the two experiments (logical seeds under the base seed), one
+#: generator each: ``parity`` draws :func:`run`'s split of the strings, then every model's
+#: initial weights and batches in turn, then the random subset; ``products`` draws
+#: :func:`run_multiplication`'s split of the pairs, then every chain's weights and batches
+STREAMS = Streams(parity=0, products=1)
 
 FORMATS = ("none", "binary", "running", "unary", "threshold")
 #: Chains trained on the parity of an unknown subset of the bits (:func:`run`).
@@ -373,13 +378,10 @@ _KINDS = ("linear", "MLP")
 
 
 @dataclass
-class CoTResult:
-    """The parity experiment of :func:`run`: every (chain format, model) row, trained once."""
+class CoTResult(RunInfo):
+    """The parity experiment of :func:`run`: every (chain format, model) row, trained once
+    (``seconds``: the whole run)."""
 
-    setup: CoTSetup
-    seed: int                 # base seed of the run
-    device: str               # where it trained
-    seconds: float            # wall-clock time of the whole run
     train_x: torch.Tensor     # (train_size, n) training strings (CPU)
     test_x: torch.Tensor      # (2**n - train_size, n) the other strings (CPU)
     models: dict              # (fmt, "linear" | "MLP") -> NextTokenNet of setup.seeds models
@@ -393,8 +395,8 @@ class CoTResult:
     support_test: dict        # fmt in SUPPORT_FORMATS -> (seeds,) linear, parity of `support`
 
 
-def run(setup: CoTSetup, *, seed: int | None = None, device=None,
-        progress: bool = True) -> CoTResult:
+@experiment(CoTSetup, STREAMS)
+def run(setup: CoTSetup, ctx: Experiment) -> CoTResult:
     """Train the chapter's chain models on the parity of ``setup.n`` bits.
 
     The 2**n strings are split at random (``setup.train_size`` for training, the rest for
@@ -405,25 +407,32 @@ def run(setup: CoTSetup, *, seed: int | None = None, device=None,
     (``shared=True``): both models on the threshold chain, then the linear model on every
     other chain; and the linear model on the parity of a random subset of
     ``setup.subset_size`` bits (drawn by the same generator), for each chain of
-    :data:`SUPPORT_FORMATS`. One generator (logical seed 0 under the base
-    ``seed``, :func:`~seqtheory.utils.experiment_seed`) draws the split, then each model's
-    initial weights and batches in turn; models train on ``device`` (default: the CPU) and
-    come back on the CPU.
+    :data:`SUPPORT_FORMATS`. One generator, ``ctx.generator("parity")`` (:data:`STREAMS`
+    under the base seed ``ctx.seed``), draws the split, then each model's initial weights
+    and batches in turn; models train on ``ctx.device`` (default: the CPU) and come back
+    on the CPU.
     """
-    if not isinstance(setup, CoTSetup):
-        raise TypeError(f"setup must be a CoTSetup, got {type(setup).__name__}")
-    seed, dev = experiment_seed(seed), check_device("device", device)
-    start = time.perf_counter()
-    g = make_generator(0, dev, base=seed)
-    strings = all_bit_strings(setup.n).to(dev)
-    strings = strings[torch.randperm(2 ** setup.n, generator=g, device=dev)]
-    train_x, test_x = strings[: setup.train_size], strings[setup.train_size:]
+    dev = ctx.device
+    with ctx.timer() as t:
+        g = ctx.generator("parity")
+        strings = all_bit_strings(setup.n).to(dev)
+        strings = strings[torch.randperm(2 ** setup.n, generator=g, device=dev)]
+        train_x, test_x = strings[: setup.train_size], strings[setup.train_size:]
 
-    def fit(fmt, kind, **kw):
-        hidden = None if kind == "linear" else setup.hidden
-        return train_chain_models(fmt, hidden, train_x, setup, generator=g, progress=progress,
-                                  **kw)
+        def fit(fmt, kind, **kw):
+            hidden = None if kind == "linear" else setup.hidden
+            return train_chain_models(fmt, hidden, train_x, setup, generator=g,
+                                      progress=ctx.progress, **kw)
 
+        rows = _parity_rows(fit, train_x, test_x)
+        followups = _parity_followups(fit, setup, test_x, g)
+    return CoTResult(**ctx.header(setup, t.seconds), train_x=train_x.cpu(),
+                     test_x=test_x.cpu(), **rows, **followups)
+
+
+def _parity_rows(fit, train_x: torch.Tensor, test_x: torch.Tensor) -> dict:
+    """Every (chain format, model) row of :func:`run`, trained in turn by ``fit``: its
+    models (CPU), histories and answer accuracies on ``train_x`` and ``test_x``."""
     models, histories, train_acc, test_acc = {}, {}, {}, {}
     for fmt in FORMATS:
         for kind in _KINDS:
@@ -431,6 +440,14 @@ def run(setup: CoTSetup, *, seed: int | None = None, device=None,
             train_acc[(fmt, kind)] = to_numpy(answer_accuracy(model, train_x, fmt))
             test_acc[(fmt, kind)] = to_numpy(answer_accuracy(model, test_x, fmt))
             models[(fmt, kind)], histories[(fmt, kind)] = model.cpu(), hist
+    return {"models": models, "histories": histories, "train_acc": train_acc,
+            "test_acc": test_acc}
+
+
+def _parity_followups(fit, setup: CoTSetup, test_x: torch.Tensor,
+                      g: torch.Generator) -> dict:
+    """The follow-ups of :func:`run`, in turn: longer training, tied weights, then the
+    parity of a random subset of the bits (drawn by ``g``)."""
     long_model, _ = fit("binary", "linear", steps=setup.long_factor * setup.steps)
     binary_long_test = to_numpy(answer_accuracy(long_model, test_x, "binary"))
     shared_test = {}
@@ -439,14 +456,14 @@ def run(setup: CoTSetup, *, seed: int | None = None, device=None,
     for fmt, kind in tied:
         model, _ = fit(fmt, kind, shared=True)
         shared_test[(fmt, kind)] = to_numpy(answer_accuracy(model, test_x, fmt))
-    support = torch.randperm(setup.n, generator=g, device=dev)[: setup.subset_size].sort().values
+    support = torch.randperm(setup.n, generator=g, device=g.device)[: setup.subset_size]
+    support = support.sort().values
     support_test = {}
     for fmt in SUPPORT_FORMATS:
         model, _ = fit(fmt, "linear", support=support)
         support_test[fmt] = to_numpy(answer_accuracy(model, test_x, fmt, support))
-    return CoTResult(setup, seed, str(dev), time.perf_counter() - start, train_x.cpu(),
-                     test_x.cpu(), models, histories, train_acc, test_acc, binary_long_test,
-                     shared_test, to_numpy(support), support_test)
+    return {"binary_long_test": binary_long_test, "shared_test": shared_test,
+            "support": to_numpy(support), "support_test": support_test}
 
 
 # ---------------------------------------------------------------------------------------
@@ -689,13 +706,10 @@ def multiplication_step_accuracy(model: NextTokenNet, a: torch.Tensor, b: torch.
 
 
 @dataclass
-class MultResult:
-    """The multiplication experiment of :func:`run_multiplication`, one row per chain."""
+class MultResult(RunInfo):
+    """The multiplication experiment of :func:`run_multiplication`, one row per chain
+    (``seconds``: the whole run)."""
 
-    setup: MultSetup
-    seed: int                 # base seed of the run
-    device: str               # where it trained
-    seconds: float            # wall-clock time of the whole run
     a_train: torch.Tensor     # (pairs,) training factors a (CPU); b_train the other factor
     b_train: torch.Tensor
     a_test: torch.Tensor      # (pairs,) test factors
@@ -709,25 +723,32 @@ class MultResult:
     #                           (all three on the first setup.eval_pairs pairs of each set)
 
 
-def run_multiplication(setup: MultSetup, *, seed: int | None = None, device=None,
-                       progress: bool = True) -> MultResult:
+@experiment(MultSetup, STREAMS)
+def run_multiplication(setup: MultSetup, ctx: Experiment) -> MultResult:
     """Train ``setup.seeds`` MLPs on ``setup.digits``-digit products for every chain format
     of :data:`MULT_FORMATS` and measure them on the held-out pairs.
 
-    One generator (logical seed 1 under the base ``seed``,
-    :func:`~seqtheory.utils.experiment_seed`) draws the split of all pairs, then
-    the initial weights and the batches of each chain's models in turn (so each chain's run
-    depends on the ones before). Models train on ``device`` (default: the CPU) and come
-    back on the CPU with the accuracies as NumPy arrays, measured on every pair or, with
-    ``setup.eval_pairs``, on the first that many of each set (a uniform sample: the split
-    is a random permutation).
+    One generator, ``ctx.generator("products")`` (:data:`STREAMS` under the base seed
+    ``ctx.seed``), draws the split of all pairs, then the initial weights and the batches
+    of each chain's models in turn (so each chain's run depends on the ones before).
+    Models train on ``ctx.device`` (default: the CPU) and come back on the CPU with the
+    accuracies as NumPy arrays, measured on every pair or, with ``setup.eval_pairs``, on
+    the first that many of each set (a uniform sample: the split is a random permutation).
     """
-    if not isinstance(setup, MultSetup):
-        raise TypeError(f"setup must be a MultSetup, got {type(setup).__name__}")
-    seed, dev = experiment_seed(seed), check_device("device", device)
-    start = time.perf_counter()
-    g = make_generator(1, dev, base=seed)
-    a_tr, b_tr, a_te, b_te = multiplication_split(setup, generator=g)
+    with ctx.timer() as t:
+        g = ctx.generator("products")
+        a_tr, b_tr, a_te, b_te = multiplication_split(setup, generator=g)
+        rows = _multiplication_rows(setup, (a_tr, b_tr, a_te, b_te), g, ctx.progress)
+    return MultResult(**ctx.header(setup, t.seconds), a_train=a_tr.cpu(), b_train=b_tr.cpu(),
+                      a_test=a_te.cpu(), b_test=b_te.cpu(), **rows)
+
+
+def _multiplication_rows(setup: MultSetup, split: tuple, g: torch.Generator,
+                         progress: bool) -> dict:
+    """Every chain of :func:`run_multiplication`, trained in turn from ``g`` on the training
+    pairs of ``split`` ``(a_train, b_train, a_test, b_test)``: its models (CPU), histories
+    and accuracies."""
+    a_tr, b_tr, a_te, b_te = split
     k = setup.eval_pairs            # the split is a random permutation: its first k pairs
     #                                 are a uniform sample (None: every pair)
     models, histories, train_acc, test_acc, step_acc = {}, {}, {}, {}, {}
@@ -740,6 +761,5 @@ def run_multiplication(setup: MultSetup, *, seed: int | None = None, device=None
         step_acc[fmt] = to_numpy(multiplication_step_accuracy(model, a_te[:k], b_te[:k], d,
                                                               fmt))
         models[fmt] = model.cpu()
-    return MultResult(setup, seed, str(dev), time.perf_counter() - start, a_tr.cpu(),
-                      b_tr.cpu(), a_te.cpu(), b_te.cpu(), models, histories, train_acc,
-                      test_acc, step_acc)
+    return {"models": models, "histories": histories, "train_acc": train_acc,
+            "test_acc": test_acc, "step_acc": step_acc}

@@ -16,7 +16,6 @@ recurrences are computed in parallel over time in pure torch.
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -25,12 +24,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .decode import greedy_decode
 from .ensemble import Ensemble, member_eval
-from .models import Transformer, TransformerConfig, greedy_decode
+from .experiment import Experiment, RunInfo, Streams, experiment
+from .models import Transformer, TransformerConfig
 from .training import IGNORE_INDEX, History, train
 from .utils import (
     Sizes,
-    check_device,
     check_int,
     evaluating,
     experiment_seed,
@@ -46,13 +46,22 @@ __all__ = [
     "train_copier", "encode", "greedy_copy", "accuracy_by_length", "MODEL_NAMES",
     "copy_model", "CopyRun", "CopyResult", "run", "plot_learning_curves", "copied",
     "copy_rows", "has_repeated_ngram", "planted_repeat_batch", "repeat_accuracy",
-    "accuracy_by_repeats", "repeat_probability", "lookup_batch", "LOOKUP_KEYS",
+    "accuracy_by_repeats", "repeat_probability", "lookup_batch", "LOOKUP_KEYS", "STREAMS",
 ]
 
 NUM_LETTERS = 26
 BOS, SEP, EOS, PAD = 26, 27, 28, 29
 VOCAB_SIZE = 30
 _SYMBOLS = "abcdefghijklmnopqrstuvwxyz^|$."
+
+#: The random streams of this module (logical seeds under the base seed): ``weights`` s
+#: the initialisation of seed s's model, ``data`` s its training strings (the same for
+#: every architecture), ``tests`` L the fixed test strings of length L of :func:`run` and
+#: :func:`train_copier`, ``by_length`` L those of :func:`accuracy_by_length`, ``planted``
+#: 10 L + n the planted-repeat test sets of :func:`repeat_accuracy`, ``strings`` L the
+#: random strings of :func:`accuracy_by_repeats`.
+STREAMS = Streams(weights=0, by_length=0, tests=1000, planted=2000, strings=3000,
+                  data=10_000)
 
 
 def copy_batch(
@@ -185,13 +194,14 @@ def greedy_copy(model: nn.Module, text: str) -> str:
 def accuracy_by_length(model: nn.Module, lengths, size: int = 300,
                        seed: int | None = None) -> list:
     """String accuracy on ``size`` random strings of each length ``L`` (fixed test sets,
-    drawn with :func:`~seqtheory.utils.make_generator` ``(L, base=seed)`` on the model's
-    device; ``seed`` None: the book's base seed).
+    drawn from stream ``by_length`` L of :data:`STREAMS` under the base ``seed`` on the
+    model's device; ``seed`` None: the book's base seed).
     """
     dev, seed = _device_of(model), experiment_seed(seed)
     return [string_accuracy(model, *copy_batch(
         size, check_int("length", L, minimum=1),
-        generator=make_generator(L, dev, base=seed))) for L in lengths]
+        generator=make_generator(STREAMS.seed("by_length", L), dev, base=seed)))
+        for L in lengths]
 
 
 def decode(tokens) -> str:
@@ -284,23 +294,27 @@ def repeat_accuracy(model: nn.Module, length: int, ns, size: int = 600,
                     seed: int | None = None) -> list:
     """String accuracy on ``size`` strings of ``length`` letters with a planted repeated
     n-gram (:func:`planted_repeat_batch`), for each ``n`` of ``ns`` (0: random strings);
-    test sets from ``make_generator(2000 + 10 * length + n, base=seed)``."""
+    test sets from stream ``planted`` ``10 * length + n`` of :data:`STREAMS` under the base
+    ``seed``."""
     dev, seed = _device_of(model), experiment_seed(seed)
     return [string_accuracy(model, *planted_repeat_batch(
-        size, length, n, generator=make_generator(2000 + 10 * length + n, dev, base=seed)))
+        size, length, n, generator=make_generator(STREAMS.seed("planted", 10 * length + n),
+                                                  dev, base=seed)))
         for n in ns]
 
 
 def accuracy_by_repeats(model: nn.Module, lengths, n: int = 2, size: int = 1000,
                         seed: int | None = None) -> dict:
-    """On ``size`` random strings of each length (``make_generator(3000 + L, base=seed)``):
+    """On ``size`` random strings of each length ``L`` (stream ``strings`` L of
+    :data:`STREAMS` under the base ``seed``):
     ``{"without", "with"}``, the string accuracy on the strings with no repeated n-gram and
     on those with one (nan where there are none), and ``"frac_with"``, their share."""
     dev, seed = _device_of(model), experiment_seed(seed)
     n = check_int("n", n, minimum=1)
     out = {"without": [], "with": [], "frac_with": []}
     for L in lengths:
-        g = make_generator(3000 + check_int("length", L, minimum=1), dev, base=seed)
+        g = make_generator(STREAMS.seed("strings", check_int("length", L, minimum=1)), dev,
+                           base=seed)
         s = torch.randint(NUM_LETTERS, (check_int("size", size, minimum=1), L), generator=g,
                           device=dev)
         ok, rep = copied(model, *copy_rows(s)), has_repeated_ngram(s, n)
@@ -681,9 +695,10 @@ def copy_models(setup: CopySetup, *, seed: int | None = None,
 
 
 def _copy_tests(setup: CopySetup, seed: int, device: torch.device) -> dict:
-    """Fixed test sets: ``eval_size`` strings at ``max_len`` and at ``test_len``."""
-    return {name: copy_batch(setup.eval_size, length,
-                             generator=make_generator(1000 + length, device, base=seed))
+    """Fixed test sets: ``eval_size`` strings at ``max_len`` and at ``test_len`` (stream
+    ``tests`` of the length under the base ``seed``)."""
+    return {name: copy_batch(setup.eval_size, length, generator=make_generator(
+                STREAMS.seed("tests", length), device, base=seed))
             for name, length in [("acc_train_len", setup.max_len),
                                  ("acc_test_len", setup.test_len)]}
 
@@ -719,10 +734,9 @@ def train_copier(
     length (``acc_train_len``); at the end also at ``test_len`` (``acc_test_len``), both on
     fixed test sets drawn from the base ``seed`` (default
     :func:`~seqtheory.utils.base_seed`; see :func:`~seqtheory.utils.experiment_seed`) as in
-    :func:`run`. ``generator`` draws the training
-    strings (default: the stream of seed 0 of :func:`run`) and must be on the model's
-    device; ``lr`` defaults to ``setup.lr`` (see :meth:`CopySetup.lr_for` for a model's own
-    rate).
+    :func:`run`. ``generator`` draws the training strings (default: stream ``data`` 0,
+    seed 0's stream in :func:`run`) and must be on the model's device; ``lr`` defaults to
+    ``setup.lr`` (see :meth:`CopySetup.lr_for` for a model's own rate).
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -730,7 +744,8 @@ def train_copier(
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
     steps = setup.steps if steps is None else check_int("steps", steps, minimum=1)
     seed, dev = experiment_seed(seed), _device_of(model)
-    g = generator if generator is not None else make_generator(10_000, dev, base=seed)
+    g = generator if generator is not None else make_generator(STREAMS.seed("data", 0), dev,
+                                                               base=seed)
     return train(model, lambda step: copy_batch(setup.batch_size, setup.min_len,
                                                 setup.max_len, generator=g),
                  eval_fn=_copy_eval(_copy_tests(setup, seed, dev), steps), desc=desc,
@@ -757,13 +772,10 @@ class CopyRun:
 
 
 @dataclass
-class CopyResult:
-    """What :func:`run` trained: one :class:`CopyRun` per model name."""
+class CopyResult(RunInfo):
+    """What :func:`run` trained: one :class:`CopyRun` per model name (``seconds``: the
+    wall-clock time of the whole run)."""
 
-    setup: CopySetup
-    seed: int                 # base seed of the run
-    device: str               # where it trained
-    seconds: float            # wall-clock time of the whole run
     runs: dict                # model name -> CopyRun
 
     def models(self, member: int = 0) -> dict:
@@ -781,69 +793,76 @@ def _stacks_lstm(device: torch.device) -> bool:
     return device.type != "cpu"
 
 
-def run(setup: CopySetup, *, seed: int | None = None, device=None,
-        progress: bool = True) -> CopyResult:
+def _train_seed_by_seed(name: str, setup: CopySetup, ctx: Experiment, evaluate,
+                        kw: dict) -> CopyRun:
+    """Train model ``name`` once per seed, one seed after the other."""
+    hists, models = [], []
+    for s in setup.seeds:
+        model = copy_model(name, setup, seed=ctx.logical("weights", s), base=ctx.seed)
+        model = model.to(ctx.device)
+        g = ctx.generator("data", s)
+        hists.append(train(model, lambda step, g=g: copy_batch(
+            setup.batch_size, setup.min_len, setup.max_len, generator=g),
+            eval_fn=evaluate, desc=f"{name}, seed {s}", **kw))
+        models.append(model.cpu().eval())
+    steps, _ = hists[0].metric("acc_train_len")
+    acc = np.stack([h.metric("acc_train_len")[1] for h in hists], axis=1)
+    test = np.array([h.final("acc_test_len") for h in hists])
+    return CopyRun(name=name, seeds=tuple(setup.seeds), steps=steps, acc_train_len=acc,
+                   acc_test_len=np.asarray(test), models=models,
+                   seconds=sum(h.seconds for h in hists), histories=hists)
+
+
+def _train_together(name: str, setup: CopySetup, ctx: Experiment, evaluate,
+                    kw: dict) -> CopyRun:
+    """Train model ``name``'s seeds as one batched program (an :class:`Ensemble`, or a
+    :class:`StackedLSTM` for the LSTM)."""
+    stacked = StackedLSTM if name == "LSTM" else Ensemble
+    ens = stacked(lambda: copy_model(name, setup),
+                  [ctx.logical("weights", s) for s in setup.seeds], base=ctx.seed)
+    ens = ens.to(ctx.device)
+    gens = [ctx.generator("data", s) for s in setup.seeds]
+
+    def batch(step):
+        xs, ys = zip(*(copy_batch(setup.batch_size, setup.min_len, setup.max_len,
+                                  generator=g) for g in gens), strict=True)
+        return torch.stack(xs), torch.stack(ys)                          # (M, B, T)
+
+    h = train(ens, batch, eval_fn=member_eval(evaluate),
+              desc=f"{name}, {len(setup.seeds)} seeds", **kw)
+    steps, acc = h.metric("acc_train_len")
+    return CopyRun(name=name, seeds=tuple(setup.seeds), steps=steps, acc_train_len=acc,
+                   acc_test_len=np.asarray(h.final("acc_test_len")),
+                   models=[m.cpu().eval() for m in ens.members()], seconds=h.seconds,
+                   histories=[h])
+
+
+@experiment(CopySetup, STREAMS)
+def run(setup: CopySetup, ctx: Experiment) -> CopyResult:
     """Train each model of ``setup.names`` once per seed of ``setup.seeds``.
 
-    Seed ``s`` (a logical seed under the base ``seed``, default
-    :func:`~seqtheory.utils.base_seed`; see :func:`~seqtheory.utils.experiment_seed`) fixes
-    a model's initialisation (``seeded(s, base=seed)``) and its stream of training strings
-    (logical seed ``10_000 + s``, the same for every architecture); the test sets are fixed
-    by the base seed. Each model trains at its own
+    Seed ``s`` fixes a model's initialisation (stream ``weights`` s, drawn inside
+    :func:`~seqtheory.utils.seeded`) and its stream of training strings (``data`` s, the
+    same for every architecture); the test sets come from stream ``tests`` (the string
+    length), all under the base seed ``ctx.seed``. Each model trains at its own
     learning rate (:meth:`CopySetup.lr_for`). Transformers and the recurrences train all
     their seeds as one batched program (:class:`~seqtheory.ensemble.Ensemble`). The LSTM
     (whose fused kernel cannot be mapped over stacked weights) does so off the CPU, as a
     :class:`StackedLSTM` (one wide block-diagonal LSTM: M times the arithmetic in one
     kernel call, where a GPU is bound by the number of calls); on the CPU, where the
     arithmetic is the cost, it trains seed by seed. Models are
-    built on the CPU (the same weights on any device), trained on ``device`` (default: the
-    CPU) with batches drawn there, and come back on the CPU.
+    built on the CPU (the same weights on any device), trained on ``ctx.device`` with
+    batches drawn there, and come back on the CPU.
     """
-    if not isinstance(setup, CopySetup):
-        raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
-    seed, dev = experiment_seed(seed), check_device("device", device)
-    start = time.perf_counter()
-    evaluate = _copy_eval(_copy_tests(setup, seed, dev), setup.steps)
-
-    def data(s):
-        return make_generator(10_000 + s, dev, base=seed)
-
-    runs = {}
-    for name in setup.names:
-        kw = _train_kw(setup, setup.steps, setup.lr_for(name), progress)
-        if name == "LSTM" and not _stacks_lstm(dev):
-            hists, models = [], []
-            for s in setup.seeds:
-                model = copy_model(name, setup, seed=s, base=seed).to(dev)
-                g = data(s)
-                hists.append(train(model, lambda step, g=g: copy_batch(
-                    setup.batch_size, setup.min_len, setup.max_len, generator=g),
-                    eval_fn=evaluate, desc=f"{name}, seed {s}", **kw))
-                models.append(model.cpu().eval())
-            steps_, _ = hists[0].metric("acc_train_len")
-            acc = np.stack([h.metric("acc_train_len")[1] for h in hists], axis=1)
-            test = np.array([h.final("acc_test_len") for h in hists])
-            seconds = sum(h.seconds for h in hists)
-        else:
-            stacked = StackedLSTM if name == "LSTM" else Ensemble
-            ens = stacked(lambda name=name: copy_model(name, setup), list(setup.seeds),
-                          base=seed).to(dev)
-            gens = [data(s) for s in setup.seeds]
-
-            def batch(step, gens=gens):
-                xs, ys = zip(*(copy_batch(setup.batch_size, setup.min_len, setup.max_len,
-                                          generator=g) for g in gens), strict=True)
-                return torch.stack(xs), torch.stack(ys)                  # (M, B, T)
-
-            h = train(ens, batch, eval_fn=member_eval(evaluate),
-                      desc=f"{name}, {len(setup.seeds)} seeds", **kw)
-            hists = [h]
-            steps_, acc = h.metric("acc_train_len")
-            test, seconds = h.final("acc_test_len"), h.seconds
-            models = [m.cpu().eval() for m in ens.members()]
-        runs[name] = CopyRun(name, tuple(setup.seeds), steps_, acc, np.asarray(test), models,
-                             seconds, hists)
-    return CopyResult(setup, seed, str(dev), time.perf_counter() - start, runs)
+    with ctx.timer() as t:
+        evaluate = _copy_eval(_copy_tests(setup, ctx.seed, ctx.device), setup.steps)
+        runs = {}
+        for name in setup.names:
+            kw = _train_kw(setup, setup.steps, setup.lr_for(name), ctx.progress)
+            together = name != "LSTM" or _stacks_lstm(ctx.device)
+            runs[name] = (_train_together if together else _train_seed_by_seed)(
+                name, setup, ctx, evaluate, kw)
+    return CopyResult(**ctx.header(setup, t.seconds), runs=runs)
 
 
 def plot_learning_curves(result: CopyResult, ax=None, colors: dict | None = None):

@@ -21,7 +21,9 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn as nn
 
+from .attention import attention_to_offset
 from .ensemble import Ensemble, member_eval
+from .experiment import Experiment, RunInfo, Streams, experiment
 from .markov import (
     PRIORS,
     graded_batch,
@@ -31,18 +33,15 @@ from .markov import (
     sequence_loss,
     strategies,
 )
-from .models import Transformer, TransformerConfig, attention_to_offset
+from .models import Transformer, TransformerConfig
 from .training import History, TrainConfig, train
 from .utils import (
     Sizes,
     check_choice,
-    check_device,
     check_float,
     check_int,
     evaluating,
-    experiment_seed,
     make_generator,
-    seeded,
 )
 
 __all__ = [
@@ -66,7 +65,14 @@ __all__ = [
     "predict_next",
     "ABLATIONS",
     "circuit_ablations",
+    "STREAMS",
 ]
+
+#: the random streams of :func:`run` and :func:`run_seeds` (logical seeds under the base seed):
+#: ``training`` draws :func:`run`'s weights, then its batches and dropout masks; ``weights``
+#: and ``data`` member ``s``'s initial weights and batches in :func:`run_seeds`, ``dropout``
+#: its dropout masks; ``heldout`` the evaluator's sequences (both runs)
+STREAMS = Streams(training=0, weights=0, heldout=1234, data=10_000, dropout=20_000)
 
 
 @dataclass(frozen=True)
@@ -268,21 +274,18 @@ class ICLEvaluator:
 
 
 @dataclass
-class ICLRun:
-    """The result of :func:`run`: a trained model with its set-up, seed, history, evaluator."""
+class ICLRun(RunInfo):
+    """The result of :func:`run`: a trained model with its set-up, seed, history, evaluator
+    (``seconds``: the training loop's)."""
 
-    setup: ICLSetup              # what was trained
-    seed: int                    # the base seed (weights, batches and held-out set derive from it)
-    device: str                  # where it trained ("cpu", "cuda", ...)
-    seconds: float               # wall-clock time of the training loop
     model: nn.Module             # the trained transformer (on ``device``; ``.cpu()`` to analyse)
     history: History             # per-step losses, evaluations, snapshots
     evaluator: ICLEvaluator      # the held-out batch and reference strategies it was measured on
 
 
-def run(setup: ICLSetup, *, seed: int | None = None,
-        device: str | torch.device | None = None, progress: bool = True,
-        eval_n: int = 256, snapshot_every: int | None = None, desc: str | None = None,
+@experiment(ICLSetup, STREAMS)
+def run(setup: ICLSetup, ctx: Experiment, *, eval_n: int = 256,
+        snapshot_every: int | None = None, desc: str | None = None,
         eval_setup: ICLSetup | None = None,
         stop_after_switch: int | None = None) -> ICLRun:
     """Build the transformer of ``setup``, train it on fresh ICL-MC batches, evaluate every
@@ -291,26 +294,24 @@ def run(setup: ICLSetup, *, seed: int | None = None,
     With ``stop_after_switch = n``, training ends early once the evaluations of the last
     ``n`` steps were all closer to the bigram than to the unigram rule.
 
-    Randomness: ``seed`` (None: :func:`~seqtheory.utils.base_seed`) is the run's base seed
-    (:func:`~seqtheory.utils.experiment_seed`).  The weights, then the batches and dropout
-    masks, are drawn from torch's global generators inside
-    :func:`~seqtheory.utils.seeded` ``(0, base=seed)`` (one stream, the bits of the book's
-    runs since the start), which restores their state afterwards: no global side effect.
-    The held-out sequences have logical seed 1234 under the same base.
-    ``device`` (default the CPU) is where the model trains: batches are drawn
+    Randomness (:data:`STREAMS` under the base seed ``ctx.seed``): the weights, then the
+    batches and dropout masks, are drawn from torch's global generators inside
+    ``ctx.seeded("training")`` (one stream, the bits of the book's runs since the start),
+    which restores their state afterwards: no global side effect.  The held-out sequences
+    come from stream ``heldout``.
+    ``ctx.device`` (default the CPU) is where the model trains: batches are drawn
     on the CPU and moved over once per step (a batch of 64 chains costs far less than a
     step), so without dropout a GPU run sees exactly the batches of the same seed on the
     CPU."""
-    if not isinstance(setup, ICLSetup):
-        raise TypeError(f"setup must be an ICLSetup, got {type(setup).__name__}")
     if eval_setup is not None and not isinstance(eval_setup, ICLSetup):
         raise TypeError(f"eval_setup must be an ICLSetup, got {type(eval_setup).__name__}")
     if stop_after_switch is not None:
         check_int("stop_after_switch", stop_after_switch, minimum=1)
-    seed, device = experiment_seed(seed), check_device("device", device)
+    device = ctx.device
     snaps = () if snapshot_every is None else \
         tuple(range(0, setup.steps + 1, check_int("snapshot_every", snapshot_every, minimum=1)))
-    evaluator = ICLEvaluator(eval_setup or setup, n=eval_n, base=seed)
+    evaluator = ICLEvaluator(eval_setup or setup, n=eval_n, seed=ctx.logical("heldout"),
+                             base=ctx.seed)
     closer = []                                   # per evaluation: nearer bigram than unigram?
 
     def eval_fn(model, step):
@@ -326,23 +327,21 @@ def run(setup: ICLSetup, *, seed: int | None = None,
 
     if device.type == "cuda":
         torch.cuda.init()                         # so that seeded() restores its generator too
-    with seeded(0, base=seed):                    # weights, then batches and dropout masks
+    with ctx.seeded("training"):                  # weights, then batches and dropout masks
         model = setup.model().to(device)
         history = train(model, setup.batch, setup.train_config(snapshot_steps=snaps),
                         eval_fn=eval_fn, callbacks=(stop,), desc=desc or "ICL-MC",
-                        progress=progress)
-    return ICLRun(setup, seed, str(device), history.seconds, model, history, evaluator)
+                        progress=ctx.progress)
+    return ICLRun(**ctx.header(setup, history.seconds), model=model, history=history,
+                  evaluator=evaluator)
 
 
 @dataclass
-class ICLSeedsRun:
-    """The result of :func:`run_seeds`: one model per seed, trained as one batched program."""
+class ICLSeedsRun(RunInfo):
+    """The result of :func:`run_seeds`: one model per seed, trained as one batched program
+    (``seconds``: the training loop's)."""
 
-    setup: ICLSetup              # what was trained
-    seed: int                    # the base seed
-    seeds: tuple                 # the logical seeds of the members (their weights and data)
-    device: str                  # where it trained
-    seconds: float               # wall-clock time of the training loop
+    seeds: tuple                 # the members' indices in streams weights and data
     ensemble: Ensemble           # the trained members (``.member(m)`` is a Transformer)
     history: History             # per-step (M,) losses; evaluations (evals, M) per metric
     evaluator: ICLEvaluator      # the held-out batch all members were measured on
@@ -355,31 +354,29 @@ class ICLSeedsRun:
                 for m in range(len(self.seeds))]
 
 
-def run_seeds(setup: ICLSetup, *, seeds=(0, 1, 2), seed: int | None = None,
-              device: str | torch.device | None = None, progress: bool = True,
-              eval_n: int = 256, desc: str | None = None) -> ICLSeedsRun:
-    """Train the transformer of ``setup`` once per logical seed in ``seeds`` as one batched
+@experiment(ICLSetup, STREAMS)
+def run_seeds(setup: ICLSetup, ctx: Experiment, *, seeds=(0, 1, 2), eval_n: int = 256,
+              desc: str | None = None) -> ICLSeedsRun:
+    """Train the transformer of ``setup`` once per index in ``seeds`` as one batched
     program (:class:`~seqtheory.ensemble.Ensemble`), each member on its own fresh ICL-MC
     batches, all evaluated every ``setup.eval_every`` steps on the same ``eval_n`` held-out
-    sequences.
+    sequences (stream ``heldout``).
 
-    Member ``s`` has the initial weights of :func:`run` ``(setup, seed=...)``'s model under
-    logical seed ``s`` (``seeded(s, base=seed)``; member 0 starts where :func:`run` starts)
-    and draws its batches from its own generator ``make_generator(10_000 + s, device,
-    base=seed)`` on ``device``, so a member trains the same whichever others train with it.
-    Dropout masks come from torch's global generator inside ``seeded(20_000, base=seed)``.
+    Randomness (:data:`STREAMS` under the base seed ``ctx.seed``): member ``s`` starts from
+    the weights built inside ``ctx.seeded("weights", s)`` (member 0 starts where :func:`run`
+    starts) and draws its batches from its own generator ``ctx.generator("data", s)`` on
+    ``ctx.device``, so a member trains the same whichever others train with it.
+    Dropout masks come from torch's global generator inside ``ctx.seeded("dropout")``.
     Unlike :func:`run` (batches drawn on the CPU from one stream, the same on every device)
-    the batches are drawn on ``device``: a GPU run draws other batches than a CPU run.
-    ``seed`` is the base seed (None: :func:`~seqtheory.utils.base_seed`)."""
-    if not isinstance(setup, ICLSetup):
-        raise TypeError(f"setup must be an ICLSetup, got {type(setup).__name__}")
+    the batches are drawn on the device: a GPU run draws other batches than a CPU run."""
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
         raise TypeError(f"seeds must be a sequence of ints, got {seeds!r}")
     seeds = tuple(check_int("seeds", s, minimum=0) for s in seeds)
-    seed, device = experiment_seed(seed), check_device("device", device)
-    evaluator = ICLEvaluator(setup, n=eval_n, base=seed)
-    ens = Ensemble(setup.model, seeds, base=seed).to(device)   # Ensemble checks the seeds
-    gens = [make_generator(10_000 + s, device, base=seed) for s in seeds]
+    device = ctx.device
+    evaluator = ICLEvaluator(setup, n=eval_n, seed=ctx.logical("heldout"), base=ctx.seed)
+    ens = Ensemble(setup.model, [ctx.logical("weights", s) for s in seeds],   # checks them
+                   base=ctx.seed).to(device)
+    gens = [ctx.generator("data", s) for s in seeds]
 
     def batch(step):
         xs = [setup.sample(setup.batch_size, g)[0] for g in gens]
@@ -388,11 +385,11 @@ def run_seeds(setup: ICLSetup, *, seeds=(0, 1, 2), seed: int | None = None,
 
     if device.type == "cuda":
         torch.cuda.init()                          # so that seeded() restores its generator
-    with seeded(20_000, base=seed):                # dropout masks
+    with ctx.seeded("dropout"):                    # dropout masks
         history = train(ens, batch, setup.train_config(), eval_fn=member_eval(evaluator),
-                        desc=desc or f"ICL-MC, {len(seeds)} seeds", progress=progress)
-    return ICLSeedsRun(setup, seed, seeds, str(device), history.seconds, ens, history,
-                       evaluator)
+                        desc=desc or f"ICL-MC, {len(seeds)} seeds", progress=ctx.progress)
+    return ICLSeedsRun(**ctx.header(setup, history.seconds), seeds=seeds, ensemble=ens,
+                       history=history, evaluator=evaluator)
 
 
 def train_icl(setup: ICLSetup, *, seed: int | None = None, **kwargs) -> ICLRun:
@@ -590,14 +587,14 @@ def circuit_ablations(model: Transformer, evaluator: ICLEvaluator) -> dict[str, 
     """Held-out loss (nats) of ``model`` with one piece of the induction circuit knocked out.
 
     Each entry of :data:`ABLATIONS` replaces the attention pattern of every head of one
-    layer (layer 1 or the last layer) during the forward pass through the transformer's
-    intervention hook (``attn_override``): ``without offset o`` removes the weight on key
-    ``t - o`` and renormalises the rest, ``mean`` uses the head's mean pattern over the
+    layer (layer 1 or the last layer) during the forward pass, through a transformer hook
+    (:func:`~seqtheory.attention.override_pattern`): ``without offset o`` removes the weight
+    on key ``t - o`` and renormalises the rest, ``mean`` uses the head's mean pattern over the
     held-out batch (positions kept, content dependence removed), ``uniform`` spreads the
     weight evenly over the prefix. ``"none"`` is the intact model.  The model runs on the
     device of its parameters.
     """
-    from .models import attention_without_offset, uniform_causal_pattern
+    from .attention import attention_without_offset, override_pattern, uniform_causal_pattern
 
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a seqtheory Transformer, got {type(model).__name__}")
@@ -625,5 +622,5 @@ def circuit_ablations(model: Transformer, evaluator: ICLEvaluator) -> dict[str, 
                 override = {(layer, h): means[h] for h in range(means.shape[0])}
             else:
                 override = {layer: uniform_causal_pattern(x.shape[1]).to(param.device)}
-            out[label] = loss(attn_override=override)
+            out[label] = loss(hooks=override_pattern(override))
         return out

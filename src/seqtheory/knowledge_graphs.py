@@ -53,6 +53,9 @@ RELATIONS = ("parent", "child", "spouse", "sibling", "grandparent", "grandchild"
 # parent nor grandparent; "none" = no relation (including in-laws).
 KINSHIP = ("none", "parent", "child", "spouse", "sibling", "grandparent", "grandchild",
            "uncle_aunt", "niece_nephew", "cousin", "great_ancestor", "great_descendant")
+# The relations that are the transpose of another: "a is b's child" = "b is a's parent".
+_INVERSES = {"child": "parent", "grandchild": "grandparent", "niece_nephew": "uncle_aunt",
+             "descendant": "ancestor"}
 # Decoder families of :class:`KinshipModels`: a one-hidden-layer MLP on [e_a, e_b], or a
 # bilinear form per kinship term (RESCAL-style) plus linear terms.
 DECODERS = ("mlp", "bilinear")
@@ -127,38 +130,35 @@ class FamilyForest:
         """Boolean (n, n) matrix: ``M[a, b]`` is True when relation(a, b) holds."""
         if relation not in RELATIONS:
             raise ValueError(f"relation must be one of {RELATIONS}; got {relation!r}")
-        if relation in self._cache:
-            return self._cache[relation]
+        if relation not in self._cache:
+            inverse = _INVERSES.get(relation)
+            self._cache[relation] = (self.matrix(inverse).T if inverse is not None
+                                     else self._forward(relation))
+        return self._cache[relation]
+
+    def _forward(self, relation: str) -> np.ndarray:
+        """The matrix of a relation that is not the inverse of another (uncached)."""
         P, eye = self.parent.astype(int), np.eye(self.n, dtype=bool)
-        sib = ((P.T @ P) > 0) & ~eye
         if relation == "parent":
-            M = self.parent
-        elif relation == "child":
-            M = self.parent.T
-        elif relation == "spouse":
-            M = self.spouse
-        elif relation == "sibling":
-            M = sib
-        elif relation == "grandparent":
-            M = (P @ P) > 0
-        elif relation == "grandchild":
-            M = ((P @ P) > 0).T
-        elif relation == "uncle_aunt":        # a is a sibling of a parent of b
-            M = (sib.astype(int) @ P) > 0
-        elif relation == "niece_nephew":
-            M = ((sib.astype(int) @ P) > 0).T
-        elif relation == "cousin":            # a parent of a is a sibling of a parent of b
-            M = ((P.T @ sib.astype(int) @ P) > 0) & ~eye
-        else:                                 # ancestor / descendant: transitive closure
+            return self.parent
+        if relation == "spouse":
+            return self.spouse
+        if relation == "ancestor":            # transitive closure of parent
             A = self.parent.copy()
             while True:
                 grown = A | ((A.astype(int) @ P) > 0)
                 if (grown == A).all():
-                    break
+                    return A
                 A = grown
-            M = A if relation == "ancestor" else A.T
-        self._cache[relation] = M
-        return M
+        sib = ((P.T @ P) > 0) & ~eye
+        if relation == "sibling":
+            return sib
+        if relation == "grandparent":
+            return (P @ P) > 0
+        if relation == "uncle_aunt":          # a is a sibling of a parent of b
+            return (sib.astype(int) @ P) > 0
+        # cousin: a parent of a is a sibling of a parent of b
+        return ((P.T @ sib.astype(int) @ P) > 0) & ~eye
 
     def facts(self, relation: str) -> set:
         """The set of (a, b) pairs for which relation(a, b) holds."""

@@ -16,23 +16,22 @@ Training goes through :func:`seqtheory.training.train` (``optimizer="sgd"``, the
 hinge losses as an (M,) vector, early stopping with ``stop_when``).
 
 Randomness: every network and data set is drawn from an explicit ``torch.Generator``; the
-experiment functions derive theirs from a base ``seed`` (stream ``i`` of base ``seed`` is
-what :func:`seqtheory.make_generator` ``(i)`` gives under ``SEQTHEORY_SEED=seed``, so
-``seed=None`` reproduces the chapters' numbers under any base seed).
+experiments take theirs from the named streams of :data:`STREAMS` under the base seed
+(see :mod:`seqtheory.experiment`; ``seed=None`` is the book's base seed).
 """
 from __future__ import annotations
 
 import itertools
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.nn as nn
 
+from .experiment import Experiment, RunInfo, Streams, experiment
 from .training import History, train
-from .utils import Sizes, check_device, check_float, check_int, experiment_seed, make_generator
+from .utils import Sizes, check_device, check_float, check_int
 
 __all__ = [
     "ParityMLPs", "ParityRun", "HiddenProgressSetup", "SETUP", "HiddenProgressResult",
@@ -41,8 +40,14 @@ __all__ = [
     "parity_labels", "hinge_loss", "train_online", "train_offline", "steps_to_success",
     "placebo_ratios", "lucky_neuron_probability", "expected_lucky_neurons", "hypercube",
     "population_gradient", "coverage_distribution", "support_coverage", "support_weight",
-    "fisher_two_sided", "stream_generator", "plot_waiting_times", "plot_success_rates",
+    "fisher_two_sided", "STREAMS", "plot_waiting_times", "plot_success_rates",
 ]
+
+#: The experiments' random streams. Each draw seeds one generator that draws, in order, a
+#: batch of networks' initial weights, their test set and their training data: ``online``
+#: for :func:`run` (draw 0), ``per_k`` and ``per_n`` for the sweeps (draw ``k`` or ``n``),
+#: ``per_width`` for :func:`run_width_luck` (draw ``width``).
+STREAMS = Streams(online=0, per_k=100, per_n=200, per_width=0)
 
 INITS = ("dense", "sparse")
 
@@ -63,17 +68,6 @@ def _check_generator(generator) -> torch.Generator:
         raise TypeError("generator must be a torch.Generator (e.g. "
                         f"seqtheory.make_generator(seed, device)), got {type(generator).__name__}")
     return generator
-
-
-def stream_generator(seed: int, stream: int, device=None) -> torch.Generator:
-    """Generator for logical seed ``stream`` under base seed ``seed``, on ``device``.
-
-    The same as :func:`seqtheory.make_generator` ``(stream, device)`` with
-    ``SEQTHEORY_SEED=seed`` (base 0 keeps ``stream`` as written; another base maps the pair
-    through NumPy's ``SeedSequence``), whatever the environment says.
-    """
-    seed, stream = experiment_seed(seed), check_int("stream", stream, minimum=0)
-    return make_generator(stream, check_device("device", device), base=seed)
 
 
 def parity_labels(x: torch.Tensor, support) -> torch.Tensor:
@@ -534,12 +528,6 @@ def _check_sizes(name: str, values, low: int, high: int | None = None) -> tuple:
     return tuple(values)
 
 
-def _check_setup(setup, cls):
-    if not isinstance(setup, cls):
-        raise TypeError(f"setup must be a {cls.__name__}, got {type(setup).__name__}")
-    return setup
-
-
 # --------------------------------------------------------------------------- hidden progress
 @dataclass(frozen=True)
 class HiddenProgressSetup:
@@ -596,13 +584,9 @@ SETUP = Sizes(
 
 
 @dataclass
-class HiddenProgressResult:
+class HiddenProgressResult(RunInfo):
     """Experiment 1 of the hidden-progress chapter (:func:`run`)."""
 
-    setup: HiddenProgressSetup
-    seed: int                    # base seed
-    device: str                  # where the networks trained
-    seconds: float               # wall-clock time
     record: ParityRun            # every evaluation: accuracy, weights, distance, losses
     success: np.ndarray          # (seeds,) first evaluation step at setup.success accuracy
     model: ParityMLPs            # the trained networks (on the CPU)
@@ -613,14 +597,10 @@ class HiddenProgressResult:
 
 
 @dataclass
-class WaitingTimeResult:
+class WaitingTimeResult(RunInfo):
     """Steps to solve the parity as ``variable`` (``"k"`` or ``"n"``) varies
     (:func:`run_k_sweep`, :func:`run_n_sweep`)."""
 
-    setup: HiddenProgressSetup
-    seed: int
-    device: str
-    seconds: float
     variable: str                # "k" (support size) or "n" (input bits)
     steps_to_success: dict       # value -> (networks,) steps to setup.success (nan: never)
     records: dict = field(default_factory=dict, repr=False)   # value -> ParityRun
@@ -651,59 +631,59 @@ class WaitingTimeResult:
         return float(slope), float(icpt)
 
 
-def run(setup: HiddenProgressSetup, *, seed: int | None = None, device=None,
-        progress: bool = True) -> HiddenProgressResult:
+@experiment(HiddenProgressSetup, STREAMS)
+def run(setup: HiddenProgressSetup, ctx: Experiment) -> HiddenProgressResult:
     """Experiment 1: ``setup.seeds`` width-``setup.width`` networks learn the ``(n, k)``
-    parity with online SGD for ``setup.steps`` steps (generator stream 0 of ``seed``)."""
-    setup = _check_setup(setup, HiddenProgressSetup)
-    seed, dev = experiment_seed(seed), check_device("device", device)
-    start = time.perf_counter()
-    g = stream_generator(seed, 0, dev)
-    nets = ParityMLPs(setup.n, [setup.width] * setup.seeds, generator=g)
-    record = train_online(nets, list(range(setup.k)), steps=setup.steps,
-                          batch_size=setup.batch_size, lr=setup.lr, eval_every=setup.eval_every,
-                          test_size=setup.test_size, generator=g, progress=progress,
-                          desc=f"n={setup.n}, k={setup.k}")
-    return HiddenProgressResult(setup, seed, str(dev), time.perf_counter() - start, record,
-                                steps_to_success(record, setup.success), nets.cpu())
+    parity with online SGD for ``setup.steps`` steps (stream ``online``)."""
+    with ctx.timer() as t:
+        g = ctx.generator("online", 0)
+        nets = ParityMLPs(setup.n, [setup.width] * setup.seeds, generator=g)
+        record = train_online(nets, list(range(setup.k)), steps=setup.steps,
+                              batch_size=setup.batch_size, lr=setup.lr,
+                              eval_every=setup.eval_every, test_size=setup.test_size,
+                              generator=g, progress=ctx.progress,
+                              desc=f"n={setup.n}, k={setup.k}")
+    return HiddenProgressResult(**ctx.header(setup, t.seconds), record=record,
+                                success=steps_to_success(record, setup.success),
+                                model=nets.cpu())
 
 
-def _sweep(setup, seed, device, progress, variable) -> WaitingTimeResult:
-    """Steps to success for every k (``variable="k"``) or every n (``"n"``) of ``setup``."""
-    setup = _check_setup(setup, HiddenProgressSetup)
-    seed, dev = experiment_seed(seed), check_device("device", device)
+def _sweep(setup: HiddenProgressSetup, ctx: Experiment, variable: str) -> WaitingTimeResult:
+    """Steps to success for every k (``variable="k"``, stream ``per_k``) or every n
+    (``"n"``, stream ``per_n``) of ``setup``."""
     by_k = variable == "k"
     values = setup.ks if by_k else setup.ns
     networks = setup.k_seeds if by_k else setup.n_seeds
     every = setup.eval_every if by_k else setup.n_eval_every
-    start = time.perf_counter()
-    steps, records = {}, {}
-    for v in values:
-        n, k = (setup.n, v) if by_k else (v, setup.k)
-        # generator streams 100 + k and 200 + n: apart from experiment 1's and each other's
-        g = stream_generator(seed, (100 if by_k else 200) + v, dev)
-        nets = ParityMLPs(n, [setup.width] * networks, generator=g)
-        rec = train_online(nets, list(range(k)), steps=setup.max_steps,
-                           batch_size=setup.batch_size, lr=setup.lr, eval_every=every,
-                           test_size=setup.test_size, stop_at=setup.success, generator=g,
-                           progress=progress, desc=f"{variable}={v}")
-        steps[v], records[v] = steps_to_success(rec, setup.success), rec
-    return WaitingTimeResult(setup, seed, str(dev), time.perf_counter() - start, variable,
-                             steps, records)
+    with ctx.timer() as t:
+        steps, records = {}, {}
+        for v in values:
+            n, k = (setup.n, v) if by_k else (v, setup.k)
+            g = ctx.generator("per_k" if by_k else "per_n", v)
+            nets = ParityMLPs(n, [setup.width] * networks, generator=g)
+            rec = train_online(nets, list(range(k)), steps=setup.max_steps,
+                               batch_size=setup.batch_size, lr=setup.lr, eval_every=every,
+                               test_size=setup.test_size, stop_at=setup.success, generator=g,
+                               progress=ctx.progress, desc=f"{variable}={v}")
+            steps[v], records[v] = steps_to_success(rec, setup.success), rec
+    return WaitingTimeResult(**ctx.header(setup, t.seconds), variable=variable,
+                             steps_to_success=steps, records=records)
 
 
-def run_k_sweep(setup: HiddenProgressSetup, *, seed: int | None = None, device=None,
-                progress: bool = True) -> WaitingTimeResult:
+@experiment(HiddenProgressSetup, STREAMS)
+def run_k_sweep(setup: HiddenProgressSetup, ctx: Experiment) -> WaitingTimeResult:
     """Experiment 2: steps to ``setup.success`` for each support size in ``setup.ks``
-    (``n = setup.n``, ``setup.k_seeds`` networks per k, at most ``setup.max_steps``)."""
-    return _sweep(setup, seed, device, progress, "k")
+    (``n = setup.n``, ``setup.k_seeds`` networks per k, at most ``setup.max_steps``; draw
+    ``k`` of stream ``per_k``)."""
+    return _sweep(setup, ctx, "k")
 
 
-def run_n_sweep(setup: HiddenProgressSetup, *, seed: int | None = None, device=None,
-                progress: bool = True) -> WaitingTimeResult:
+@experiment(HiddenProgressSetup, STREAMS)
+def run_n_sweep(setup: HiddenProgressSetup, ctx: Experiment) -> WaitingTimeResult:
     """Experiment 3: steps to ``setup.success`` for each input size in ``setup.ns``
-    (``k = setup.k``, ``setup.n_seeds`` networks per n, at most ``setup.max_steps``)."""
-    return _sweep(setup, seed, device, progress, "n")
+    (``k = setup.k``, ``setup.n_seeds`` networks per n, at most ``setup.max_steps``; draw
+    ``n`` of stream ``per_n``)."""
+    return _sweep(setup, ctx, "n")
 
 
 def plot_waiting_times(result: WaitingTimeResult, ax=None, *, color=None, fit: bool = False):
@@ -790,14 +770,10 @@ WIDTH_LUCK_SETUP = Sizes(
 
 
 @dataclass
-class WidthLuckResult:
+class WidthLuckResult(RunInfo):
     """The width-and-luck grid (:func:`run_width_luck`): per width, one batched run of the
     networks ``combos`` = every (m, initialisation, seed)."""
 
-    setup: WidthLuckSetup
-    seed: int
-    device: str
-    seconds: float
     combos: list                 # (m, init, r) of network j of every width
     records: dict = field(repr=False)   # width -> ParityRun
     models: dict = field(repr=False)    # width -> trained ParityMLPs (on the CPU)
@@ -832,28 +808,26 @@ class WidthLuckResult:
                    for w in widths for m in samples for i in inits)
 
 
-def run_width_luck(setup: WidthLuckSetup, *, seed: int | None = None, device=None,
-                   progress: bool = True) -> WidthLuckResult:
+@experiment(WidthLuckSetup, STREAMS)
+def run_width_luck(setup: WidthLuckSetup, ctx: Experiment) -> WidthLuckResult:
     """Train every (m, initialisation, seed) network of each width in ``setup.widths`` as
-    one batched program (generator stream ``width`` of ``seed``) with :func:`train_offline`."""
-    setup = _check_setup(setup, WidthLuckSetup)
-    seed, dev = experiment_seed(seed), check_device("device", device)
-    start = time.perf_counter()
+    one batched program (draw ``width`` of stream ``per_width``) with :func:`train_offline`."""
     combos = [(m, init, r) for m in setup.samples for init in INITS for r in range(setup.seeds)]
-    records, models = {}, {}
-    for w in setup.widths:
-        g = stream_generator(seed, w, dev)
-        nets = ParityMLPs(setup.n, [w] * len(combos), generator=g,
-                          sparsity=[setup.sparsity if i == "sparse" else None
-                                    for _, i, _ in combos])
-        records[w] = train_offline(nets, list(range(setup.k)), [m for m, _, _ in combos],
-                                   steps=setup.steps, batch_size=setup.batch_size, lr=setup.lr,
-                                   weight_decay=setup.weight_decay, eval_every=setup.eval_every,
-                                   test_size=setup.test_size, generator=g, progress=progress,
-                                   desc=f"width {w}")
-        models[w] = nets.cpu()
-    return WidthLuckResult(setup, seed, str(dev), time.perf_counter() - start, combos,
-                           records, models)
+    with ctx.timer() as t:
+        records, models = {}, {}
+        for w in setup.widths:
+            g = ctx.generator("per_width", w)
+            nets = ParityMLPs(setup.n, [w] * len(combos), generator=g,
+                              sparsity=[setup.sparsity if i == "sparse" else None
+                                        for _, i, _ in combos])
+            records[w] = train_offline(nets, list(range(setup.k)), [m for m, _, _ in combos],
+                                       steps=setup.steps, batch_size=setup.batch_size,
+                                       lr=setup.lr, weight_decay=setup.weight_decay,
+                                       eval_every=setup.eval_every, test_size=setup.test_size,
+                                       generator=g, progress=ctx.progress, desc=f"width {w}")
+            models[w] = nets.cpu()
+    return WidthLuckResult(**ctx.header(setup, t.seconds), combos=combos, records=records,
+                           models=models)
 
 
 def plot_success_rates(result: WidthLuckResult, axes=None):

@@ -16,16 +16,18 @@ From samples, recover the partitions.
 * :func:`train_embeddings` fits token embeddings and a multilinear core by gradient descent
   (through :func:`seqtheory.training.train`), :func:`kmeans` reads classes off them.
 
-The chapter's experiments share one shape: a :class:`PartitionSetup` (CPU and FULL sizes
-in :data:`SETUP`) goes into :func:`run_thresholds` (exact recovery by SAT),
-:func:`run_effort` (solver effort) and :func:`run_gradient_descent`, each called as
-``(setup, *, seed, device, progress)`` and returning a result dataclass.  The SAT
-experiments run on the CPU, over a pool of worker processes under FULL (``workers``: one
-process per core), instance by instance with the same results as one process; gradient
-descent runs on ``device``.
+The chapter's experiments share one shape (:mod:`seqtheory.experiment`): a
+:class:`PartitionSetup` (CPU and FULL sizes in :data:`SETUP`) goes into
+:func:`run_thresholds` (exact recovery by SAT), :func:`run_effort` (solver effort) and
+:func:`run_gradient_descent`, each called as ``(setup, *, seed, device, progress)`` or
+``(setup, ctx)`` and returning a :class:`~seqtheory.experiment.RunInfo` dataclass; their
+random draws come from the named streams of :data:`STREAMS`.  The SAT experiments run on the
+CPU, over a pool of worker processes under FULL (``workers``: one process per core), instance
+by instance with the same results as one process; gradient descent runs on ``device``.
 """
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing
 import os
@@ -37,6 +39,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from .experiment import Experiment, RunInfo, Streams, experiment
 from .training import History, train
 from .utils import (
     Sizes,
@@ -44,13 +47,20 @@ from .utils import (
     check_device,
     check_float,
     check_int,
-    experiment_seed,
     is_full,
     make_generator,
     make_rng,
     progress_bar,
     to_numpy,
 )
+
+#: The random streams of the experiments (logical seed = offset + index, under the base seed):
+#: ``problems`` draws planted instance t (:func:`run_thresholds`, :func:`run_effort`) or r
+#: (:func:`run_gradient_descent`); ``samples`` the SAT instances' samples; ``graphs`` the
+#: random graphs of :func:`run_effort`; ``gd_samples`` the noisy training samples of gradient
+#: descent; ``weights`` its initial weights; ``kmeans`` the k-means starts.
+STREAMS = Streams(problems=0, samples=10_000, graphs=0, gd_samples=20_000, weights=0,
+                  kmeans=0)
 
 __all__ = [
     "PartitionProblem",
@@ -79,6 +89,7 @@ __all__ = [
     "kmeans",
     "PartitionSetup",
     "SETUP",
+    "STREAMS",
     "samples_for",
     "ThresholdResult",
     "run_thresholds",
@@ -218,56 +229,98 @@ def encode_cnf(x: np.ndarray, y: np.ndarray, N: int, K: int, *, g: np.ndarray | 
     labelling.  ``shared=True`` makes all groups use one partition (the setting of the
     reduction from graph colouring).
     """
+    x, y, N, K = _check_samples(x, y, N, K)
+    I = x.shape[1]  # noqa: E741
+    P = 1 if shared else I                   # number of distinct partitions
+    n_token_vars = P * N * K
+    clauses = _one_class_clauses(P, N, K)
+    tuples = _class_tuples(K, I)
+    if g is not None:
+        g = np.asarray(g)
+        if g.shape != (K,) * I:
+            raise ValueError(f"g must have shape {(K,) * I}, got {g.shape}")
+        clauses += _sample_clauses(x, y, N, K, g, shared=shared).tolist()
+        n_vars = n_token_vars
+    else:
+        clauses += _g_clauses(x, y, N, K, tuples, shared=shared)
+        n_vars = n_token_vars + len(tuples)
+        if symmetry_breaking:
+            clauses += _precedence_clauses(P, N, K)
+    layout = {"N": N, "K": K, "I": P, "n_vars": n_vars, "tuples": tuples,
+              "g_known": g is not None}
+    return clauses, layout
+
+
+def _check_samples(x, y, N, K) -> tuple:
+    """``(x, y, N, K)`` of :func:`encode_cnf` checked: x (S, I) integer tokens in 0..N-1,
+    y (S,)."""
     if not np.issubdtype(np.asarray(x).dtype, np.integer):
         raise TypeError(f"x must hold integer token ids, got dtype {np.asarray(x).dtype}")
     x = np.asarray(x, dtype=np.int64)
     y = np.asarray(y)
-    S, I = x.shape  # noqa: E741
+    S, _ = x.shape
     N, K = check_int("N", N, minimum=1), check_int("K", K, minimum=2)
     if y.shape != (S,):
         raise ValueError(f"y must have shape ({S},), got {y.shape}")
     if x.min() < 0 or x.max() >= N:
         raise ValueError(f"tokens must lie in 0..{N - 1}")
+    return x, y, N, K
 
-    P = 1 if shared else I                   # number of distinct partitions
 
-    def v(i, n, c):
-        return 1 + ((0 if shared else i) * N + n) * K + c
+def _var(i: int, n: int, c: int, N: int, K: int) -> int:
+    """The variable ``v(i, n, c)``: token n of partition i is in class c."""
+    return 1 + (i * N + n) * K + c
 
-    n_token_vars = P * N * K
+
+def _one_class_clauses(P: int, N: int, K: int) -> list[list[int]]:
+    """Exactly one class per token of each of the P partitions."""
     clauses: list[list[int]] = []
-    for i in range(P):                       # exactly one class per token
+    for i in range(P):
         for n in range(N):
-            clauses.append([v(i, n, c) for c in range(K)])
-            clauses += [[-v(i, n, a), -v(i, n, b)] for a in range(K) for b in range(a + 1, K)]
-    tuples = np.array(np.meshgrid(*[np.arange(K)] * I, indexing="ij")).reshape(I, -1).T
-    # literal arrays: for sample s and class tuple t, the literals -v(i, x_si, t_i)
+            clauses.append([_var(i, n, c, N, K) for c in range(K)])
+            clauses += [[-_var(i, n, a, N, K), -_var(i, n, b, N, K)]
+                        for a in range(K) for b in range(a + 1, K)]
+    return clauses
+
+
+def _precedence_clauses(P: int, N: int, K: int) -> list[list[int]]:
+    """Value precedence (symmetry breaking): class c appears after class c-1."""
+    clauses: list[list[int]] = []
+    for i in range(P):
+        clauses.append([_var(i, 0, 0, N, K)])
+        for n in range(1, N):
+            for c in range(1, K):
+                clauses.append([-_var(i, n, c, N, K)]
+                               + [_var(i, m, c - 1, N, K) for m in range(n)])
+    return clauses
+
+
+def _class_tuples(K: int, I: int) -> np.ndarray:  # noqa: E741
+    """Every class tuple (K ** I, I), the last group's class varying fastest."""
+    return np.array(np.meshgrid(*[np.arange(K)] * I, indexing="ij")).reshape(I, -1).T
+
+
+def _tuple_literals(x: np.ndarray, N: int, K: int, tuples: np.ndarray, *,
+                    shared: bool = False) -> np.ndarray:
+    """For sample s, class tuple t and group i the variable ``v(i, x_si, t_i)``:
+    (S, K ** I, I)."""
+    I = x.shape[1]  # noqa: E741
     group = np.zeros(I, np.int64) if shared else np.arange(I)
-    base = 1 + (group[None, None, :] * N + x[:, None, :]) * K + tuples[None, :, :]
-    if g is not None:
-        g = np.asarray(g)
-        if g.shape != (K,) * I:
-            raise ValueError(f"g must have shape {(K,) * I}, got {g.shape}")
-        bad = g[tuple(tuples.T)][None, :] != y[:, None]                 # (S, K^I)
-        clauses += (-base[bad]).tolist()
-        n_vars = n_token_vars
-    else:
-        values = np.unique(y)
-        if not np.isin(values, [0, 1]).all():
-            raise ValueError("with g unknown, labels must be binary (0/1)")
-        gvar = n_token_vars + 1 + np.arange(len(tuples))                # g(t) = 1
-        glit = np.where(y[:, None] == 1, gvar[None, :], -gvar[None, :])  # (S, K^I)
-        clauses += np.concatenate([-base, glit[..., None]], axis=2).reshape(-1, I + 1).tolist()
-        n_vars = n_token_vars + len(tuples)
-        if symmetry_breaking:   # value precedence: class c appears after class c-1
-            for i in range(P):
-                clauses.append([v(i, 0, 0)])
-                for n in range(1, N):
-                    for c in range(1, K):
-                        clauses.append([-v(i, n, c)] + [v(i, m, c - 1) for m in range(n)])
-    layout = {"N": N, "K": K, "I": P, "n_vars": n_vars, "tuples": tuples,
-              "g_known": g is not None}
-    return clauses, layout
+    return 1 + (group[None, None, :] * N + x[:, None, :]) * K + tuples[None, :, :]
+
+
+def _g_clauses(x: np.ndarray, y: np.ndarray, N: int, K: int, tuples: np.ndarray, *,
+               shared: bool = False) -> list[list[int]]:
+    """With g unknown: sample s in class tuple t implies g(t) = y_s, one clause per (s, t);
+    the variable of g(t) follows the ``P * N * K`` token variables."""
+    values = np.unique(y)
+    if not np.isin(values, [0, 1]).all():
+        raise ValueError("with g unknown, labels must be binary (0/1)")
+    I = x.shape[1]  # noqa: E741
+    base = _tuple_literals(x, N, K, tuples, shared=shared)
+    gvar = (1 if shared else I) * N * K + 1 + np.arange(len(tuples))     # g(t) = 1
+    glit = np.where(y[:, None] == 1, gvar[None, :], -gvar[None, :])  # (S, K^I)
+    return np.concatenate([-base, glit[..., None]], axis=2).reshape(-1, I + 1).tolist()
 
 
 def _decode(model: list[int], layout: dict) -> tuple[np.ndarray, np.ndarray | None]:
@@ -371,12 +424,12 @@ def random_graph(n: int, degree: float, *, seed=0) -> np.ndarray:
     return np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
 
 
-def _sample_clauses(x: np.ndarray, y: np.ndarray, N: int, K: int, g: np.ndarray) -> np.ndarray:
+def _sample_clauses(x: np.ndarray, y: np.ndarray, N: int, K: int, g: np.ndarray, *,
+                    shared: bool = False) -> np.ndarray:
     """Clauses (rows of I negative literals) by which samples forbid class tuples with
-    the wrong g value, for g known and one partition per group; sample by sample."""
-    S, I = x.shape  # noqa: E741
-    tuples = np.array(np.meshgrid(*[np.arange(K)] * I, indexing="ij")).reshape(I, -1).T
-    base = 1 + (np.arange(I)[None, None, :] * N + x[:, None, :]) * K + tuples[None, :, :]
+    the wrong g value, for g known; sample by sample."""
+    tuples = _class_tuples(K, x.shape[1])
+    base = _tuple_literals(x, N, K, tuples, shared=shared)
     bad = g[tuple(tuples.T)][None, :] != y[:, None]                       # (S, K^I)
     return -base[bad]                                                      # (n, I)
 
@@ -411,54 +464,70 @@ def recovery_threshold(problem: PartitionProblem, s_max: int, *, seed=0,
             return res.status == "unique" and same_partition(res.labels, problem.labels)
         return _search(grid, ok_at, s_max)
 
-    import gc
-
-    sigmas = g_symmetries(problem.g)
-    idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K            # (I, N)
     token_clauses, _ = encode_cnf(x[:1], y[:1], N, K, g=problem.g)
     n_token = I * N * (1 + K * (K - 1) // 2)
-    next_var = I * N * K + 1
-    acts: list[int] = []
     with Solver(name=solver, bootstrap_with=token_clauses[:n_token]) as s:
+        return _search(grid, _PrefixSolver(s, problem, x, y, grid).ok_at, s_max)
 
-        def activate(k):                      # add the samples up to grid[k], guarded
-            nonlocal next_var
-            gc_was = gc.isenabled()
-            gc.disable()                      # millions of small lists: no GC passes
-            try:
-                while len(acts) <= k:
-                    j = len(acts)
-                    lo = 0 if j == 0 else int(grid[j - 1])
-                    rows = _sample_clauses(x[lo:grid[j]], y[lo:grid[j]], N, K, problem.g)
-                    a = next_var
-                    next_var += 1
-                    guarded = np.concatenate([np.full((len(rows), 1), -a), rows], 1)
-                    for clause in guarded.tolist():
-                        s.add_clause(clause)
-                    acts.append(a)
-            finally:
-                if gc_was:
-                    gc.enable()
 
-        def ok_at(k):
-            nonlocal next_var
-            activate(k)
-            if not s.solve(assumptions=acts[: k + 1]):   # pragma: no cover - planted fits
-                return False
-            model = s.get_model()
-            labels = (np.array(model[: I * N * K]) > 0).reshape(I, N, K).argmax(-1)
-            if not same_partition(labels, problem.labels):
-                return False                  # a second consistent partition exists
-            b = next_var
-            next_var += 1
-            for sig in sigmas:                # block the planted one, all its labellings
-                image = np.stack([sig[i][labels[i]] for i in range(I)])
-                s.add_clause([-b] + (-(idx + image)).ravel().tolist())
-            other = s.solve(assumptions=acts[: k + 1] + [b])
-            s.add_clause([-b])                # retire the blocking clauses
-            return not other
+class _PrefixSolver:
+    """The incremental search of :func:`recovery_threshold` with g known: solver ``s`` holds
+    the token clauses; the samples up to each grid point are added once, guarded by an
+    activation literal, and ``ok_at(k)`` asks whether prefix ``grid[k]`` recovers ``problem``.
+    """
 
-        return _search(grid, ok_at, s_max)
+    def __init__(self, s, problem: PartitionProblem, x: np.ndarray, y: np.ndarray,
+                 grid: np.ndarray):
+        self.s, self.problem, self.x, self.y, self.grid = s, problem, x, y, grid
+        N, K, I = problem.N, problem.K, problem.I  # noqa: E741
+        self.sigmas = g_symmetries(problem.g)
+        self.idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K    # (I, N)
+        self.next_var = I * N * K + 1
+        self.acts: list[int] = []
+
+    def _new_var(self) -> int:
+        v = self.next_var
+        self.next_var += 1
+        return v
+
+    def activate(self, k: int) -> None:
+        """Add the samples up to ``grid[k]``, each stretch guarded by its own literal."""
+        pb, grid = self.problem, self.grid
+        gc_was = gc.isenabled()
+        gc.disable()                          # millions of small lists: no GC passes
+        try:
+            while len(self.acts) <= k:
+                j = len(self.acts)
+                lo = 0 if j == 0 else int(grid[j - 1])
+                rows = _sample_clauses(self.x[lo:grid[j]], self.y[lo:grid[j]], pb.N, pb.K,
+                                       pb.g)
+                a = self._new_var()
+                guarded = np.concatenate([np.full((len(rows), 1), -a), rows], 1)
+                for clause in guarded.tolist():
+                    self.s.add_clause(clause)
+                self.acts.append(a)
+        finally:
+            if gc_was:
+                gc.enable()
+
+    def ok_at(self, k: int) -> bool:
+        """True if the prefix ``grid[k]`` has the planted partition as its only one."""
+        self.activate(k)
+        s, pb = self.s, self.problem
+        N, K, I = pb.N, pb.K, pb.I  # noqa: E741
+        if not s.solve(assumptions=self.acts[: k + 1]):   # pragma: no cover - planted fits
+            return False
+        model = s.get_model()
+        labels = (np.array(model[: I * N * K]) > 0).reshape(I, N, K).argmax(-1)
+        if not same_partition(labels, pb.labels):
+            return False                      # a second consistent partition exists
+        b = self._new_var()
+        for sig in self.sigmas:               # block the planted one, all its labellings
+            image = np.stack([sig[i][labels[i]] for i in range(I)])
+            s.add_clause([-b] + (-(self.idx + image)).ravel().tolist())
+        other = s.solve(assumptions=self.acts[: k + 1] + [b])
+        s.add_clause([-b])                    # retire the blocking clauses
+        return not other
 
 
 def prefix_grid(s_max: int, rel_tol: float = 0.02) -> np.ndarray:
@@ -776,6 +845,22 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
     dev = check_device("device", device)
     if dense is None:
         dense = N**I <= DENSE_CELLS
+    X, Y, W = (t.to(dev) for t in _pack_samples(xs, ys, N, I))        # once
+    model = Multilinear(len(xs), I, N, m, init=init, seed=seed, dense=dense, device=dev)
+    loss_fn = _table_loss(X, Y, W, N) if dense else _sample_loss(W)
+    snap_steps = tuple(range(0, steps + 1, snapshot_every)) if snapshot_every else ()
+    hist = train(model, lambda step: (X, Y), loss_fn=loss_fn, steps=steps, lr=lr,
+                 optimizer="adamw", weight_decay=0.0, grad_clip=None, eval_every=steps,
+                 snapshot_steps=snap_steps, progress=progress, desc="gradient descent")
+    snaps = {step: state["E"].numpy() for step, state in hist.snapshots.items()}
+    hist.snapshots = {}                                                 # kept as embeddings
+    return EmbeddingFit(embeddings=to_numpy(model.E), core=to_numpy(model.T), history=hist,
+                        snapshots=snaps)
+
+
+def _pack_samples(xs: list, ys: list, N: int, I: int) -> tuple:  # noqa: E741
+    """The runs' samples as padded tensors: tokens X (R, S, I), labels Y (R, S) centred and
+    scaled per run, weights W (R, S) of 1 / (samples of the run), 0 on the padding."""
     R, S = len(xs), max(len(x) for x in xs)
     X = torch.zeros(R, S, I, dtype=torch.long)
     Y = torch.zeros(R, S)
@@ -789,30 +874,30 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
         X[r, : len(x)] = torch.as_tensor(x)
         Y[r, : len(y)] = torch.as_tensor(y, dtype=torch.float32)
         W[r, : len(y)] = 1.0 / len(y)
-    X, Y, W = X.to(dev), Y.to(dev), W.to(dev)                            # once
-    model = Multilinear(R, I, N, m, init=init, seed=seed, dense=dense, device=dev)
-    if dense:  # sum_s w_s (f(x_s) - y_s)^2 = sum_t (C_t f_t^2 - 2 Y_t f_t) + sum_s w_s y_s^2
-        flat = torch.zeros(R, S, dtype=torch.long, device=dev)
-        for i in range(I):
-            flat = flat * N + X[:, :, i]                                # (R, S) tuple index
-        C = torch.zeros(R, N**I, device=dev).scatter_add_(1, flat, W)   # weight of each tuple
-        Ysum = torch.zeros(R, N**I, device=dev).scatter_add_(1, flat, W * Y)  # label sums
-        const = (W * Y**2).sum(1)                                       # (R,)
+    return X, Y, W
 
-        def loss_fn(f, _):                                              # f: (R, N ** I)
-            return ((C * f - 2 * Ysum) * f).sum(1) + const              # (R,)
-    else:
-        def loss_fn(f, y):                                              # f: (R, S)
-            return (W * (f - y) ** 2).sum(1)                            # (R,)
 
-    snap_steps = tuple(range(0, steps + 1, snapshot_every)) if snapshot_every else ()
-    hist = train(model, lambda step: (X, Y), loss_fn=loss_fn, steps=steps, lr=lr,
-                 optimizer="adamw", weight_decay=0.0, grad_clip=None, eval_every=steps,
-                 snapshot_steps=snap_steps, progress=progress, desc="gradient descent")
-    snaps = {step: state["E"].numpy() for step, state in hist.snapshots.items()}
-    hist.snapshots = {}                                                 # kept as embeddings
-    return EmbeddingFit(embeddings=to_numpy(model.E), core=to_numpy(model.T), history=hist,
-                        snapshots=snaps)
+def _table_loss(X: torch.Tensor, Y: torch.Tensor, W: torch.Tensor, N: int):
+    """The per-run loss from f on every token tuple (R, N ** I), through the tuple counts:
+    sum_s w_s (f(x_s) - y_s)^2 = sum_t (C_t f_t^2 - 2 Y_t f_t) + sum_s w_s y_s^2."""
+    (R, S, I), dev = X.shape, X.device  # noqa: E741
+    flat = torch.zeros(R, S, dtype=torch.long, device=dev)
+    for i in range(I):
+        flat = flat * N + X[:, :, i]                                    # (R, S) tuple index
+    C = torch.zeros(R, N**I, device=dev).scatter_add_(1, flat, W)       # weight of each tuple
+    Ysum = torch.zeros(R, N**I, device=dev).scatter_add_(1, flat, W * Y)  # label sums
+    const = (W * Y**2).sum(1)                                           # (R,)
+
+    def loss_fn(f, _):                                                  # f: (R, N ** I)
+        return ((C * f - 2 * Ysum) * f).sum(1) + const                  # (R,)
+    return loss_fn
+
+
+def _sample_loss(W: torch.Tensor):
+    """The per-run loss sample by sample: f (R, S) against the labels, weighted by W."""
+    def loss_fn(f, y):                                                  # f: (R, S)
+        return (W * (f - y) ** 2).sum(1)                                # (R,)
+    return loss_fn
 
 
 def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
@@ -935,10 +1020,10 @@ def samples_for(c: float, N: int) -> int:
     return max(1, int(round(c * N * math.log(N))))
 
 
-def _cpu_only(device) -> str:
-    """Validate ``device`` for a SAT experiment, which runs on the CPU whatever it names."""
-    check_device("device", device)
-    return "cpu"
+def _cpu_header(ctx: Experiment, setup: PartitionSetup, seconds: float) -> dict:
+    """The result header of a SAT experiment, which runs on the CPU whatever ``ctx.device``
+    names (the device is only validated)."""
+    return {**ctx.header(setup, seconds), "device": "cpu"}
 
 
 def _available_cores() -> int:
@@ -1007,13 +1092,9 @@ def _map_instances(fn, cells: list, workers: int, *, costs=None, desc: str = "",
 
 
 @dataclass
-class ThresholdResult:
+class ThresholdResult(RunInfo):
     """What :func:`run_thresholds` returns: the smallest recovering S of every instance."""
 
-    setup: PartitionSetup
-    seed: int
-    device: str
-    seconds: float
     thresholds: dict            # N -> (trials,) smallest S that recovers each instance
     problems: dict              # N -> [PartitionProblem] of the instances
 
@@ -1027,60 +1108,57 @@ class ThresholdResult:
 
 
 def _threshold_instance(cell: tuple) -> tuple:
-    """One instance of :func:`run_thresholds`: ``(setup, N, t, seed)`` -> ``(S, problem)``."""
-    setup, N, t, seed = cell
+    """One instance of :func:`run_thresholds`: ``(setup, N, t, ctx)`` -> ``(S, problem)``."""
+    setup, N, t, ctx = cell
     pb = planted_problem(N, setup.K, setup.I, balanced=setup.balanced,
-                         seed=make_rng(t, base=seed))
-    S = recovery_threshold(pb, samples_for(setup.c_max, N),
-                           seed=make_rng(10_000 + t, base=seed))
+                         seed=ctx.rng("problems", t))
+    S = recovery_threshold(pb, samples_for(setup.c_max, N), seed=ctx.rng("samples", t))
     return S, pb
 
 
-def run_thresholds(setup: PartitionSetup, *, seed: int | None = None, device=None,
-                   progress: bool = True, workers: int | None = None) -> ThresholdResult:
+@experiment(PartitionSetup, STREAMS)
+def run_thresholds(setup: PartitionSetup, ctx: Experiment, *,
+                   workers: int | None = None) -> ThresholdResult:
     """Experiment 1: :func:`recovery_threshold` for ``setup.trials`` planted instances of
     every N in ``setup.sizes`` (balanced or not, g known), searched up to
     ``S = setup.c_max N ln N``.
 
-    Instance t uses the logical seeds t (problem) and ``10_000 + t`` (samples) under base
-    seed ``seed`` (default: the book's base seed; see
-    :func:`~seqtheory.utils.experiment_seed`).  The SAT solver runs on the CPU: ``device``
-    is only validated.  The instances run on ``workers`` processes (default: every core
-    under FULL, this process alone in the CPU default run), largest N first; the result
-    does not depend on ``workers`` (a script that uses several keeps its top-level code
-    under ``if __name__ == "__main__":``).  The exact-recovery rate at any S is the
+    Instance t draws its problem from stream ``problems`` (index t) and its samples from
+    ``samples`` (index t) under the base seed ``ctx.seed``.  The SAT solver runs on the CPU:
+    ``ctx.device`` is only validated.  The instances run on ``workers`` processes (default:
+    every core under FULL, this process alone in the CPU default run), largest N first; the
+    result does not depend on ``workers`` (a script that uses several keeps its top-level
+    code under ``if __name__ == "__main__":``).  The exact-recovery rate at any S is the
     fraction of instances with threshold <= S (:meth:`ThresholdResult.rate_at`).
     """
-    seed, ran_on = experiment_seed(seed), _cpu_only(device)
     workers = _check_workers(workers)
-    start = time.perf_counter()
-    cells = [(setup, N, t, seed) for N in setup.sizes for t in range(setup.trials)]
-    results = _map_instances(_threshold_instance, cells, workers,
-                             costs=[cell[1] for cell in cells], desc="SAT thresholds",
-                             progress=progress)
-    thresholds: dict = {}
-    problems: dict = {}
-    for (_, N, _, _), (S, pb) in zip(cells, results, strict=True):
-        thresholds.setdefault(N, []).append(S)
-        problems.setdefault(N, []).append(pb)
-    return ThresholdResult(setup=setup, seed=seed, device=ran_on,
-                           seconds=time.perf_counter() - start,
+    with ctx.timer() as timer:
+        cells = [(setup, N, t, ctx) for N in setup.sizes for t in range(setup.trials)]
+        results = _map_instances(_threshold_instance, cells, workers,
+                                 costs=[cell[1] for cell in cells], desc="SAT thresholds",
+                                 progress=ctx.progress)
+        thresholds: dict = {}
+        problems: dict = {}
+        for (_, N, _, _), (S, pb) in zip(cells, results, strict=True):
+            thresholds.setdefault(N, []).append(S)
+            problems.setdefault(N, []).append(pb)
+    return ThresholdResult(**_cpu_header(ctx, setup, timer.seconds),
                            thresholds={N: np.array(v) for N, v in thresholds.items()},
                            problems=problems)
 
 
+#: the two families of :attr:`EffortResult.by_size`
+_SIZE_FAMILIES = ("colouring, degree 4.6", "planted, c = 4")
+
+
 @dataclass
-class EffortResult:
+class EffortResult(RunInfo):
     """What :func:`run_effort` returns: solver conflicts on colouring and planted instances.
 
     ``by_size[family]`` is an array of rows ``(Boolean variables, conflicts, seconds)``
     for the families ``"colouring, degree 4.6"`` and ``"planted, c = 4"``.
     """
 
-    setup: PartitionSetup
-    seed: int
-    device: str
-    seconds: float
     by_size: dict               # family -> (rows, 3) array: variables, conflicts, seconds
     by_degree: dict             # mean degree -> (colouring_graphs,) conflicts, n = colouring_n
     by_c: dict                  # (N, c) -> (effort_trials,) conflicts of planted instances
@@ -1088,33 +1166,81 @@ class EffortResult:
 
 
 def _effort_job(job: tuple):
-    """One job of :func:`run_effort`: ``(kind, key, s, K, I, colouring_n, seed)`` ->
-    two rows ``(variables, conflicts, seconds)`` ("size"), the conflicts ("degree"), or the
+    """One job of :func:`run_effort`: ``(kind, key, s, setup, ctx)`` -> two rows
+    ``(variables, conflicts, seconds)`` ("size"), the conflicts ("degree"), or the
     conflicts of the first and of the uniqueness call ("c")."""
-    kind, key, s, K, I, colouring_n, seed = job  # noqa: E741
+    kind, key, s, setup, ctx = job
     if kind == "size":
-        n = key
-        gx, gy, gg = colouring_instance(random_graph(n, 4.6, seed=make_rng(s, base=seed)), n)
-        e = solver_effort(gx, gy, n, 3, g=gg, shared=True)
-        colouring = (3 * n, e["conflicts"], e["seconds"])
-        N = n // I                           # same number of variables: I * N * K = 3 n
-        pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
-        px, py = sample(pb, samples_for(4, N), seed=make_rng(10_000 + s, base=seed))
-        e = solver_effort(px, py, N, K, g=pb.g)
-        return colouring, (I * N * K, e["conflicts"], e["seconds"])
+        return _effort_at_size(key, s, setup, ctx)
     if kind == "degree":
-        n = colouring_n
-        gx, gy, gg = colouring_instance(random_graph(n, key, seed=make_rng(s, base=seed)), n)
+        n = setup.colouring_n
+        graph = random_graph(n, key, seed=ctx.rng("graphs", s))
+        gx, gy, gg = colouring_instance(graph, n)
         return solver_effort(gx, gy, n, 3, g=gg, shared=True)["conflicts"]
     N, c = key
-    pb = planted_problem(N, K, I, seed=make_rng(s, base=seed))
-    px, py = sample(pb, samples_for(c, N), seed=make_rng(10_000 + s, base=seed))
-    e = solver_effort(px, py, N, K, g=pb.g, check_unique=True)
+    pb = planted_problem(N, setup.K, setup.I, seed=ctx.rng("problems", s))
+    px, py = sample(pb, samples_for(c, N), seed=ctx.rng("samples", s))
+    e = solver_effort(px, py, N, setup.K, g=pb.g, check_unique=True)
     return e["conflicts"], e["unique_conflicts"]
 
 
-def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
-               progress: bool = True, workers: int | None = None) -> EffortResult:
+def _effort_at_size(n: int, s: int, setup: PartitionSetup, ctx: Experiment) -> tuple:
+    """Rows ``(variables, conflicts, seconds)`` of colouring graph s on n vertices at mean
+    degree 4.6 and of planted instance s with as many Boolean variables, at c = 4."""
+    K, I = setup.K, setup.I  # noqa: E741
+    gx, gy, gg = colouring_instance(random_graph(n, 4.6, seed=ctx.rng("graphs", s)), n)
+    e = solver_effort(gx, gy, n, 3, g=gg, shared=True)
+    colouring = (3 * n, e["conflicts"], e["seconds"])
+    N = n // I                               # same number of variables: I * N * K = 3 n
+    pb = planted_problem(N, K, I, seed=ctx.rng("problems", s))
+    px, py = sample(pb, samples_for(4, N), seed=ctx.rng("samples", s))
+    e = solver_effort(px, py, N, K, g=pb.g)
+    return colouring, (I * N * K, e["conflicts"], e["seconds"])
+
+
+def _effort_jobs(setup: PartitionSetup) -> list:
+    """The jobs ``(kind, key, s)`` of :func:`run_effort`, in the order of its result."""
+    return ([("size", n, s) for n in setup.colouring_sizes
+             for s in range(setup.colouring_graphs)]
+            + [("degree", d, s) for d in setup.colouring_degrees
+               for s in range(setup.colouring_graphs)]
+            + [("c", (N, c), s) for N in setup.effort_sizes for c in setup.effort_cs
+               for s in range(setup.effort_trials)])
+
+
+def _effort_variables(setup: PartitionSetup, kind: str, key) -> int:
+    """Boolean variables of a job of :func:`run_effort` (its cost in the pool)."""
+    if kind == "size":
+        return 6 * key
+    if kind == "degree":
+        return 3 * setup.colouring_n
+    return setup.I * key[0] * setup.K
+
+
+def _collect_effort(setup: PartitionSetup, jobs: list, results: list) -> dict:
+    """The fields ``by_size, by_degree, by_c, by_c_unique`` of an :class:`EffortResult`."""
+    by_size: dict = {family: [] for family in _SIZE_FAMILIES}
+    by_degree: dict = {d: [] for d in setup.colouring_degrees}
+    by_c: dict = {(N, c): [] for N in setup.effort_sizes for c in setup.effort_cs}
+    by_c_unique: dict = {key: [] for key in by_c}
+    for (kind, key, _), out in zip(jobs, results, strict=True):
+        if kind == "size":
+            by_size[_SIZE_FAMILIES[0]].append(out[0])
+            by_size[_SIZE_FAMILIES[1]].append(out[1])
+        elif kind == "degree":
+            by_degree[key].append(out)
+        else:
+            by_c[key].append(out[0])
+            by_c_unique[key].append(out[1])
+    return {"by_size": {k: np.array(v, dtype=float) for k, v in by_size.items()},
+            "by_degree": {k: np.array(v) for k, v in by_degree.items()},
+            "by_c": {k: np.array(v) for k, v in by_c.items()},
+            "by_c_unique": {k: np.array(v) for k, v in by_c_unique.items()}}
+
+
+@experiment(PartitionSetup, STREAMS)
+def run_effort(setup: PartitionSetup, ctx: Experiment, *,
+               workers: int | None = None) -> EffortResult:
     """Experiment 2: how hard the SAT solver works (:func:`solver_effort`).
 
     Colouring instances of random graphs (the shared-partition variant) at mean degree 4.6
@@ -1123,52 +1249,24 @@ def run_effort(setup: PartitionSetup, *, seed: int | None = None, device=None,
     vertices against the mean degree; planted instances against c for every N in
     ``setup.effort_sizes``, each with the effort of finding one consistent partition
     (``by_c``) and of the uniqueness call that exact recovery adds (``by_c_unique``).
-    Graph / instance s uses the logical seed s, its samples
-    ``10_000 + s`` (a stream of their own, as in :func:`run_thresholds`), under base seed
-    ``seed``
-    (default: the book's base seed; see :func:`~seqtheory.utils.experiment_seed`).  The solver
-    runs on the CPU: ``device`` is only validated.  The instances run on ``workers``
-    processes (default: every core under FULL, this process alone in the CPU default run),
-    those with the most Boolean variables first; the conflict counts do not depend on
-    ``workers`` (the solver seconds are timings; a script that uses several workers keeps
-    its top-level code under ``if __name__ == "__main__":``).
+    Graph s draws from stream ``graphs`` (index s), planted instance s from ``problems``
+    and its samples from ``samples`` (index s, as in :func:`run_thresholds`), under the
+    base seed ``ctx.seed``.  The solver runs on the CPU: ``ctx.device`` is only validated.
+    The instances run on ``workers`` processes (default: every core under FULL, this
+    process alone in the CPU default run), those with the most Boolean variables first; the
+    conflict counts do not depend on ``workers`` (the solver seconds are timings; a script
+    that uses several workers keeps its top-level code under ``if __name__ == "__main__":``).
     """
-    seed, ran_on = experiment_seed(seed), _cpu_only(device)
     workers = _check_workers(workers)
-    K, I = setup.K, setup.I  # noqa: E741
-    start = time.perf_counter()
-    jobs = ([("size", n, s) for n in setup.colouring_sizes
-             for s in range(setup.colouring_graphs)]
-            + [("degree", d, s) for d in setup.colouring_degrees
-               for s in range(setup.colouring_graphs)]
-            + [("c", (N, c), s) for N in setup.effort_sizes for c in setup.effort_cs
-               for s in range(setup.effort_trials)])
-    variables = {"size": lambda n: 6 * n, "degree": lambda d: 3 * setup.colouring_n,
-                 "c": lambda key: I * key[0] * K}
-    results = _map_instances(_effort_job,
-                             [(kind, key, s, K, I, setup.colouring_n, seed)
-                              for kind, key, s in jobs], workers,
-                             costs=[variables[kind](key) for kind, key, _ in jobs],
-                             desc="solver effort", progress=progress)
-    by_size: dict = {"colouring, degree 4.6": [], "planted, c = 4": []}
-    by_degree: dict = {d: [] for d in setup.colouring_degrees}
-    by_c: dict = {(N, c): [] for N in setup.effort_sizes for c in setup.effort_cs}
-    by_c_unique: dict = {key: [] for key in by_c}
-    for (kind, key, _), out in zip(jobs, results, strict=True):
-        if kind == "size":
-            by_size["colouring, degree 4.6"].append(out[0])
-            by_size["planted, c = 4"].append(out[1])
-        elif kind == "degree":
-            by_degree[key].append(out)
-        else:
-            by_c[key].append(out[0])
-            by_c_unique[key].append(out[1])
-    return EffortResult(setup=setup, seed=seed, device=ran_on,
-                        seconds=time.perf_counter() - start,
-                        by_size={k: np.array(v, dtype=float) for k, v in by_size.items()},
-                        by_degree={k: np.array(v) for k, v in by_degree.items()},
-                        by_c={k: np.array(v) for k, v in by_c.items()},
-                        by_c_unique={k: np.array(v) for k, v in by_c_unique.items()})
+    with ctx.timer() as timer:
+        jobs = _effort_jobs(setup)
+        results = _map_instances(_effort_job, [(kind, key, s, setup, ctx)
+                                               for kind, key, s in jobs], workers,
+                                 costs=[_effort_variables(setup, kind, key)
+                                        for kind, key, _ in jobs],
+                                 desc="solver effort", progress=ctx.progress)
+        fields = _collect_effort(setup, jobs, results)
+    return EffortResult(**_cpu_header(ctx, setup, timer.seconds), **fields)
 
 
 @dataclass
@@ -1203,13 +1301,9 @@ class GDCell:
 
 
 @dataclass
-class GDResult:
+class GDResult(RunInfo):
     """What :func:`run_gradient_descent` returns: one :class:`GDCell` per (N, c)."""
 
-    setup: PartitionSetup
-    seed: int
-    device: str
-    seconds: float
     cells: dict                 # (N, c) -> GDCell
 
     def __getitem__(self, key) -> GDCell:
@@ -1217,38 +1311,39 @@ class GDResult:
         return self.cells[key]
 
 
-def run_gradient_descent(setup: PartitionSetup, *, seed: int | None = None, device=None,
-                         progress: bool = True) -> GDResult:
+def _gd_cell(setup: PartitionSetup, ctx: Experiment, N: int, c: float) -> GDCell:
+    """One cell of :func:`run_gradient_descent`: train, cluster and score at (N, c)."""
+    K, I, R = setup.K, setup.I, setup.gd_runs  # noqa: E741
+    problems = [planted_problem(N, K, I, seed=ctx.rng("problems", r)) for r in range(R)]
+    data = [sample(pb, samples_for(c, N), seed=ctx.rng("gd_samples", r),
+                   noise=setup.gd_noise) for r, pb in enumerate(problems)]
+    fit = train_embeddings([d[0] for d in data], [d[1] for d in data], N, I, m=K,
+                           steps=setup.gd_steps, lr=setup.gd_lr,
+                           seed=ctx.generator("weights", 0),
+                           snapshot_every=setup.gd_snapshot_every, device=ctx.device)
+    labels = kmeans(fit.embeddings.reshape(-1, N, K), K,
+                    seed=ctx.rng("kmeans", 0)).reshape(R, I, N)
+    rec = [same_partition(labels[r], problems[r].labels) for r in range(R)]
+    ari = [np.mean([adjusted_rand_index(labels[r, i], problems[r].labels[i])
+                    for i in range(I)]) for r in range(R)]
+    return GDCell(N=N, c=c, problems=problems, samples=data, fit=fit,
+                  labels=labels, recovered=np.array(rec), aris=np.array(ari))
+
+
+@experiment(PartitionSetup, STREAMS)
+def run_gradient_descent(setup: PartitionSetup, ctx: Experiment) -> GDResult:
     """Experiment 3: gradient descent on embeddings (:func:`train_embeddings`, m = K), then
     :func:`kmeans`, for every N in ``setup.gd_sizes`` and c in ``setup.gd_cs``.
 
-    At each (N, c), instance r uses the logical seeds r (problem) and ``20_000 + r``
-    (samples, label noise ``setup.gd_noise``); the ``setup.gd_runs`` instances are trained
-    together from initial weights of logical seed 0, and k-means uses logical seed 0 —
-    all under base seed ``seed``
-    (default: the book's base seed; see :func:`~seqtheory.utils.experiment_seed`).
-    Training runs on ``device`` (default the CPU); results come back as NumPy arrays.
+    At each (N, c), instance r draws its problem from stream ``problems`` (index r) and its
+    samples, with label noise ``setup.gd_noise``, from ``gd_samples`` (index r); the
+    ``setup.gd_runs`` instances are trained together from initial weights of stream
+    ``weights`` and k-means starts from stream ``kmeans`` (index 0 both), all under the base
+    seed ``ctx.seed``.  Training runs on ``ctx.device``; results come back as NumPy arrays.
     """
-    seed = experiment_seed(seed)
-    dev = check_device("device", device)
-    K, I, R = setup.K, setup.I, setup.gd_runs  # noqa: E741
-    start = time.perf_counter()
-    cells = {}
-    jobs = [(N, c) for N in setup.gd_sizes for c in setup.gd_cs]
-    for N, c in progress_bar(jobs, desc="gradient descent", disable=not progress):
-        problems = [planted_problem(N, K, I, seed=make_rng(r, base=seed)) for r in range(R)]
-        data = [sample(pb, samples_for(c, N), seed=make_rng(20_000 + r, base=seed),
-                       noise=setup.gd_noise) for r, pb in enumerate(problems)]
-        init = make_generator(0, dev, base=seed)
-        fit = train_embeddings([d[0] for d in data], [d[1] for d in data], N, I, m=K,
-                               steps=setup.gd_steps, lr=setup.gd_lr, seed=init,
-                               snapshot_every=setup.gd_snapshot_every, device=dev)
-        labels = kmeans(fit.embeddings.reshape(-1, N, K), K,
-                        seed=make_rng(0, base=seed)).reshape(R, I, N)
-        rec = [same_partition(labels[r], problems[r].labels) for r in range(R)]
-        ari = [np.mean([adjusted_rand_index(labels[r, i], problems[r].labels[i])
-                        for i in range(I)]) for r in range(R)]
-        cells[N, c] = GDCell(N=N, c=c, problems=problems, samples=data, fit=fit,
-                             labels=labels, recovered=np.array(rec), aris=np.array(ari))
-    return GDResult(setup=setup, seed=seed, device=str(dev),
-                    seconds=time.perf_counter() - start, cells=cells)
+    with ctx.timer() as timer:
+        jobs = [(N, c) for N in setup.gd_sizes for c in setup.gd_cs]
+        cells = {(N, c): _gd_cell(setup, ctx, N, c)
+                 for N, c in progress_bar(jobs, desc="gradient descent",
+                                          disable=not ctx.progress)}
+    return GDResult(**ctx.header(setup, timer.seconds), cells=cells)

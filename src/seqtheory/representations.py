@@ -13,12 +13,12 @@ that the chapter's figures and further analyses use.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from .experiment import Experiment, RunInfo, Streams, experiment
 from .knowledge_graphs import (
     FamilyForest,
     KinshipData,
@@ -29,27 +29,22 @@ from .knowledge_graphs import (
 )
 from .similarity import affine_r2, cka_across_seeds, debiased_cka, stitch_controls
 from .training import History
-from .utils import (
-    Sizes,
-    check_device,
-    check_float,
-    check_int,
-    experiment_seed,
-    make_generator,
-)
+from .utils import Sizes, check_float, check_int, experiment_seed
 
 __all__ = [
-    "SETUP", "KinshipTask", "RepresentationResult", "RepresentationSetup", "affine_fits",
-    "kinship_task", "plot_stitching", "plot_zone", "run",
+    "SETUP", "STREAMS", "KinshipTask", "RepresentationResult", "RepresentationSetup",
+    "affine_fits", "kinship_task", "plot_stitching", "plot_zone", "run",
 ]
 
-# Logical seeds inside one run, under the run's base seed (see :func:`run`).
-_SPLIT_SEED = 0          # the train/held-out split of the pairs
-_SHUFFLE_SEED = 1        # the relabelling that makes the "other graph"
-_OTHER_GRAPH_SEED = 100  # the models of the other graph
-_CONTROL_SEED = 0        # the random embeddings of the stitching control
-_CKA_RANDOM_SEED = 7     # the random embeddings that CKA compares trained ones with
-_R2_RANDOM_SEED = 9      # the random embeddings of the affine-fit control
+#: The random streams of one run (logical seeds under its base seed): ``forest`` f the
+#: family forest of ``setup.forest_seed`` f, ``split`` the train/held-out split of the
+#: pairs, ``relabel`` the relabelling that makes the "other graph", ``weights`` s the
+#: models of seed s (which keep s as their name), ``other_graph`` the models of the other
+#: graph, ``stitch_random`` the random embeddings of the stitching control, ``cka_random``
+#: the random embeddings that CKA compares trained ones with, ``affine_random`` those of
+#: the affine-fit control.
+STREAMS = Streams(forest=0, split=0, relabel=1, weights=0, other_graph=100, stitch_random=0,
+                  cka_random=7, affine_random=9)
 
 
 @dataclass(frozen=True)
@@ -131,31 +126,29 @@ class KinshipTask:
 
 def kinship_task(setup: RepresentationSetup, *, seed: int | None = None) -> KinshipTask:
     """The family forest of ``setup`` and its splits, drawn exactly as :func:`run` draws
-    them for the same base ``seed`` (None: the book's base seed): the forest from logical
-    seed ``setup.forest_seed``, every split from 0, the relabelling from 1.  Cheap: no
-    training."""
+    them for the same base ``seed`` (None: the book's base seed): the forest from stream
+    ``forest`` ``setup.forest_seed``, every split from ``split``, the relabelling from
+    ``relabel`` (:data:`STREAMS`).  Cheap: no training."""
     if not isinstance(setup, RepresentationSetup):
         raise TypeError(f"setup must be a RepresentationSetup, got {type(setup).__name__}")
     seed = experiment_seed(seed)
     forest = FamilyForest.generate(setup.n_families, setup.generations, setup.children,
-                                   seed=setup.forest_seed, base=seed)
-    data = kinship_data(forest, setup.train_fraction, seed=_SPLIT_SEED, base=seed)
-    other_forest = forest.shuffled(seed=_SHUFFLE_SEED, base=seed)
+                                   seed=STREAMS.seed("forest", setup.forest_seed), base=seed)
+    split = STREAMS.seed("split")
+    data = kinship_data(forest, setup.train_fraction, seed=split, base=seed)
+    other_forest = forest.shuffled(seed=STREAMS.seed("relabel"), base=seed)
     return KinshipTask(forest, data, other_forest, data.relabelled(other_forest),
-                       {frac: kinship_data(forest, frac, seed=_SPLIT_SEED, base=seed)
+                       {frac: kinship_data(forest, frac, seed=split, base=seed)
                         for frac in setup.fractions})
 
 
 @dataclass
-class RepresentationResult:
-    """What :func:`run` trained and measured.  Arrays of shape (sizes, seeds) follow
+class RepresentationResult(RunInfo):
+    """What :func:`run` trained and measured (``seconds``: the wall-clock time of the run,
+    ``device``: where the models trained).  Arrays of shape (sizes, seeds) follow
     ``setup.dims`` x ``setup.seeds``; models are frozen and on the CPU, ordered
     size-major (use ``models.index(d, seed)``)."""
 
-    setup: RepresentationSetup
-    seed: int                       # the run's base seed (of every logical seed)
-    device: str                     # where the models were trained
-    seconds: float                  # wall-clock time of the run
     task: KinshipTask               # the forest and its splits (see kinship_task)
     zoo: dict                       # weight decay -> KinshipModels (dims x seeds)
     other_zoo: dict                 # weight decay -> KinshipModels, one per size, other graph
@@ -186,82 +179,94 @@ class RepresentationResult:
 
     def by_size(self, values) -> np.ndarray:
         """(models,) values of a size-major zoo -> a (sizes, seeds) array."""
-        return np.asarray(values).reshape(len(self.setup.dims), len(self.setup.seeds))
+        return _by_size(self.setup, values)
 
 
-def run(setup: RepresentationSetup, *, seed: int | None = None, device=None,
-        progress: bool = True) -> RepresentationResult:
-    """Train the chapter's models and compare their embeddings (Experiments 1 and 2).
+def _by_size(setup: RepresentationSetup, values) -> np.ndarray:
+    return np.asarray(values).reshape(len(setup.dims), len(setup.seeds))
 
-    ``seed`` is the run's base seed (None: the book's base seed ``SEQTHEORY_SEED``; see
-    :func:`~seqtheory.utils.experiment_seed`); every random draw has a logical seed under
-    it: the forest ``setup.forest_seed``, the split 0, the relabelling 1, model ``s`` of
-    every size ``s`` (its own generator, so a model is the same whichever others train with
-    it), the other graph's models 100, the stitching control's random embeddings 0,
-    CKA's random embeddings 7 and the affine-fit control's 9.  The same seed gives the
-    same bits; base seed 0 draws what the chapter's text was measured on.  Models train
-    on ``device`` (None: the CPU) as one batched program per sweep; everything returned is
-    on the CPU.
-    """
-    if not isinstance(setup, RepresentationSetup):
-        raise TypeError(f"setup must be a RepresentationSetup, got {type(setup).__name__}")
-    seed, device = experiment_seed(seed), check_device("device", device)
-    start = time.perf_counter()
-    task = kinship_task(setup, seed=seed)
-    forest, data = task.forest, task.data
-    train_kw = dict(hidden=setup.hidden, steps=setup.steps, lr=setup.lr, base=seed,
-                    device=device, progress=progress)
 
-    histories: dict[str, History] = {}
-    zoo, other_zoo = {}, {}
+def _train_zoos(setup: RepresentationSetup, ctx: Experiment, task: KinshipTask,
+                histories: dict) -> tuple[dict, dict, dict, KinshipModels]:
+    """Every training sweep of :func:`run`, each History added to ``histories``: ``(zoo,
+    other_zoo, starved, bilinear)``, ``starved`` the held-out accuracy (models,) of each
+    training fraction's zoo."""
+    kw = dict(hidden=setup.hidden, steps=setup.steps, lr=setup.lr, base=ctx.seed,
+              device=ctx.device, progress=ctx.progress)
+    seeds = tuple(ctx.logical("weights", s) for s in setup.seeds)
+    zoo, other_zoo, starved = {}, {}, {}
     for wd in setup.weight_decays:
         zoo[wd], histories[f"zoo, wd {wd}"] = train_kinship(
-            data, setup.dims, setup.seeds, weight_decay=wd,
-            desc=f"zoo, weight decay {wd}", **train_kw)
+            task.data, setup.dims, seeds, weight_decay=wd,
+            desc=f"zoo, weight decay {wd}", **kw)
         other_zoo[wd], histories[f"other graph, wd {wd}"] = train_kinship(
-            task.other_data, setup.dims, (_OTHER_GRAPH_SEED,), weight_decay=wd,
-            desc=f"other graph, weight decay {wd}", **train_kw)
-    starved = {}
+            task.other_data, setup.dims, (ctx.logical("other_graph"),), weight_decay=wd,
+            desc=f"other graph, weight decay {wd}", **kw)
     for frac, frac_data in task.fraction_data.items():
         models, histories[f"fraction {frac}"] = train_kinship(
-            frac_data, setup.dims, setup.seeds, weight_decay=0.0,
-            desc=f"training fraction {frac}", **train_kw)
+            frac_data, setup.dims, seeds, weight_decay=0.0,
+            desc=f"training fraction {frac}", **kw)
         starved[frac] = accuracy(models, frac_data)
-    wd_max = max(setup.weight_decays)
     bilinear, histories["bilinear"] = train_kinship(
-        data, setup.bilinear_dims, setup.seeds, weight_decay=wd_max, decoder="bilinear",
-        desc="bilinear decoders", **train_kw)
+        task.data, setup.bilinear_dims, seeds, weight_decay=max(setup.weight_decays),
+        decoder="bilinear", desc="bilinear decoders", **kw)
+    return zoo, other_zoo, starved, bilinear
 
-    result = RepresentationResult(
-        setup=setup, seed=seed, device=str(device), seconds=0.0, task=task, zoo=zoo,
-        other_zoo=other_zoo, bilinear=bilinear, histories=histories,
-        held_out={}, train_acc={}, starved={}, stitched={}, cka={}, cka_random={},
-        affine_fit={})
-    by_size = result.by_size
+
+def _compare(setup: RepresentationSetup, ctx: Experiment, data: KinshipData, zoo: dict,
+             other_zoo: dict, starved: dict) -> dict:
+    """Accuracies, stitching controls, CKA and affine fits of the zoos: the measured
+    fields of :class:`RepresentationResult`.  Moves the zoos to the CPU."""
+    held_out, train_acc = {}, {}
     for wd, Z in zoo.items():
-        result.held_out[wd] = by_size(accuracy(Z, data))
-        result.train_acc[wd] = by_size(accuracy(Z, data, "train"))
-    result.starved = {frac: by_size(acc) for frac, acc in starved.items()}
+        held_out[wd] = _by_size(setup, accuracy(Z, data))
+        train_acc[wd] = _by_size(setup, accuracy(Z, data, "train"))
+    starved = {frac: _by_size(setup, acc) for frac, acc in starved.items()}
     if 0.0 in zoo:
-        result.starved[setup.train_fraction] = result.held_out[0.0]
-
-    gen = make_generator(_CKA_RANDOM_SEED, base=seed)
+        starved[setup.train_fraction] = held_out[0.0]
+    stitched, cka, cka_random = {}, {}, {}
+    gen = ctx.generator("cka_random", device="cpu")
     for wd, Z in zoo.items():
-        controls = stitch_controls(Z, data, other_zoo[wd], seed=_CONTROL_SEED, base=seed,
-                                   steps=setup.stitch_steps)
-        result.stitched[wd] = {name: by_size(v) for name, v in controls.items()}
-        result.cka[wd] = np.stack(list(cka_across_seeds(Z).values()))   # (sizes, pairs)
-        result.cka_random[wd] = np.array(  # (sizes, seeds): trained vs random
-            [[debiased_cka(Z.embedding(Z.index(d, s)),
-                           torch.randn(forest.n, d, generator=gen))
+        controls = stitch_controls(Z, data, other_zoo[wd], seed=ctx.logical("stitch_random"),
+                                   base=ctx.seed, steps=setup.stitch_steps)
+        stitched[wd] = {name: _by_size(setup, v) for name, v in controls.items()}
+        cka[wd] = np.stack(list(cka_across_seeds(Z).values()))          # (sizes, pairs)
+        cka_random[wd] = np.array(  # (sizes, seeds): trained vs random
+            [[debiased_cka(Z.embedding(Z.index(d, ctx.logical("weights", s))),
+                           torch.randn(data.n_people, d, generator=gen))
               for s in setup.seeds] for d in setup.dims])
-    for models in (*zoo.values(), *other_zoo.values(), bilinear):
+    for models in (*zoo.values(), *other_zoo.values()):
         models.to("cpu")
-    gen = make_generator(_R2_RANDOM_SEED, base=seed)
-    for wd, Z in zoo.items():
-        result.affine_fit[wd] = affine_fits(Z, setup.dims, setup.seeds, gen)
-    result.seconds = time.perf_counter() - start
-    return result
+    gen = ctx.generator("affine_random", device="cpu")
+    seeds = tuple(ctx.logical("weights", s) for s in setup.seeds)
+    affine_fit = {wd: affine_fits(Z, setup.dims, seeds, gen) for wd, Z in zoo.items()}
+    return dict(held_out=held_out, train_acc=train_acc, starved=starved, stitched=stitched,
+                cka=cka, cka_random=cka_random, affine_fit=affine_fit)
+
+
+@experiment(RepresentationSetup, STREAMS)
+def run(setup: RepresentationSetup, ctx: Experiment) -> RepresentationResult:
+    """Train the chapter's models and compare their embeddings (Experiments 1 and 2).
+
+    Every random draw comes from a stream of :data:`STREAMS` under the base seed
+    ``ctx.seed`` (the book's base seed ``SEQTHEORY_SEED`` in the friendly call without
+    ``seed``): the forest ``forest``, the split ``split``, the relabelling ``relabel``,
+    model ``s`` of every size ``weights`` s (its own generator, so a model is the same
+    whichever others train with it), the other graph's models ``other_graph``, the
+    stitching control's random embeddings ``stitch_random``, CKA's random embeddings
+    ``cka_random`` and the affine-fit control's ``affine_random``.  The same seed gives the
+    same bits; base seed 0 draws what the chapter's text was measured on.  Models train
+    on ``ctx.device`` as one batched program per sweep; everything returned is on the CPU.
+    """
+    with ctx.timer() as t:
+        task = kinship_task(setup, seed=ctx.seed)
+        histories: dict[str, History] = {}
+        zoo, other_zoo, starved, bilinear = _train_zoos(setup, ctx, task, histories)
+        measured = _compare(setup, ctx, task.data, zoo, other_zoo, starved)
+        bilinear.to("cpu")
+    return RepresentationResult(**ctx.header(setup, t.seconds), task=task, zoo=zoo,
+                                other_zoo=other_zoo, bilinear=bilinear, histories=histories,
+                                **measured)
 
 
 def affine_fits(models: KinshipModels, dims, seeds, generator: torch.Generator) -> dict:

@@ -15,19 +15,21 @@ Scaling laws:
   n and seeds, training every network of the sweep as one batched program
   (:func:`fit_regressors`, through :func:`seqtheory.training.train`).
 
-The chapter's experiments, each ``(setup, *, seed, device, progress)`` with a result
-dataclass: :func:`run_data_sweep` (Experiment 2), :func:`run_beta_sweep` (2b),
-:func:`run_model_sweep` (3); sizes in :class:`ScalingSetup` / ``SETUP``.
+The chapter's experiments follow :mod:`seqtheory.experiment` (``run(setup, seed=...,
+device=..., progress=...)``, a result that extends :class:`~seqtheory.experiment.RunInfo`):
+:func:`run_data_sweep` (Experiment 2), :func:`run_beta_sweep` (2b), :func:`run_model_sweep`
+(3); sizes in :class:`ScalingSetup` / ``SETUP``; random streams in ``STREAMS``.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn as nn
 
+from .experiment import Experiment, RunInfo, Streams, experiment
 from .utils import (
     Sizes,
     check_choice,
@@ -76,7 +78,18 @@ __all__ = [
     "ModelSweepResult",
     "run_model_sweep",
     "plot_model_sweep",
+    "STREAMS",
 ]
+
+# The logical seeds of the module (each under a base seed, see seqtheory.utils.derive_seed):
+STREAMS = Streams(
+    targets=0,           # a torus task's random target and embedding (TorusTask.seed)
+    samples=0,           # learner seed s: its noisy training samples (TorusTask.sample)
+    tests=10_000,        # learner seed s: its clean test set
+    networks=0,          # a network's initialisation and mini-batch order (_network_seed)
+    pool_tests=20_000,   # approximation_error: a task's clean test set
+    pool=30_000,         # approximation_error: a task's pool of clean training points
+)
 
 
 
@@ -315,7 +328,8 @@ class TorusTask:
 
 def knn_error(task: TorusTask, n: int, seed: int = 0, *, n_test: int = 2048,
               ks: Sequence[int] | None = None, block: int = 4096, device=None) -> float:
-    """Test MSE (vs the clean target) of k-NN regression on n noisy samples.
+    """Test MSE (vs the clean target) of k-NN regression on n noisy samples (stream
+    ``samples``, index ``seed``) against a clean test set (stream ``tests``, index ``seed``).
 
     k is chosen from ``ks`` (default: powers of 2 up to n/8) by leave-one-out error on the training
     set, so the learner adapts to the data as theory's rate-optimal k ~ n^(2b/(2b+d)) does.
@@ -323,11 +337,12 @@ def knn_error(task: TorusTask, n: int, seed: int = 0, *, n_test: int = 2048,
     ``device`` if it is a CUDA GPU, else on the CPU; the result does not depend on ``block``.
     """
     n = check_int("n", n, minimum=2)
+    seed = check_int("seed", seed, minimum=0)
     n_test = check_int("n_test", n_test, minimum=1)
     block = check_int("block", block, minimum=1)
     where = _compute_device(device)
-    X, y, _ = task.sample(n, seed, device=where)
-    Xt, yt, _ = task.sample(n_test, 10_000 + seed, noisy=False, device=where)
+    X, y, _ = task.sample(n, STREAMS.seed("samples", seed), device=where)
+    Xt, yt, _ = task.sample(n_test, STREAMS.seed("tests", seed), noisy=False, device=where)
     return _knn_error(X, y, Xt, yt, ks, block=block, device=where)
 
 
@@ -396,9 +411,6 @@ class PointMLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x).squeeze(-1)                                 # (B,)
 
-    def num_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
-
 
 class PointTransformer(nn.Module):
     """The shared :class:`~seqtheory.models.Transformer` reading a point of R^D as tokens.
@@ -426,9 +438,6 @@ class PointTransformer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         tokens = self.embed(x.view(x.shape[0], self.n_tokens, -1))    # (B, T, C)
         return self.body(embeds=tokens)[:, -1, 0]                      # (B,)
-
-    def num_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
 
 
 def make_learner(kind: str, D: int, size: int = 32) -> nn.Module:
@@ -525,14 +534,33 @@ def _fit_members(model: nn.Module, train: Sequence, test: Sequence, val: Sequenc
     """:func:`fit_regressors` on its checked arguments, for a built ``_Members`` model."""
     from .training import train as train_loop
 
-    M = len(train)
     model = model.to(device)
-    Xtr, ntr = _pad([x for x, _ in train], device)
-    ytr, _ = _pad([y for _, y in train], device)
+    batch_fn = _member_batches(train, init_seeds, steps=steps, batch=batch, device=device,
+                               base=base)
     Xte, nte = _pad([x for x, _ in test], device)
     yte, _ = _pad([y for _, y in test], device)
+    eval_fn, best = None, None
+    if val is not None:
+        eval_fn, best = _best_checkpoint(val, (Xte, yte, nte), device)
+    train_loop(model, batch_fn, steps=steps, lr=lr, weight_decay=weight_decay,
+               schedule="cosine", grad_clip=None, eval_every=eval_every if val is not None
+               else steps, eval_fn=eval_fn, loss_fn=_member_mse, progress=progress,
+               desc=desc)
+    if val is None:
+        with evaluating(model):
+            return to_numpy(_masked_mse(model, Xte, yte, nte)).astype(float)
+    return to_numpy(best["test"]).astype(float)
+
+
+def _member_batches(train: Sequence, init_seeds: Sequence[int], *, steps: int, batch: int,
+                    device: torch.device, base: int | None) -> Callable:
+    """``batch_fn(step)`` of :func:`_fit_members`: member m's ``batch`` points of the step,
+    drawn with replacement from ``train[m]`` by a generator of logical seed
+    ``init_seeds[m]`` under ``base``; ``(X (M, batch, D), y (M, batch))``."""
+    Xtr, ntr = _pad([x for x, _ in train], device)
+    ytr, _ = _pad([y for _, y in train], device)
     gens = [make_generator(s, device, base=base) for s in init_seeds]  # batch orders
-    rows = torch.arange(M, device=device)[:, None]
+    rows = torch.arange(len(train), device=device)[:, None]
     counts = ntr.tolist()
     # each member's indices of _DRAW_STEPS steps come from one draw of its own generator:
     # M launches per block of steps instead of M per step (on the CPU the numbers are those
@@ -550,31 +578,32 @@ def _fit_members(model: nn.Module, train: Sequence, test: Sequence, val: Sequenc
         idx = drawn["idx"][step - first]                                   # (M, batch)
         return Xtr[rows, idx], ytr[rows, idx]                  # (M, batch, D), (M, batch)
 
-    eval_fn = None
-    if val is not None:
-        Xv, nv = _pad([x for x, _ in val], device)
-        yv, _ = _pad([y for _, y in val], device)
-        best = {"val": torch.full((M,), float("inf"), device=device),
-                "test": torch.full((M,), float("nan"), device=device)}
+    return batch_fn
 
-        def eval_fn(net, step: int) -> dict:
-            v = _masked_mse(net, Xv, yv, nv)                                   # (M,)
-            if step > 0:       # as before the port: the untrained networks do not compete
-                better = v < best["val"]
-                if better.any():
-                    best["test"] = torch.where(better, _masked_mse(net, Xte, yte, nte),
-                                               best["test"])
-                    best["val"] = torch.minimum(v, best["val"])
-            return {"val mse": v}
 
-    train_loop(model, batch_fn, steps=steps, lr=lr, weight_decay=weight_decay,
-               schedule="cosine", grad_clip=None, eval_every=eval_every if val is not None
-               else steps, eval_fn=eval_fn, loss_fn=_member_mse, progress=progress,
-               desc=desc)
-    if val is None:
-        with evaluating(model):
-            return to_numpy(_masked_mse(model, Xte, yte, nte)).astype(float)
-    return to_numpy(best["test"]).astype(float)
+def _best_checkpoint(val: Sequence, test: tuple, device: torch.device) -> tuple[Callable, dict]:
+    """``(eval_fn, best)`` of :func:`_fit_members` with validation sets ``val``: at each
+    evaluation after step 0, ``best["test"]`` takes each member's error on the padded
+    ``test = (X, y, lengths)`` where its error on ``val[m]`` is lower than at every earlier
+    evaluation (``best["val"]``); the untrained networks at step 0 do not compete."""
+    Xte, yte, nte = test
+    Xv, nv = _pad([x for x, _ in val], device)
+    yv, _ = _pad([y for _, y in val], device)
+    M = len(val)
+    best = {"val": torch.full((M,), float("inf"), device=device),
+            "test": torch.full((M,), float("nan"), device=device)}
+
+    def eval_fn(net, step: int) -> dict:
+        v = _masked_mse(net, Xv, yv, nv)                                   # (M,)
+        if step > 0:
+            better = v < best["val"]
+            if better.any():
+                best["test"] = torch.where(better, _masked_mse(net, Xte, yte, nte),
+                                           best["test"])
+                best["val"] = torch.minimum(v, best["val"])
+        return {"val mse": v}
+
+    return eval_fn, best
 
 
 def _padded_mlps(D: int, widths: Sequence[int], init_seeds: Sequence[int],
@@ -609,6 +638,23 @@ def _padded_mlps(D: int, widths: Sequence[int], init_seeds: Sequence[int],
 _PADDED_MLP_DEVICES = ("cuda",)
 
 
+def _network_seed(seed: int, task: int, size: int = 0) -> int:
+    """The logical seed (stream ``networks``) of the network of learner seed ``seed`` on
+    task number ``task`` at size number ``size``: one seed per member of a sweep (up to
+    1,000 sizes per task and 1,000 tasks per learner seed)."""
+    return STREAMS.seed("networks", 1_000_000 * seed + 1000 * task + size)
+
+
+def _check_tasks(tasks: list, message: str) -> list:
+    """``tasks`` if it is a non-empty list of :class:`TorusTask` of one ambient dimension D;
+    else a TypeError with ``message`` or a ValueError."""
+    if not tasks or not all(isinstance(t, TorusTask) for t in tasks):
+        raise TypeError(message)
+    if len({t.D for t in tasks}) > 1:
+        raise ValueError(f"tasks must share the ambient dimension D, got {[t.D for t in tasks]}")
+    return tasks
+
+
 def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: str = "knn",
                     seeds: Sequence[int] = (0,), *, size: int = 32, steps: int = 1500,
                     batch: int = 128, lr: float = 3e-3, n_test: int = 2048,
@@ -617,9 +663,10 @@ def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: s
     """Test errors (len(tasks), len(sizes), len(seeds)) of ``learner`` ("knn", "mlp" or
     "transformer") trained on n = each size noisy samples of each task with each seed.
 
-    Seed s draws the n training samples (``task.sample(n, s)``, under the task's base
-    seed) and the clean test set (``task.sample(n_test, 10_000 + s)``); the networks'
-    initialisations are logical seeds under ``base`` (None: the book's base seed).
+    Seed s draws the n training samples (stream ``samples``, index s, under the task's base
+    seed) and the clean test set (stream ``tests``, index s); the networks' initialisations
+    and batch orders are stream ``networks`` (one index per seed, task and size) under
+    ``base`` (None: the book's base seed).
     Networks: the first fifth of the n samples is a validation set that picks the
     checkpoint (:func:`fit_regressors`; every network of
     the sweep trains in one batched program on ``device``, each with its own data and
@@ -629,44 +676,56 @@ def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: s
     """
     check_choice("learner", learner, ("knn", "mlp", "transformer"))
     device = check_device("device", device)
-    tasks = list(tasks)
-    if not tasks or not all(isinstance(t, TorusTask) for t in tasks):
-        raise TypeError("tasks must be a non-empty sequence of TorusTask")
-    if len({t.D for t in tasks}) > 1:
-        raise ValueError(f"tasks must share the ambient dimension D, got {[t.D for t in tasks]}")
+    tasks = _check_tasks(list(tasks), "tasks must be a non-empty sequence of TorusTask")
     sizes = [check_int("n", int(n), minimum=5) for n in sizes]
     seeds = [check_int("seed", int(s), minimum=0) for s in seeds]
     if not sizes or not seeds:
         raise ValueError("sizes and seeds must be non-empty")
     jobs = [(t, i, j) for t in range(len(tasks)) for i in range(len(sizes))
             for j in range(len(seeds))]
-    out = np.empty((len(tasks), len(sizes), len(seeds)))
     where = _compute_device(device)
-    test_sets = {(t, j): tasks[t].sample(n_test, 10_000 + seeds[j], noisy=False,
+    test_sets = {(t, j): tasks[t].sample(n_test, STREAMS.seed("tests", seeds[j]), noisy=False,
                                          device=where)[:2]
                  for t in range(len(tasks)) for j in range(len(seeds))}
     if learner == "knn":     # the same numbers as knn_error(task, n, seed, n_test=n_test)
-        for t, i, j in progress_bar(jobs, desc="kNN", disable=not progress, leave=False):
-            X, y, _ = tasks[t].sample(sizes[i], seeds[j], device=where)
-            out[t, i, j] = _knn_error(X, y, *test_sets[t, j], device=where)
-        return out
-    steps = check_int("steps", steps, minimum=1)
+        err = _knn_members(tasks, sizes, seeds, jobs, test_sets, where, progress)
+    else:
+        steps = check_int("steps", steps, minimum=1)
+        train, val, test, init = _network_members(tasks, sizes, seeds, jobs, test_sets, where)
+        err = fit_regressors(learner, tasks[0].D, size, train, test, val, init_seeds=init,
+                             steps=steps, batch=batch, lr=lr, weight_decay=1e-4,
+                             eval_every=eval_every, progress=progress, device=device,
+                             base=base, desc=f"{len(jobs)} {learner}s in one batch")
+    out = np.empty((len(tasks), len(sizes), len(seeds)))
+    for k, (t, i, j) in enumerate(jobs):
+        out[t, i, j] = err[k]
+    return out
+
+
+def _knn_members(tasks: list, sizes: list, seeds: list, jobs: list, test_sets: dict,
+                 where: torch.device, progress: bool) -> list:
+    """k-NN test errors of the jobs ``(task, size, seed)`` of :func:`learning_curves`."""
+    err = []
+    for t, i, j in progress_bar(jobs, desc="kNN", disable=not progress, leave=False):
+        X, y, _ = tasks[t].sample(sizes[i], STREAMS.seed("samples", seeds[j]), device=where)
+        err.append(_knn_error(X, y, *test_sets[t, j], device=where))
+    return err
+
+
+def _network_members(tasks: list, sizes: list, seeds: list, jobs: list, test_sets: dict,
+                     where: torch.device) -> tuple[list, list, list, list]:
+    """``(train, val, test, init_seeds)`` of the jobs ``(task, size, seed)`` of
+    :func:`learning_curves`: the first fifth of each sample validates, the rest trains, and
+    every (seed, task, size) has its own initialisation."""
     train, val, test, init = [], [], [], []
     for t, i, j in jobs:
-        X, y, _ = tasks[t].sample(sizes[i], seeds[j], device=where)
+        X, y, _ = tasks[t].sample(sizes[i], STREAMS.seed("samples", seeds[j]), device=where)
         n_val = max(1, sizes[i] // 5)
         val.append((X[:n_val], y[:n_val]))
         train.append((X[n_val:], y[n_val:]))
         test.append(test_sets[t, j])
-        # one initialisation per (seed, task, size): distinct members of one ensemble
-        init.append(1_000_000 * seeds[j] + 1000 * t + i)
-    err = fit_regressors(learner, tasks[0].D, size, train, test, val, init_seeds=init,
-                         steps=steps, batch=batch, lr=lr, weight_decay=1e-4,
-                         eval_every=eval_every, progress=progress, device=device,
-                         base=base, desc=f"{len(jobs)} {learner}s in one batch")
-    for k, (t, i, j) in enumerate(jobs):
-        out[t, i, j] = err[k]
-    return out
+        init.append(_network_seed(seeds[j], t, i))
+    return train, val, test, init
 
 
 def learning_curve(task: TorusTask, sizes: Sequence[int], learner: str = "knn",
@@ -694,8 +753,10 @@ def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size
 def num_params(kind: str, D: int, size: int) -> int:
     """Parameter count of :func:`make_learner` ``(kind, D, size)`` (built without touching
     torch's global random state)."""
+    from .models import num_params as count
+
     with seeded(0):
-        return make_learner(kind, D, size).num_params()
+        return count(make_learner(kind, D, size))
 
 
 def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] = (8, 16, 32),
@@ -705,9 +766,10 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
                         base: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(parameter counts (len(sizes),), test MSEs)`` of networks of each size (width or
     d_model), trained on clean samples drawn from a pool far larger than the networks
-    (``pool`` points, one pool per task) -- effectively unlimited data, so what remains is
-    approximation (and optimisation) error.  A seed (a logical seed under ``base``, None:
-    the book's base seed) draws the initialisation and the order of the mini-batches.
+    (``pool`` points, one pool per task, stream ``pool``; the test set is stream
+    ``pool_tests``) -- effectively unlimited data, so what remains is approximation (and
+    optimisation) error.  A seed (stream ``networks`` under ``base``, None: the book's base
+    seed) draws the initialisation and the order of the mini-batches.
 
     ``tasks`` is one :class:`TorusTask` (errors of shape (len(sizes), len(seeds))) or a
     sequence of them with one D (errors (len(tasks), len(sizes), len(seeds))).  All tasks
@@ -717,11 +779,8 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
     floating-point rounding).
     """
     one = isinstance(tasks, TorusTask)
-    tasks = [tasks] if one else list(tasks)
-    if not tasks or not all(isinstance(t, TorusTask) for t in tasks):
-        raise TypeError("tasks must be a TorusTask or a non-empty sequence of them")
-    if len({t.D for t in tasks}) > 1:
-        raise ValueError(f"tasks must share the ambient dimension D, got {[t.D for t in tasks]}")
+    tasks = _check_tasks([tasks] if one else list(tasks),
+                         "tasks must be a TorusTask or a non-empty sequence of them")
     device = check_device("device", device)
     steps = check_int("steps", steps, minimum=1)
     batch = check_int("batch", batch, minimum=1)
@@ -731,32 +790,54 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
     if not sizes or not seeds:
         raise ValueError("sizes and seeds must be non-empty")
     jobs = [(t, j) for t in range(len(tasks)) for j in range(len(seeds))]
-    # one pool and one test set per task, shared by the seeds (which draw the
-    # initialisation and the order of the mini-batches)
-    pools = [t.sample(pool, 30_000, noisy=False, device=device)[:2] for t in tasks]
-    tests = [t.sample(n_test, 20_000, noisy=False, device=device)[:2] for t in tasks]
-    train = [pools[t] for t, _ in jobs]
-    test = [tests[t] for t, _ in jobs]
-    init = [1_000_000 * seeds[j] + 1000 * t for t, j in jobs]
+    train, test = _pool_members(tasks, jobs, pool, n_test, device)
+    init = [_network_seed(seeds[j], t) for t, j in jobs]
     params = np.array([num_params(kind, tasks[0].D, size) for size in sizes])
-    errs = np.empty((len(tasks), len(sizes), len(seeds)))
+    fit = dict(steps=steps, batch=batch, lr=lr, progress=progress, device=device, base=base)
     if kind == "mlp" and device.type in _PADDED_MLP_DEVICES:
-        err = _fit_members(_padded_mlps(tasks[0].D, sizes, init, base), train * len(sizes),
-                           test * len(sizes), None, init_seeds=init * len(sizes),
-                           steps=steps, batch=batch, lr=lr, weight_decay=0.01,
-                           eval_every=100, progress=progress,
-                           desc=f"{len(sizes) * len(init)} mlps of {len(sizes)} widths",
-                           device=device, base=base)
-        for k, (i, (t, j)) in enumerate((i, job) for i in range(len(sizes)) for job in jobs):
-            errs[t, i, j] = err[k]
-        return params, (errs[0] if one else errs)
-    for i, size in enumerate(progress_bar(sizes, desc=f"{kind}s", disable=not progress,
-                                          leave=False)):
-        err = fit_regressors(kind, tasks[0].D, size, train, test, init_seeds=init,
-                             steps=steps, batch=batch, lr=lr, device=device, base=base)
-        for k, (t, j) in enumerate(jobs):
-            errs[t, i, j] = err[k]
+        err = _fit_padded_mlps(tasks[0].D, sizes, train, test, init, **fit)
+    else:
+        err = _fit_size_by_size(kind, tasks[0].D, sizes, train, test, init, **fit)
+    errs = np.empty((len(tasks), len(sizes), len(seeds)))
+    for k, (i, (t, j)) in enumerate((i, job) for i in range(len(sizes)) for job in jobs):
+        errs[t, i, j] = err[k]
     return params, (errs[0] if one else errs)
+
+
+def _pool_members(tasks: list, jobs: list, pool: int, n_test: int,
+                  device: torch.device) -> tuple[list, list]:
+    """``(train, test)`` of the jobs ``(task, seed)`` of :func:`approximation_error`: one
+    pool (stream ``pool``) and one test set (stream ``pool_tests``) per task, shared by the
+    seeds (which draw the initialisation and the order of the mini-batches)."""
+    pools = [t.sample(pool, STREAMS.seed("pool"), noisy=False, device=device)[:2]
+             for t in tasks]
+    tests = [t.sample(n_test, STREAMS.seed("pool_tests"), noisy=False, device=device)[:2]
+             for t in tasks]
+    return [pools[t] for t, _ in jobs], [tests[t] for t, _ in jobs]
+
+
+def _fit_padded_mlps(D: int, sizes: list, train: list, test: list, init: list, *,
+                     steps: int, batch: int, lr: float, progress: bool, device: torch.device,
+                     base: int | None) -> np.ndarray:
+    """Test MSEs (len(sizes) * len(init),), size-major, of the MLPs of every width in
+    ``sizes`` trained as one zero-padded program (:func:`_padded_mlps`)."""
+    return _fit_members(_padded_mlps(D, sizes, init, base), train * len(sizes),
+                        test * len(sizes), None, init_seeds=init * len(sizes),
+                        steps=steps, batch=batch, lr=lr, weight_decay=0.01,
+                        eval_every=100, progress=progress,
+                        desc=f"{len(sizes) * len(init)} mlps of {len(sizes)} widths",
+                        device=device, base=base)
+
+
+def _fit_size_by_size(kind: str, D: int, sizes: list, train: list, test: list, init: list,
+                      *, steps: int, batch: int, lr: float, progress: bool,
+                      device: torch.device, base: int | None) -> np.ndarray:
+    """Test MSEs (len(sizes) * len(init),), size-major: the networks of each size train as
+    one batched program (:func:`fit_regressors`)."""
+    return np.concatenate([
+        fit_regressors(kind, D, size, train, test, init_seeds=init, steps=steps,
+                       batch=batch, lr=lr, device=device, base=base)
+        for size in progress_bar(sizes, desc=f"{kind}s", disable=not progress, leave=False)])
 
 
 def plot_product_tree(d: int = 8, ax=None, op: str = "product"):
@@ -866,9 +947,9 @@ def load_text_width_sweep(name: str = "scaling_text_width.json") -> dict:
 class ScalingSetup:
     """Sizes of the scaling-laws chapter's experiments (CPU default; FULL=1 is larger).
 
-    Seeds listed here are logical seeds: an experiment run with base seed ``b`` uses
-    ``b + s`` for each of them (and ``b`` for the tasks' targets), through
-    :func:`~seqtheory.utils.derive_seed`.
+    Seeds listed here are indices into the module's ``STREAMS`` (``samples``, ``tests``,
+    ``networks``); a run with base seed ``b`` maps each logical seed under ``b`` through
+    :func:`~seqtheory.utils.derive_seed` (base 0 keeps them as written).
     """
 
     id_points: int = 5000                     # points per manifold for the ID table
@@ -957,44 +1038,25 @@ SETUP = Sizes(
 # ----------------------------------------------------------------------------- experiments
 
 
-def _start(setup, seed, device) -> tuple[int, torch.device, float]:
-    """Checked ``(base seed, device, start time)`` of an experiment function."""
-    import time
-
-    if not isinstance(setup, ScalingSetup):
-        raise TypeError(f"setup must be a ScalingSetup, got {type(setup).__name__}")
-    return experiment_seed(seed), check_device("device", device), time.perf_counter()
-
-
-def _seconds(start: float) -> float:
-    import time
-
-    return time.perf_counter() - start
-
-
 def torus_tasks(setup: ScalingSetup, dims: Sequence[int] | None = None, *,
                 seed: int | None = None, beta: float = 1.0,
                 max_freq: int | None = None) -> dict:
     """``{d: TorusTask}`` for each torus dimension (default ``setup.torus_dims``) in
-    ``setup.ambient`` dimensions, their targets drawn from logical seed 0 under the base
+    ``setup.ambient`` dimensions, their targets drawn from stream ``targets`` under the base
     seed ``seed`` (None: the book's base seed), which the tasks keep for their samples."""
     if not isinstance(setup, ScalingSetup):
         raise TypeError(f"setup must be a ScalingSetup, got {type(setup).__name__}")
     seed = experiment_seed(seed)
     dims = setup.torus_dims if dims is None else tuple(dims)
     max_freq = setup.max_freq if max_freq is None else max_freq
-    return {d: TorusTask(d=d, D=setup.ambient, beta=beta, max_freq=max_freq, seed=0,
-                         base=seed) for d in dims}
+    return {d: TorusTask(d=d, D=setup.ambient, beta=beta, max_freq=max_freq,
+                         seed=STREAMS.seed("targets"), base=seed) for d in dims}
 
 
 @dataclass
-class DataSweepResult:
+class DataSweepResult(RunInfo):
     """Experiment 2: test errors of each learner against the training-set size n."""
 
-    setup: ScalingSetup
-    seed: int                 # base seed
-    device: str
-    seconds: float
     dims: tuple               # torus dimensions d, one task each
     sizes: dict               # learner name -> training-set sizes n (N,)
     errors: dict              # learner name -> test MSEs (len(dims), N, seeds)
@@ -1022,36 +1084,35 @@ class DataSweepResult:
         return np.array([fit_power_law(n, e).exponent for e in err.T])
 
 
-def run_data_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
-                   progress: bool = True) -> DataSweepResult:
+@experiment(ScalingSetup, STREAMS)
+def run_data_sweep(setup: ScalingSetup, ctx: Experiment) -> DataSweepResult:
     """Experiment 2: learning curves of ``setup.data_learners`` on the tori
-    :func:`torus_tasks` ``(setup, seed=seed)``; networks train as one batched program per
-    learner on ``device`` (None: the CPU); the targets and the k-NN search run there too if
-    it is a CUDA GPU, else on the CPU.
+    :func:`torus_tasks` ``(setup, seed=ctx.seed)``; networks train as one batched program per
+    learner on ``ctx.device``; the targets and the k-NN search run there too if it is a
+    CUDA GPU, else on the CPU.
 
-    ``seed`` is the base seed (None: the book's base seed; see
-    :func:`~seqtheory.utils.experiment_seed`): the targets are logical seed 0 under it, and
-    learner seed ``s`` of the setup is the logical seed of a learner's training sample, test
-    set, initialisation and batch order.
+    Under the base seed ``ctx.seed`` the targets are stream ``targets``, and learner seed
+    ``s`` of the setup is the index of a learner's training sample (stream ``samples``) and
+    test set (stream ``tests``); its networks' initialisations and batch orders are stream
+    ``networks`` (one index per seed, torus and size).
     """
-    seed, device, start = _start(setup, seed, device)
-    tasks = list(torus_tasks(setup, seed=seed).values())
     specs = {
         "kNN": dict(learner="knn", seeds=setup.knn_seeds),
         "MLP": dict(learner="mlp", seeds=setup.mlp_seeds, size=64, steps=setup.net_steps),
         "transformer": dict(learner="transformer", seeds=setup.tf_seeds, size=32,
                             steps=setup.net_steps, eval_every=200),
     }
-    sizes, errors = {}, {}
-    for name, kw in specs.items():
-        if name not in setup.data_learners:
-            continue
-        n = setup.net_sizes if name == "transformer" else setup.sizes
-        errors[name] = learning_curves(tasks, n, **kw, progress=progress, device=device,
-                                       base=seed)
-        sizes[name] = np.array(n)
-    return DataSweepResult(setup=setup, seed=seed, device=str(device),
-                           seconds=_seconds(start), dims=tuple(setup.torus_dims),
+    with ctx.timer() as t:
+        tasks = list(torus_tasks(setup, seed=ctx.seed).values())
+        sizes, errors = {}, {}
+        for name, kw in specs.items():
+            if name not in setup.data_learners:
+                continue
+            n = setup.net_sizes if name == "transformer" else setup.sizes
+            errors[name] = learning_curves(tasks, n, **kw, progress=ctx.progress,
+                                           device=ctx.device, base=ctx.seed)
+            sizes[name] = np.array(n)
+    return DataSweepResult(**ctx.header(setup, t.seconds), dims=tuple(setup.torus_dims),
                            sizes=sizes, errors=errors)
 
 
@@ -1089,13 +1150,9 @@ def plot_learning_curves(result: DataSweepResult, axes=None):
 
 
 @dataclass
-class BetaSweepResult:
+class BetaSweepResult(RunInfo):
     """Experiment 2b: k-NN exponents on the ``setup.beta_dim``-torus against smoothness."""
 
-    setup: ScalingSetup
-    seed: int                     # base seed
-    device: str
-    seconds: float
     betas: np.ndarray             # smoothness values (B,)
     exponents: np.ndarray         # (B, seeds): each seed's fitted exponent, cutoff M
     #                               = setup.beta_max_freq
@@ -1109,34 +1166,25 @@ class BetaSweepResult:
     #                                          Experiment 2's cutoff
 
 
-def run_beta_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
-                   progress: bool = True) -> BetaSweepResult:
+@experiment(ScalingSetup, STREAMS)
+def run_beta_sweep(setup: ScalingSetup, ctx: Experiment) -> BetaSweepResult:
     """Experiment 2b: k-NN learning curves (sizes ``setup.sizes``) on ``setup.beta_dim``-tori
     of each smoothness in ``setup.betas`` with cutoff ``setup.beta_max_freq``, and for the
     smallest and largest beta at Experiment 2's cutoff ``setup.max_freq`` (the control),
     on the ``beta_dim``-torus and on Experiment 2's largest torus.  The targets and the
-    k-NN search run on ``device`` if it is a CUDA GPU, else on the CPU.  Seeds as in
+    k-NN search run on ``ctx.device`` if it is a CUDA GPU, else on the CPU.  Streams as in
     :func:`run_data_sweep`."""
-    seed, device, start = _start(setup, seed, device)
-    def slopes(max_freq, betas, dim=setup.beta_dim):
-        tasks = [TorusTask(d=dim, D=setup.ambient, beta=float(b),
-                           max_freq=max_freq, seed=0, base=seed) for b in betas]
-        err = learning_curves(tasks, setup.sizes, "knn", seeds=setup.beta_seeds,
-                              progress=progress, device=device, base=seed)
-        return np.array([[fit_power_law(setup.sizes, e).exponent for e in err_b.T]
-                         for err_b in err])                               # (betas, seeds)
-
-    betas = np.array(setup.betas, float)
-    control = np.array([betas.min(), betas.max()])
-    exps = slopes(setup.beta_max_freq, betas)
-    control_exps = slopes(setup.max_freq, control)
-    modes = len(TorusTask(d=setup.beta_dim, max_freq=setup.beta_max_freq, seed=0,
-                          base=seed).amps)
-    top = max(setup.torus_dims)
-    top_exps = slopes(setup.max_freq, control, top)
-    pred = np.array([predicted_exponents(setup.beta_dim, b)["alpha_data"] for b in betas])
-    return BetaSweepResult(setup=setup, seed=seed, device=str(device),
-                           seconds=_seconds(start), betas=betas, exponents=exps,
+    with ctx.timer() as t:
+        betas = np.array(setup.betas, float)
+        control = np.array([betas.min(), betas.max()])
+        exps = _knn_slopes(setup, ctx, setup.beta_max_freq, betas)
+        control_exps = _knn_slopes(setup, ctx, setup.max_freq, control)
+        modes = len(TorusTask(d=setup.beta_dim, max_freq=setup.beta_max_freq,
+                              seed=ctx.logical("targets"), base=ctx.seed).amps)
+        top = max(setup.torus_dims)
+        top_exps = _knn_slopes(setup, ctx, setup.max_freq, control, top)
+        pred = np.array([predicted_exponents(setup.beta_dim, b)["alpha_data"] for b in betas])
+    return BetaSweepResult(**ctx.header(setup, t.seconds), betas=betas, exponents=exps,
                            control_betas=control, control_exponents=control_exps,
                            predicted=pred, modes=modes, top_dim=top,
                            top_cutoff=TorusTask(d=top, D=setup.ambient,
@@ -1144,14 +1192,24 @@ def run_beta_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
                            top_exponents=top_exps)
 
 
+def _knn_slopes(setup: ScalingSetup, ctx: Experiment, max_freq: int, betas: np.ndarray,
+                dim: int | None = None) -> np.ndarray:
+    """Each seed's fitted k-NN exponent (len(betas), len(setup.beta_seeds)) on
+    ``dim``-tori (default ``setup.beta_dim``) of smoothness ``betas`` and cutoff
+    ``max_freq``, their targets stream ``targets``."""
+    dim = setup.beta_dim if dim is None else dim
+    tasks = [TorusTask(d=dim, D=setup.ambient, beta=float(b), max_freq=max_freq,
+                       seed=ctx.logical("targets"), base=ctx.seed) for b in betas]
+    err = learning_curves(tasks, setup.sizes, "knn", seeds=setup.beta_seeds,
+                          progress=ctx.progress, device=ctx.device, base=ctx.seed)
+    return np.array([[fit_power_law(setup.sizes, e).exponent for e in err_b.T]
+                     for err_b in err])                                   # (betas, seeds)
+
+
 @dataclass
-class ModelSweepResult:
+class ModelSweepResult(RunInfo):
     """Experiment 3: test errors of networks of growing size on effectively unlimited data."""
 
-    setup: ScalingSetup
-    seed: int                 # base seed
-    device: str
-    seconds: float
     dims: tuple               # torus dimensions d
     params: dict              # kind -> parameter counts N (W,)
     errors: dict              # kind -> test MSEs (len(dims), W, seeds)
@@ -1179,22 +1237,23 @@ class ModelSweepResult:
         return np.array([fit_power_law(N, e).exponent for e in err.T])
 
 
-def run_model_sweep(setup: ScalingSetup, *, seed: int | None = None, device=None,
-                    progress: bool = True) -> ModelSweepResult:
+@experiment(ScalingSetup, STREAMS)
+def run_model_sweep(setup: ScalingSetup, ctx: Experiment) -> ModelSweepResult:
     """Experiment 3: :func:`approximation_error` of each kind in ``setup.approx_kinds``
     (MLP widths ``setup.widths``, transformer d_model ``setup.tf_widths``) on the tori of
-    dimensions ``setup.width_dims``, ``setup.net_steps`` steps, on ``device``.  Seeds as in
-    :func:`run_data_sweep` (here a seed draws the initialisation and the batch order)."""
-    seed, device, start = _start(setup, seed, device)
-    tasks = list(torus_tasks(setup, setup.width_dims, seed=seed).values())
-    params, errors = {}, {}
-    for kind in setup.approx_kinds:
-        widths = setup.widths if kind == "mlp" else setup.tf_widths
-        params[kind], errors[kind] = approximation_error(
-            tasks, kind, widths, setup.approx_seeds, steps=setup.net_steps,
-            progress=progress, device=device, base=seed)
-    return ModelSweepResult(setup=setup, seed=seed, device=str(device),
-                            seconds=_seconds(start), dims=tuple(setup.width_dims),
+    dimensions ``setup.width_dims``, ``setup.net_steps`` steps, on ``ctx.device``.  Under
+    the base seed ``ctx.seed`` the targets are stream ``targets``, a task's pool and test
+    set streams ``pool`` and ``pool_tests``, and seed ``s`` of ``setup.approx_seeds`` the
+    index of a network's initialisation and batch order (stream ``networks``)."""
+    with ctx.timer() as t:
+        tasks = list(torus_tasks(setup, setup.width_dims, seed=ctx.seed).values())
+        params, errors = {}, {}
+        for kind in setup.approx_kinds:
+            widths = setup.widths if kind == "mlp" else setup.tf_widths
+            params[kind], errors[kind] = approximation_error(
+                tasks, kind, widths, setup.approx_seeds, steps=setup.net_steps,
+                progress=ctx.progress, device=ctx.device, base=ctx.seed)
+    return ModelSweepResult(**ctx.header(setup, t.seconds), dims=tuple(setup.width_dims),
                             params=params, errors=errors)
 
 

@@ -12,8 +12,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .attention import attention_to_offset
 from .ensemble import Ensemble, member_eval
-from .models import Transformer, TransformerConfig, attention_to_offset
+from .experiment import Experiment, RunInfo, Streams, experiment
+from .models import Transformer, TransformerConfig
 from .training import IGNORE_INDEX, History, TrainConfig, train
 from .utils import (
     Sizes,
@@ -21,12 +23,16 @@ from .utils import (
     check_float,
     check_generator_device,
     check_int,
-    experiment_seed,
-    make_generator,
 )
 
 __all__ = ["previous_token_batch", "PreviousTokenSetup", "SETUP", "PreviousTokenResult",
-           "evaluate", "run"]
+           "evaluate", "run", "STREAMS"]
+
+#: the random streams of :func:`run` (logical seeds under the base seed): ``weights`` of the
+#: main model (index 0) and of the Ensemble's members (index ``s`` of ``setup.seeds``),
+#: ``heldout`` the held-out set, ``data`` the main run's batches, ``member_data`` the
+#: Ensemble's batches
+STREAMS = Streams(weights=0, heldout=50, data=200, member_data=100)
 
 
 def previous_token_batch(
@@ -118,13 +124,10 @@ SETUP = Sizes(
 
 
 @dataclass
-class PreviousTokenResult:
-    """The result of :func:`run`: the main run (with snapshots) and the extra seeds."""
+class PreviousTokenResult(RunInfo):
+    """The result of :func:`run`: the main run (with snapshots) and the extra seeds
+    (``seconds``: both training loops together)."""
 
-    setup: PreviousTokenSetup
-    seed: int                  # the base seed every logical seed derives from
-    device: str                # where the models trained
-    seconds: float             # wall-clock time of both training loops
     model: Transformer         # the main run's trained model (on ``device``)
     history: History           # its losses, evaluations and snapshots (every eval_every)
     ensemble: Ensemble         # the models of ``setup.seeds``, trained as one program
@@ -146,27 +149,24 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict:
     }
 
 
-def run(setup: PreviousTokenSetup, *, seed: int | None = None,
-        device: str | torch.device | None = None, progress: bool = True
-        ) -> PreviousTokenResult:
+@experiment(PreviousTokenSetup, STREAMS)
+def run(setup: PreviousTokenSetup, ctx: Experiment) -> PreviousTokenResult:
     """Train the one-layer transformer of ``setup`` on the previous-token task, and the
     same model for each of ``setup.seeds`` as one batched :class:`~seqtheory.Ensemble`.
 
-    ``seed`` is the base seed (None: :func:`~seqtheory.utils.base_seed`; see
-    :func:`~seqtheory.utils.experiment_seed`) of these logical seeds.  Main run: weights 0,
-    held-out set 50, batches 200, evaluated and snapshotted every ``eval_every`` steps.
-    Ensemble: member weights ``s`` for ``s`` in ``setup.seeds``, batches 100, evaluated on
-    the same held-out set every ``seeds_eval_every`` steps.  Generators live on ``device``,
-    so batches are drawn where the models train.
+    Randomness (:data:`STREAMS` under the base seed ``ctx.seed``).  Main run: weights
+    ``("weights", 0)``, held-out set ``heldout``, batches ``data``, evaluated and
+    snapshotted every ``eval_every`` steps.  Ensemble: member weights ``("weights", s)``
+    for ``s`` in ``setup.seeds``, batches ``member_data``, evaluated on the same held-out
+    set every ``seeds_eval_every`` steps.  Generators live on ``ctx.device``, so batches
+    are drawn where the models train.
     """
-    if not isinstance(setup, PreviousTokenSetup):
-        raise TypeError(f"setup must be a PreviousTokenSetup, got {type(setup).__name__}")
-    seed, device = experiment_seed(seed), check_device("device", device)
+    device, progress = ctx.device, ctx.progress
     cfg = setup.model_config()
-    eval_x, eval_y = setup.batch(setup.eval_n, make_generator(50, device, base=seed), device)
+    eval_x, eval_y = setup.batch(setup.eval_n, ctx.generator("heldout"), device)
 
-    model = Transformer(cfg, seed=0, base=seed).to(device)
-    data = make_generator(200, device, base=seed)
+    model = Transformer(cfg, seed=ctx.logical("weights", 0), base=ctx.seed).to(device)
+    data = ctx.generator("data")
     every = setup.eval_every
     history = train(
         model, lambda step: setup.batch(setup.batch_size, data, device),
@@ -176,8 +176,9 @@ def run(setup: PreviousTokenSetup, *, seed: int | None = None,
         desc="previous-token head")
 
     seeds = tuple(setup.seeds)
-    ens = Ensemble(lambda: Transformer(cfg), seeds, base=seed).to(device)
-    g = make_generator(100, device, base=seed)
+    ens = Ensemble(lambda: Transformer(cfg), [ctx.logical("weights", s) for s in seeds],
+                   base=ctx.seed).to(device)
+    g = ctx.generator("member_data")
     shape = (len(seeds), setup.batch_size, setup.seq_len)
 
     def ensemble_batch(step):
@@ -189,5 +190,7 @@ def run(setup: PreviousTokenSetup, *, seed: int | None = None,
         TrainConfig(steps=setup.steps, lr=setup.lr, eval_every=setup.seeds_eval_every),
         eval_fn=member_eval(lambda m, step: evaluate(m, eval_x, eval_y)),
         progress=progress, desc=f"{len(seeds)} seeds")
-    return PreviousTokenResult(setup, seed, str(device), history.seconds + ens_history.seconds,
-                               model, history, ens, ens_history, eval_x.cpu(), eval_y.cpu())
+    return PreviousTokenResult(**ctx.header(setup, history.seconds + ens_history.seconds),
+                               model=model, history=history, ensemble=ens,
+                               ensemble_history=ens_history, eval_x=eval_x.cpu(),
+                               eval_y=eval_y.cpu())

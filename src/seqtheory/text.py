@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from .dimension import mle_dimension
+from .experiment import Streams
 from .models import Transformer, TransformerConfig
 from .training import History, TrainConfig, copy_state, next_token_loss, train
 from .utils import (
@@ -38,8 +39,13 @@ from .utils import (
 
 __all__ = [
     "CharCorpus", "CharModelResult", "activation_dimension", "hidden_states",
-    "load_shakespeare", "train_char_model",
+    "load_shakespeare", "train_char_model", "STREAMS",
 ]
+
+# The logical seeds of train_char_model (each under a base seed, see
+# seqtheory.utils.derive_seed): index ``seed`` of weights, index ``seed * 100_003 + step``
+# of train_windows.
+STREAMS = Streams(weights=0, val_windows=1, test_windows=2, train_windows=0)
 
 
 def load_shakespeare() -> str:
@@ -88,8 +94,8 @@ class CharCorpus:
                 limit: int | None = None, device=None, *,
                 base: int | None = None) -> torch.Tensor:
         """``n`` random windows (n, length) of the split (of its first ``limit`` tokens),
-        cut on ``device`` (None: the CPU) with a generator there (the same windows on the
-        CPU as before; a GPU's generator draws others)."""
+        cut on ``device`` (None: the CPU) with a generator there: ``seed`` is a logical seed
+        under ``base`` (a GPU's generator draws other windows than the CPU's)."""
         device = check_device("device", device)
         ids = self._on(split, device)
         if limit is not None:
@@ -138,33 +144,54 @@ def train_char_model(corpus: CharCorpus, n_train: int, *, d_model: int = 64,
     """Train the shared transformer on the first ``n_train`` training characters.
 
     AdamW with a short warm-up and cosine decay (:func:`seqtheory.training.train`); the
-    checkpoint with the lowest loss on ``n_eval`` validation windows is kept.  ``seed``
-    (a logical seed under ``base``, None: the book's base seed; through
-    :func:`~seqtheory.utils.derive_seed`) draws the initialisation, built under
-    :func:`~seqtheory.utils.seeded` so torch's global random state is left as it was, and
-    the order of the training windows.  The model trains on ``device`` (None: the CPU);
-    training windows are cut on ``device`` too (on the CPU exactly as before).
+    checkpoint with the lowest loss on ``n_eval`` validation windows is kept.  Under
+    ``base`` (None: the book's base seed; through :func:`~seqtheory.utils.derive_seed`)
+    ``seed`` is the index of the initialisation (stream ``weights``, built under
+    :func:`~seqtheory.utils.seeded` so torch's global random state is left as it was) and
+    of the training windows (stream ``train_windows``, one index per seed and step); the
+    validation and test windows are streams ``val_windows`` and ``test_windows``.  The
+    model trains on ``device`` (None: the CPU); training windows are cut on ``device`` too
+    (on a GPU its generator draws other windows than the CPU's).
     """
     n_train = check_int("n_train", n_train, minimum=context + 2)
+    seed = check_int("seed", seed, minimum=0)
     device = check_device("device", device)
     if n_train > len(corpus.split("train")):
         raise ValueError(f"n_train={n_train} exceeds the {len(corpus.split('train'))} "
                          "training characters")
-    with seeded(seed, base=base):
+    with seeded(STREAMS.seed("weights", seed), base=base):
         model = Transformer(TransformerConfig(
             vocab_size=corpus.vocab_size, max_len=context, n_layers=n_layers,
             n_heads=n_heads, d_model=d_model))
     model.to(device)
-    val = corpus.windows("val", n_eval, context + 1, seed=1, base=base).to(device)
-    test = corpus.windows("test", n_eval, context + 1, seed=2, base=base).to(device)
-    # training windows are cut on ``device`` (the CPU run's windows are those of the
-    # archived sweeps; a GPU run draws other windows)
-    best = {"val_loss": float("inf")}
+    val = corpus.windows("val", n_eval, context + 1, seed=STREAMS.seed("val_windows"),
+                         base=base).to(device)
+    test = corpus.windows("test", n_eval, context + 1, seed=STREAMS.seed("test_windows"),
+                          base=base).to(device)
 
     def batch_fn(step: int):
-        w = corpus.windows("train", batch, context + 1, seed=seed * 100_003 + step,
+        w = corpus.windows("train", batch, context + 1,
+                           seed=STREAMS.seed("train_windows", seed * 100_003 + step),
                            limit=n_train, device=device, base=base)       # (batch, T+1)
         return w[:, :-1], w[:, 1:]
+
+    eval_fn, best = _best_checkpoint(val, test)
+    hist = train(model, batch_fn, TrainConfig(steps=steps, lr=lr, warmup=min(50, steps // 10),
+                                             schedule="cosine", eval_every=eval_every),
+                 eval_fn=eval_fn, progress=progress, desc=f"n={n_train:,}")
+    model.load_state_dict(best["state"])
+    model.eval()
+    return CharModelResult(seed=seed, device=str(device), seconds=hist.seconds, model=model,
+                           test_loss=best["test_loss"], val_loss=best["val_loss"],
+                           best_step=best["best_step"], params=_non_embedding_params(model),
+                           history=hist)
+
+
+def _best_checkpoint(val: torch.Tensor, test: torch.Tensor) -> tuple:
+    """``(eval_fn, best)``: each evaluation with a lower loss on the ``val`` windows than
+    every earlier one records that loss, the test windows' loss, the step and a copy of the
+    weights in ``best``."""
+    best = {"val_loss": float("inf")}
 
     def eval_fn(m, step: int) -> dict:
         v = float(next_token_loss(m(val[:, :-1]), val[:, 1:]))
@@ -173,17 +200,14 @@ def train_char_model(corpus: CharCorpus, n_train: int, *, d_model: int = 64,
             best.update(val_loss=v, test_loss=t, best_step=step, state=copy_state(m))
         return {"val loss": v}
 
-    hist = train(model, batch_fn, TrainConfig(steps=steps, lr=lr, warmup=min(50, steps // 10),
-                                             schedule="cosine", eval_every=eval_every),
-                 eval_fn=eval_fn, progress=progress, desc=f"n={n_train:,}")
-    model.load_state_dict(best["state"])
-    model.eval()
+    return eval_fn, best
+
+
+def _non_embedding_params(model: Transformer) -> int:
+    """Parameters of ``model`` less its token, unembedding and position weights."""
     emb = sum(p.numel() for p in (model.tok_emb.weight, model.unembed.weight))
     pos = model.pos_emb.weight.numel() if model.pos_emb is not None else 0
-    return CharModelResult(seed=seed, device=str(device), seconds=hist.seconds, model=model,
-                           test_loss=best["test_loss"], val_loss=best["val_loss"],
-                           best_step=best["best_step"], params=model.num_params() - emb - pos,
-                           history=hist)
+    return model.num_params() - emb - pos
 
 
 def hidden_states(model: Transformer, windows: torch.Tensor, layer: int = -1,

@@ -23,14 +23,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .experiment import Experiment, RunInfo, Streams, experiment
 from .utils import Sizes, check_choice, check_float, check_int
 
 __all__ = [
     "BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths", "encode_rows",
     "token_batch", "unigram_sweep", "switching_sampler", "block_unigram_entropy",
     "RaceResult", "race", "TRAP_CONDITIONS", "TRAP_EVAL_SCORES", "TrapResult", "run_trap",
-    "trap_eval_loss", "TokenizationSetup", "SETUP",
+    "trap_eval_loss", "TokenizationSetup", "SETUP", "STREAMS",
 ]
+
+#: The random streams of the two experiments (logical seeds under the base seed):
+#: ``weights`` s the initial weights of seed s's model (in :func:`race` and
+#: :func:`run_trap`); in :func:`race`, ``race_heldout`` the BPE training stream and the
+#: held-out sets, ``race_data`` s seed s's training batches; in :func:`run_trap`,
+#: ``trap_heldout`` the held-out sequences, ``trap_data`` s seed s's training batches.
+STREAMS = Streams(weights=0, race_heldout=0, race_data=100, trap_heldout=9, trap_data=10)
 
 
 def _as_symbols(seq, alphabet: int, name: str = "sequence") -> np.ndarray:
@@ -604,14 +612,55 @@ def _chains_from(cdf, start, T: int, generator):
     return torch.cat([start[:, None], rest], dim=1)
 
 
-@dataclass
-class RaceResult:
-    """Characters versus tokens: one History per seed and kind, plus what the chapter plots."""
+@dataclass(frozen=True)
+class TokenizationSetup:
+    """Sizes of the tokenization chapter's experiments."""
 
-    setup: TokenizationSetup      # the sizes used
-    seed: int                     # the base seed every logical seed derives from
-    device: str                   # where the transformers trained
-    seconds: float                # wall-clock time of all the training loops
+    n_symbols: int = 1_000_000         # training stream = test stream length (unigram sweep)
+    n_short: int = 100_000             # the short training stream (large dictionaries overfit)
+    dictionary_sizes: tuple = (4, 16, 64, 256, 1024)
+    trap_steps: int = 2500             # 1-layer tied model: long enough to see it escape
+    trap_seeds: tuple = (0, 1, 2)      # seeds of every condition of the trap experiment
+    control_steps: int = 300           # the runs that are not trapped (near H by then)
+    trap_length: int = 64              # sequence length of the trap experiment
+    lm_steps: int = 100                # characters vs tokens (the early race, 3 seeds each)
+    race_seeds: tuple = (0, 1, 2)
+    char_length: int = 256             # characters per training sequence
+    token_length: int = 96             # BPE tokens per training sequence
+    batch_size: int = 32               # sequences per training step (trap and race)
+
+    def __post_init__(self) -> None:
+        for name in ("n_symbols", "n_short", "trap_steps", "control_steps", "lm_steps",
+                     "char_length", "token_length", "batch_size"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("trap_length", self.trap_length, minimum=2)
+        for name in ("dictionary_sizes", "trap_seeds", "race_seeds"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or not value:
+                raise TypeError(f"{name} must be a non-empty tuple, got {value!r}")
+        for d in self.dictionary_sizes:
+            check_int("dictionary size", d, minimum=2)
+        for name in ("trap_seeds", "race_seeds"):
+            for s in getattr(self, name):
+                check_int(f"{name} entry", s, minimum=0)
+
+
+#: CPU default and the FULL=1 (GPU) sizes of the tokenization chapter.  The trap uses
+#: sequences of N = 1024 symbols, the length of Makkuva et al. (Sec. 3.1); the race's
+#: sizes are not the paper's (Rajaraman et al. state none we could check): five seeds as
+#: in the archived race, 5,000 steps.
+SETUP = Sizes(cpu=TokenizationSetup(),
+              full=TokenizationSetup(n_symbols=10_000_000, trap_steps=10_000,
+                                     trap_seeds=(0, 1, 2, 3), trap_length=1024,
+                                     lm_steps=5000, race_seeds=(0, 1, 2, 3, 4)))
+
+
+@dataclass
+class RaceResult(RunInfo):
+    """Characters versus tokens: one History per seed and kind, plus what the chapter plots
+    (``seconds``: the time of all the training loops, ``device``: where the transformers
+    trained)."""
+
     bpe: BPE                      # the race's BPE tokenizer (trained on one 10^6-bit stream)
     histories: dict               # kind -> [History per seed]; metrics "bits/char", "seconds"
     chars_seen: dict              # kind -> [(steps + 1,) cumulative target characters per seed]
@@ -622,57 +671,29 @@ class RaceResult:
 RACE_KINDS = ("characters", "tokens")
 
 
-def race(setup: TokenizationSetup | None = None, *, seed: int | None = None,
-         device=None, progress: bool = True, steps: int | None = None, seeds=None,
-         kinds: Sequence[str] = RACE_KINDS, order: int = 4, p: float = 0.8, q: float = 0.8,
-         d: int = 64, eval_every: int = 25) -> RaceResult:
-    """Train the same 2-layer transformer on characters and on BPE-``d`` tokens.
-
-    ``seed`` is the base seed (None: :func:`~seqtheory.utils.base_seed`; see
-    :func:`~seqtheory.utils.experiment_seed`) of these logical seeds.  One run per race
-    seed ``s`` (``setup.race_seeds``, or ``seeds``): weights ``s``, data stream ``100 + s``;
-    held-out loss per character every ``eval_every`` steps.  The tokenizer and the held-out
-    sets come from logical seed 0.  With
-    the constant learning rate the first N steps of a longer run are the N-step run.
-    ``device`` (default the CPU) is where the models train: the held-out sets are moved
-    there once, and the training batches, drawn on the CPU (BPE encodes with NumPy), are
-    moved over at each step.
-    """
+def _race_held_out(setup: TokenizationSetup, ctx: Experiment, sample: dict, d: int):
+    """The race's tokenizer, its unigram baseline and one held-out evaluation per kind, all
+    drawn from stream ``race_heldout`` (on the CPU): ``(bpe, unigram_bits, {kind: eval})``
+    where ``eval(model)`` is the held-out loss in bits per character."""
     import math
-    import time
 
     import torch
 
     from .markov import sample_switching
-    from .models import Transformer, TransformerConfig
-    from .training import TrainConfig, train
-    from .utils import check_device, experiment_seed, make_generator, seeded
 
-    setup = SETUP.pick() if setup is None else setup
-    if not isinstance(setup, TokenizationSetup):
-        raise TypeError(f"setup must be a TokenizationSetup, got {type(setup).__name__}")
-    seed, device = experiment_seed(seed), check_device("device", device)
-    steps = check_int("steps", setup.lm_steps if steps is None else steps, minimum=1)
-    seeds = tuple(setup.race_seeds if seeds is None else seeds)
-    for s in seeds:
-        check_int("race seed", s, minimum=0)
-    for kind in kinds:
-        check_choice("kind", kind, RACE_KINDS)
-    gen = make_generator(0, base=seed)
-    train_x = sample_switching(1, setup.n_symbols, p, q, order=order, generator=gen)[0]
+    gen = ctx.generator("race_heldout", device="cpu")
+    train_x = sample_switching(1, setup.n_symbols, **sample, generator=gen)[0]
     bpe, seen_train = BPE.train(train_x, d, snapshots=[d])
-    held_chars = sample_switching(64, setup.char_length + 1, p, q, order=order, generator=gen)
+    held_chars = sample_switching(64, setup.char_length + 1, **sample, generator=gen)
     # rows of 700 characters give at least token_length + 1 BPE-64 tokens
     held_in, held_tgt, held_sym = token_batch(
-        bpe, sample_switching(128, 700, p, q, order=order, generator=gen), setup.token_length)
+        bpe, sample_switching(128, 700, **sample, generator=gen), setup.token_length)
     counts = np.bincount(seen_train[d], minlength=bpe.vocab_size) + 0.5
     logq = np.log2(counts / counts.sum())
     tgt = held_tgt.numpy()
     unigram_bits = float(-logq[tgt[tgt >= 0]].sum() / held_sym.sum().item())
-    char_rows = switching_sampler(setup.batch_size, setup.char_length + 1, p, q, order=order)
-    token_rows = switching_sampler(setup.batch_size, 700, p, q, order=order)
     n_held_symbols = held_sym.sum().item()
-    held_chars, held_in, held_tgt = (t.to(device) for t in (held_chars, held_in, held_tgt))
+    held_chars, held_in, held_tgt = (t.to(ctx.device) for t in (held_chars, held_in, held_tgt))
 
     def char_eval(m):
         ce = torch.nn.functional.cross_entropy(
@@ -684,39 +705,77 @@ def race(setup: TokenizationSetup | None = None, *, seed: int | None = None,
             m(held_in).flatten(0, 1), held_tgt.flatten(), ignore_index=-100, reduction="sum")
         return ce.item() / n_held_symbols / math.log(2)
 
+    return bpe, unigram_bits, {"characters": char_eval, "tokens": token_eval}
+
+
+def _race_one(kind: str, s: int, setup: TokenizationSetup, ctx: Experiment, rows, bpe: BPE,
+              d: int, evaluate, steps: int, eval_every: int):
+    """Train seed ``s`` of ``kind`` (weights ``weights`` s, batches ``race_data`` s drawn by
+    ``rows`` on the CPU; a vocabulary of ``d`` ids for tokens): ``(History, (steps + 1,)
+    cumulative target characters)``."""
+    from .models import Transformer, TransformerConfig
+    from .training import TrainConfig, train
+
+    vocab, T = (2, setup.char_length) if kind == "characters" else (d, setup.token_length)
+    with ctx.seeded("weights", s):
+        model = Transformer(TransformerConfig(vocab_size=vocab, max_len=T, n_layers=2,
+                                              n_heads=2, d_model=32))
+    model = model.to(ctx.device)
+    data, seen = ctx.generator("race_data", s, device="cpu"), [0]
+
+    def batch(step):
+        if kind == "characters":
+            x = rows(data)
+            seen.append(x.shape[0] * (x.shape[1] - 1))
+            return x[:, :-1], x[:, 1:]
+        inputs, targets, symbols = token_batch(bpe, rows(data), setup.token_length)
+        seen.append(int(symbols.sum()))
+        return inputs, targets
+
+    with ctx.timer() as t:
+        history = train(model, batch, TrainConfig(steps=steps, eval_every=eval_every),
+                        eval_fn=lambda m, step: {"bits/char": evaluate(m),
+                                                 "seconds": t.seconds},
+                        desc=f"{kind}, seed {s}", progress=ctx.progress)
+    return history, np.cumsum(seen)
+
+
+@experiment(TokenizationSetup, STREAMS)
+def race(setup: TokenizationSetup, ctx: Experiment, *, steps: int | None = None, seeds=None,
+         kinds: Sequence[str] = RACE_KINDS, order: int = 4, p: float = 0.8, q: float = 0.8,
+         d: int = 64, eval_every: int = 25) -> RaceResult:
+    """Train the same 2-layer transformer on characters and on BPE-``d`` tokens.
+
+    One run per race seed ``s`` (``setup.race_seeds``, or ``seeds``): weights from stream
+    ``weights`` s, training batches from ``race_data`` s; held-out loss per character every
+    ``eval_every`` steps.  The tokenizer and the held-out sets come from ``race_heldout``;
+    every stream is under the base seed ``ctx.seed``.  With
+    the constant learning rate the first N steps of a longer run are the N-step run.
+    ``ctx.device`` is where the models train: the held-out sets are moved
+    there once, and the training batches, drawn on the CPU (BPE encodes with NumPy), are
+    moved over at each step.
+    """
+    steps = check_int("steps", setup.lm_steps if steps is None else steps, minimum=1)
+    seeds = tuple(setup.race_seeds if seeds is None else seeds)
+    for s in seeds:
+        check_int("race seed", s, minimum=0)
+    for kind in kinds:
+        check_choice("kind", kind, RACE_KINDS)
+    sample = dict(p=p, q=q, order=order)
+    bpe, unigram_bits, evals = _race_held_out(setup, ctx, sample, d)
+    rows = {"characters": switching_sampler(setup.batch_size, setup.char_length + 1, **sample),
+            "tokens": switching_sampler(setup.batch_size, 700, **sample)}
     histories, chars_seen, seconds = {}, {}, 0.0
     for kind in kinds:
-        vocab, T = (2, setup.char_length) if kind == "characters" else (d, setup.token_length)
-        runs, seen_runs = [], []
+        histories[kind], chars_seen[kind] = [], []
         for s in seeds:
-            with seeded(s, base=seed):
-                model = Transformer(TransformerConfig(vocab_size=vocab, max_len=T, n_layers=2,
-                                                      n_heads=2, d_model=32))
-            model = model.to(device)
-            data, seen = make_generator(100 + s, base=seed), [0]
-
-            def batch(step, data=data, seen=seen, kind=kind):
-                if kind == "characters":
-                    x = char_rows(data)
-                    seen.append(x.shape[0] * (x.shape[1] - 1))
-                    return x[:, :-1], x[:, 1:]
-                inputs, targets, symbols = token_batch(bpe, token_rows(data),
-                                                       setup.token_length)
-                seen.append(int(symbols.sum()))
-                return inputs, targets
-
-            start = time.perf_counter()
-            evaluate = char_eval if kind == "characters" else token_eval
-            runs.append(train(
-                model, batch, TrainConfig(steps=steps, eval_every=eval_every),
-                eval_fn=lambda m, step, ev=evaluate, t0=start: {
-                    "bits/char": ev(m), "seconds": time.perf_counter() - t0},
-                desc=f"{kind}, seed {s}", progress=progress))
-            seconds += runs[-1].seconds
-            seen_runs.append(np.cumsum(seen))
-        histories[kind], chars_seen[kind] = runs, seen_runs
-    return RaceResult(setup, seed, str(device), seconds, bpe, histories, chars_seen,
-                      unigram_bits, seeds)
+            history, seen = _race_one(kind, s, setup, ctx, rows[kind], bpe, d, evals[kind],
+                                      steps, eval_every)
+            seconds += history.seconds
+            histories[kind].append(history)
+            chars_seen[kind].append(seen)
+    return RaceResult(**ctx.header(setup, seconds), bpe=bpe, histories=histories,
+                      chars_seen=chars_seen, unigram_bits=unigram_bits, seeds=seeds)
 
 
 #: the unigram-trap conditions of :func:`run_trap`: label -> (p, q, tied embeddings, which
@@ -768,13 +827,10 @@ def trap_eval_loss(ensemble, held_out, chunk: int | None = None) -> list:
 
 
 @dataclass
-class TrapResult:
-    """The unigram trap: one History per condition of :data:`TRAP_CONDITIONS`."""
+class TrapResult(RunInfo):
+    """The unigram trap: one History per condition of :data:`TRAP_CONDITIONS`
+    (``seconds``: the time of the training loops)."""
 
-    setup: TokenizationSetup      # the sizes used
-    seed: int                     # the base seed every logical seed derives from
-    device: str                   # where the models trained
-    seconds: float                # wall-clock time of the training loops
     histories: dict               # label -> History of the Ensemble of ``setup.trap_seeds``
 
     def losses(self, label: str) -> tuple[np.ndarray, np.ndarray]:
@@ -783,20 +839,10 @@ class TrapResult:
         return self.histories[label].metric("loss")
 
 
-def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
-             device=None, progress: bool = True) -> TrapResult:
-    """Train a 1-layer attention-only transformer (d_model 8, no LayerNorm) on first-order
-    switching chains under each condition of :data:`TRAP_CONDITIONS`.
-
-    The seeds ``setup.trap_seeds`` train side by side as one batched program (an
-    :class:`~seqtheory.ensemble.Ensemble`): under the base ``seed`` (None:
-    :func:`~seqtheory.utils.base_seed`; see :func:`~seqtheory.utils.experiment_seed`),
-    member ``s`` has the weights of logical seed ``s`` and its own data stream ``10 + s``;
-    the 256 held-out sequences come from logical seed 9.  Held-out loss every 50 steps
-    (:func:`trap_eval_loss`, in chunks of sequences at the long lengths); models
-    train on ``device`` (default the CPU), where the held-out set and the batches are drawn
-    (a GPU run draws other bits than a CPU run).
-    """
+def _trap_condition(setup: TokenizationSetup, ctx: Experiment, p: float, q: float,
+                    tie: bool, budget: str):
+    """Train the seeds of ``setup.trap_seeds`` as one Ensemble on one condition of
+    :data:`TRAP_CONDITIONS`; returns its History."""
     import contextlib
 
     import torch
@@ -805,83 +851,49 @@ def run_trap(setup: TokenizationSetup | None = None, *, seed: int | None = None,
     from .markov import sample_switching
     from .models import Transformer, TransformerConfig, unchecked_inputs
     from .training import TrainConfig, train
-    from .utils import check_device, experiment_seed, make_generator
 
-    setup = SETUP.pick() if setup is None else setup
-    if not isinstance(setup, TokenizationSetup):
-        raise TypeError(f"setup must be a TokenizationSetup, got {type(setup).__name__}")
-    seed, device = experiment_seed(seed), check_device("device", device)
     T = setup.trap_length
-    seeds = tuple(setup.trap_seeds)
+    model_cfg = TransformerConfig(vocab_size=2, max_len=T, n_layers=1, n_heads=1,
+                                  d_model=8, attn_only=True, layer_norm=False,
+                                  tie_weights=tie)
+    held_out = sample_switching(256, T + 1, p, q, generator=ctx.generator("trap_heldout"))
+
+    def evaluate(ens, step):
+        # the held-out set comes from the sampler: checked at the first evaluation only
+        with unchecked_inputs() if step else contextlib.nullcontext():
+            return {"loss": trap_eval_loss(ens, held_out)}
+
+    sample = switching_sampler(setup.batch_size, T + 1, p, q)          # = sample_switching
+    data = [ctx.generator("trap_data", s) for s in setup.trap_seeds]
+
+    def batch(step):
+        x = torch.stack([sample(g) for g in data])                      # (seeds, B, T + 1)
+        return x[..., :-1], x[..., 1:]
+
+    ensemble = Ensemble(lambda: Transformer(model_cfg),
+                        seeds=tuple(ctx.logical("weights", s) for s in setup.trap_seeds),
+                        base=ctx.seed).to(ctx.device)
+    return train(ensemble, batch,
+                 TrainConfig(steps=getattr(setup, budget), lr=1e-3, eval_every=50),
+                 eval_fn=evaluate, progress=ctx.progress,
+                 desc=f"p={p}, q={q}, tied={tie}, seeds {list(setup.trap_seeds)}")
+
+
+@experiment(TokenizationSetup, STREAMS)
+def run_trap(setup: TokenizationSetup, ctx: Experiment) -> TrapResult:
+    """Train a 1-layer attention-only transformer (d_model 8, no LayerNorm) on first-order
+    switching chains under each condition of :data:`TRAP_CONDITIONS`.
+
+    The seeds ``setup.trap_seeds`` train side by side as one batched program (an
+    :class:`~seqtheory.ensemble.Ensemble`): under the base seed ``ctx.seed``, member ``s``
+    has the weights of stream ``weights`` s and its own data stream ``trap_data`` s; the
+    256 held-out sequences come from ``trap_heldout``.  Held-out loss every 50 steps
+    (:func:`trap_eval_loss`, in chunks of sequences at the long lengths); models
+    train on ``ctx.device``, where the held-out set and the batches are drawn
+    (a GPU run draws other bits than a CPU run).
+    """
     histories, seconds = {}, 0.0
     for label, (p, q, tie, budget) in TRAP_CONDITIONS.items():
-        model_cfg = TransformerConfig(vocab_size=2, max_len=T, n_layers=1, n_heads=1,
-                                      d_model=8, attn_only=True, layer_norm=False,
-                                      tie_weights=tie)
-        held_out = sample_switching(256, T + 1, p, q,
-                                    generator=make_generator(9, device, base=seed))
-
-        def evaluate(ens, step, held_out=held_out):
-            # the held-out set comes from the sampler: checked at the first evaluation only
-            with unchecked_inputs() if step else contextlib.nullcontext():
-                return {"loss": trap_eval_loss(ens, held_out)}
-
-        sample = switching_sampler(setup.batch_size, T + 1, p, q)      # = sample_switching
-        data = [make_generator(10 + s, device, base=seed) for s in setup.trap_seeds]
-
-        def batch(step, sample=sample, data=data):
-            x = torch.stack([sample(g) for g in data])                  # (seeds, B, T + 1)
-            return x[..., :-1], x[..., 1:]
-
-        ensemble = Ensemble(lambda cfg=model_cfg: Transformer(cfg), seeds=seeds,
-                            base=seed).to(device)
-        histories[label] = train(
-            ensemble, batch,
-            TrainConfig(steps=getattr(setup, budget), lr=1e-3, eval_every=50),
-            eval_fn=evaluate, progress=progress,
-            desc=f"p={p}, q={q}, tied={tie}, seeds {list(setup.trap_seeds)}")
+        histories[label] = _trap_condition(setup, ctx, p, q, tie, budget)
         seconds += histories[label].seconds
-    return TrapResult(setup, seed, str(device), seconds, histories)
-
-
-@dataclass(frozen=True)
-class TokenizationSetup:
-    """Sizes of the tokenization chapter's experiments."""
-
-    n_symbols: int = 1_000_000         # training stream = test stream length (unigram sweep)
-    n_short: int = 100_000             # the short training stream (large dictionaries overfit)
-    dictionary_sizes: tuple = (4, 16, 64, 256, 1024)
-    trap_steps: int = 2500             # 1-layer tied model: long enough to see it escape
-    trap_seeds: tuple = (0, 1, 2)      # seeds of every condition of the trap experiment
-    control_steps: int = 300           # the runs that are not trapped (near H by then)
-    trap_length: int = 64              # sequence length of the trap experiment
-    lm_steps: int = 100                # characters vs tokens (the early race, 3 seeds each)
-    race_seeds: tuple = (0, 1, 2)
-    char_length: int = 256             # characters per training sequence
-    token_length: int = 96             # BPE tokens per training sequence
-    batch_size: int = 32               # sequences per training step (trap and race)
-
-    def __post_init__(self) -> None:
-        for name in ("n_symbols", "n_short", "trap_steps", "control_steps", "lm_steps",
-                     "char_length", "token_length", "batch_size"):
-            check_int(name, getattr(self, name), minimum=1)
-        check_int("trap_length", self.trap_length, minimum=2)
-        for name in ("dictionary_sizes", "trap_seeds", "race_seeds"):
-            value = getattr(self, name)
-            if not isinstance(value, tuple) or not value:
-                raise TypeError(f"{name} must be a non-empty tuple, got {value!r}")
-        for d in self.dictionary_sizes:
-            check_int("dictionary size", d, minimum=2)
-        for name in ("trap_seeds", "race_seeds"):
-            for s in getattr(self, name):
-                check_int(f"{name} entry", s, minimum=0)
-
-
-#: CPU default and the FULL=1 (GPU) sizes of the tokenization chapter.  The trap uses
-#: sequences of N = 1024 symbols, the length of Makkuva et al. (Sec. 3.1); the race's
-#: sizes are not the paper's (Rajaraman et al. state none we could check): five seeds as
-#: in the archived race, 5,000 steps.
-SETUP = Sizes(cpu=TokenizationSetup(),
-              full=TokenizationSetup(n_symbols=10_000_000, trap_steps=10_000,
-                                     trap_seeds=(0, 1, 2, 3), trap_length=1024,
-                                     lm_steps=5000, race_seeds=(0, 1, 2, 3, 4)))
+    return TrapResult(**ctx.header(setup, seconds), histories=histories)

@@ -25,12 +25,14 @@ from .utils import (
     check_float,
     check_int,
     dataclass_replace,
+    evaluating,
     progress_bar,
     smoke_steps,
 )
 
 __all__ = [
-    "History", "TrainConfig", "copy_state", "load_snapshot", "lr_at", "next_token_loss", "train",
+    "History", "HostLossBuffer", "LossReduction", "TrainConfig", "copy_state", "load_snapshot",
+    "lr_at", "next_token_loss", "train",
 ]
 
 IGNORE_INDEX = -100
@@ -123,6 +125,28 @@ class History:
         """Training losses as an array: (steps,) or, for an Ensemble, (steps, M)."""
         return np.array(self.member_loss if self.member_loss else self.loss, dtype=float)
 
+    def record_eval(self, step: int, metrics: dict, *, members: int | None = None) -> dict:
+        """Append the evaluation row ``{"step": step, **metrics}``; return its metrics as stored.
+
+        ``metrics`` is what an ``eval_fn`` returned: scalars are stored as floats, arrays
+        (tensors on any device) as NumPy arrays.  With ``members`` (an Ensemble's M) every
+        metric must hold M values and is stored as an (M,) array.
+        """
+        check_int("step", step, minimum=0)
+        if not isinstance(metrics, dict):
+            raise TypeError(f"eval_fn must return a dict of metrics, got {type(metrics).__name__}")
+        if members is None:
+            row = {k: _metric_value(v) for k, v in metrics.items()}
+        else:
+            check_int("members", members, minimum=1)
+            row = {k: np.asarray(v, dtype=float).reshape(-1) for k, v in metrics.items()}
+            bad = [k for k, v in row.items() if v.shape != (members,)]
+            if bad:
+                raise ValueError(f"eval_fn of an Ensemble must return {members} values per "
+                                 f"metric (see member_eval); wrong: {bad}")
+        self.evals.append({"step": step, **row})
+        return row
+
 
 def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy (nats) over all positions whose target is not ``-100``.
@@ -159,188 +183,271 @@ def copy_state(model: nn.Module) -> dict:
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
-def train(
-    model: nn.Module,
-    batch_fn: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
-    cfg: TrainConfig | None = None,
-    *,
-    eval_fn: Callable[[nn.Module, int], dict] | None = None,
-    callbacks: Iterable[Callable[[int, nn.Module, float], bool | None]] = (),
-    stop_when: Callable[[dict], bool] | None = None,
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = next_token_loss,
-    progress: bool = True,
-    desc: str = "training",
-    **overrides,
-) -> History:
+def train(model: nn.Module, batch_fn: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
+          cfg: TrainConfig | None = None, *,
+          eval_fn: Callable[[nn.Module, int], dict] | None = None,
+          callbacks: Iterable[Callable[[int, nn.Module, float], bool | None]] = (),
+          stop_when: Callable[[dict], bool] | None = None,
+          loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = next_token_loss,
+          progress: bool = True, desc: str = "training", **overrides) -> History:
     """Train ``model`` on batches from ``batch_fn(step)`` and return its :class:`History`.
 
-    ``eval_fn(model, step) -> {name: value}`` runs in eval mode without gradients every
-    ``cfg.eval_every`` steps, at step 0 and at the end.
+    ``eval_fn(model, step) -> {name: value}`` runs in eval mode without gradients at step 0,
+    every ``cfg.eval_every`` steps and at the end (see :meth:`History.record_eval`).  Each
+    callback is called after every step as ``callback(step, model, loss)``; returning ``True``
+    stops training there.  ``stop_when(row)`` is called with each evaluation's row
+    ``{"step": s, metric: value}`` after step 0; returning ``True`` stops training there.
 
-    ``model`` may be an :class:`~seqtheory.ensemble.Ensemble` (several seeds as one batched
-    program): ``batch_fn`` then returns inputs (M, B, ...) and targets (M, B, ...) (or
-    shared (B, ...) targets), each member's loss is its own mean, gradients are clipped
-    per member, ``eval_fn`` returns M values per metric (see ``member_eval``), and a
-    callback's ``loss`` is the (M,) array of member losses.  Each callback is called after every
-    step as ``callback(step, model, loss)``; returning ``True`` stops training early.
-    ``stop_when(row)`` is called with each evaluation's row ``{"step": s, metric: value}``
-    after step 0; returning ``True`` stops training there (e.g. once every network is solved).
-
-    Other batched models (several networks in one module, not an ``Ensemble``): ``loss_fn``
-    may return an (M,) vector of per-network losses.  The loop then steps on their sum (each
-    network gets its own gradient), records them in ``History.member_loss`` like an
-    Ensemble's, and needs ``grad_clip=None`` (one global clip would couple the networks).
-    Metrics may be arrays of any fixed shape (e.g. one accuracy per network); they are
-    stored as NumPy arrays, scalars as floats.
-
-    Devices: training runs where ``model``'s parameters are (move the model first); batches
-    from the CPU are moved there.  Off the CPU the loop does not wait for the GPU at every
-    step: step losses are copied to the host at evaluations (a non-finite loss raises there),
-    and a callback's ``loss`` is the detached 0-d (or (M,)) tensor on the device (``float()``
-    it if you need the number, which waits for the GPU).
-    Keyword ``overrides`` change fields of ``cfg`` (or of a default :class:`TrainConfig`).
+    Several networks train in one run (see :class:`LossReduction`) as an
+    :class:`~seqtheory.ensemble.Ensemble` (``batch_fn`` returns inputs (M, B, ...) and targets
+    (M, B, ...) or shared (B, ...); ``eval_fn`` returns M values per metric, see
+    ``member_eval``) or as one module whose ``loss_fn`` returns (M,) per-network losses
+    (with ``grad_clip=None``); a callback's ``loss`` is then the (M,) losses.
+    Training runs where ``model``'s parameters are; batches from the CPU are moved there.  Off
+    the CPU a callback's ``loss`` is the detached tensor on the device (see
+    :class:`HostLossBuffer`).  Keyword ``overrides`` change fields of ``cfg`` (or of a default
+    :class:`TrainConfig`).
     """
+    cfg = _checked_config(model, batch_fn, stop_when, cfg, overrides)
+    callbacks = list(callbacks)
+    params = [p for p in model.parameters() if p.requires_grad]
+    device = params[0].device if params else torch.device("cpu")
+    opt = _optimizer(model, params, cfg, device)
+    reduction = LossReduction(model, params, loss_fn, cfg.grad_clip)
+    hist = History()
+    losses = HostLossBuffer(hist, eager=device.type == "cpu")
+    snap_at, smoke = set(cfg.snapshot_steps), smoke_steps()
+    if 0 in snap_at:
+        hist.snapshots[0] = copy_state(model)
+    _evaluate(model, eval_fn, 0, hist)
+    model.train()
+    start = time.perf_counter()
+    bar = progress_bar(range(1, cfg.steps + 1), desc=desc, disable=not progress, mininterval=0.5)
+    for step in bar:
+        lr = _set_lr(opt, step, cfg)
+        inputs, targets = _to_device(batch_fn(step), device)
+        with _forward_context(step, device, bf16=cfg.precision == "bf16"):
+            step_losses = reduction.losses(model(inputs), targets)
+        loss, recorded = reduction.reduce(step_losses)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        reduction.clip()
+        opt.step()
+        hist.steps.append(step)
+        hist.lr.append(lr)
+        shown = losses.push(recorded, step)
+        if step in snap_at:
+            hist.snapshots[step] = copy_state(model)
+        note = (_callback_stop(callbacks, step, model, shown)
+                or _smoke_stop(smoke, step, cfg.steps, hist, model, snap_at))
+        if note or step % cfg.eval_every == 0 or step == cfg.steps:
+            losses.flush()
+            row = _evaluate(model, eval_fn, step, hist)
+            note = _rule_stop(stop_when, step, row) or note
+            _show_progress(bar, hist)
+        if note:
+            bar.stop_note, bar.stopped_at = note, step   # the static bar's final line says both
+            break
+    losses.flush()
+    bar.close()
+    hist.seconds = time.perf_counter() - start
+    return hist
+
+
+class LossReduction:
+    """How :func:`train` turns a step's loss into the loss it steps on, clips the gradients
+    and records the loss, for a given model and ``loss_fn``:
+
+    * an :class:`~seqtheory.ensemble.Ensemble`: ``loss_fn`` per member
+      (:func:`~seqtheory.ensemble.ensemble_loss`), the (M,) member losses summed (each member
+      gets its own gradient), gradients clipped per member;
+    * another module whose ``loss_fn`` returns (M,) per-network losses: summed likewise, and
+      ``grad_clip`` must be None (one global clip would couple the networks);
+    * a scalar loss: stepped on as it is, the global gradient norm clipped.
+
+    The recorded loss is the detached () or (M,) loss in fp32.
+    """
+
+    def __init__(self, model: nn.Module, params: list, loss_fn: Callable,
+                 grad_clip: float | None):
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        if not callable(loss_fn):
+            raise TypeError("loss_fn must be callable as loss_fn(outputs, targets) -> loss")
+        if grad_clip is not None:
+            check_float("grad_clip", grad_clip, low=0.0, low_open=True)
+        self.model, self.params, self.loss_fn = model, list(params), loss_fn
+        self.grad_clip = grad_clip
+        self.ensemble = isinstance(model, Ensemble)
+
+    def losses(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The step's loss from ``loss_fn``: () or (M,), one per network or member."""
+        if self.ensemble:
+            return ensemble_loss(self.loss_fn, outputs, targets)
+        return self.loss_fn(outputs, targets)
+
+    def reduce(self, losses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss to step on, detached loss to record)`` from :meth:`losses`' result."""
+        losses = losses.float()               # fp32 under bf16 too (a no-op in fp32)
+        if not self.ensemble:
+            if losses.ndim > 1:
+                raise ValueError("loss_fn must return a scalar or an (M,) vector of "
+                                 f"per-network losses, got shape {tuple(losses.shape)}")
+            if losses.ndim == 1 and self.grad_clip is not None:
+                raise ValueError("loss_fn returned per-network losses: set grad_clip=None "
+                                 "(one global clip would couple the networks) or use an "
+                                 "Ensemble, which clips each member")
+        per_member = self.ensemble or losses.ndim == 1
+        return (losses.sum() if per_member else losses), losses.detach()
+
+    def clip(self) -> None:
+        """Clip the gradients in place (nothing with ``grad_clip=None``)."""
+        if self.grad_clip is None:
+            return
+        if self.ensemble:
+            self.model.clip_grad_norm_(self.grad_clip)
+        else:
+            nn.utils.clip_grad_norm_(self.params, self.grad_clip)
+
+
+class HostLossBuffer:
+    """Step losses on their way to a :class:`History` (``loss`` and ``member_loss``).
+
+    With ``eager`` (training on the CPU) each loss is copied to the host as it is pushed.
+    Otherwise the losses stay on the device until :meth:`flush` copies them all in one
+    synchronisation (:func:`train` flushes at evaluations and at the end), so the host does
+    not wait for the GPU at every step.  A non-finite loss raises ``FloatingPointError`` when
+    it reaches the host.
+    """
+
+    def __init__(self, hist: History, *, eager: bool):
+        if not isinstance(hist, History):
+            raise TypeError(f"hist must be a History, got {type(hist).__name__}")
+        self.hist, self.eager = hist, bool(eager)
+        self.pending: list[torch.Tensor] = []     # losses not yet copied to the host
+        self._steps: list[int] = []               # their steps
+
+    def push(self, loss: torch.Tensor, step: int):
+        """Add the detached loss (() or (M,)) of ``step``; return it as a callback sees it:
+        the host value (a float, or the (M,) array) when eager, else the tensor itself."""
+        self.pending.append(loss)
+        self._steps.append(step)
+        if not self.eager:
+            return loss
+        self.flush()
+        return self.hist.member_loss[-1] if loss.ndim else self.hist.loss[-1]
+
+    def flush(self) -> None:
+        """Copy the pending losses to the host (one synchronisation), check and record them."""
+        if not self.pending:
+            return
+        # a copy: rows must not keep the torch tensor alive (~4.7 kB a step otherwise)
+        values = torch.stack(self.pending).cpu().numpy().copy()
+        steps = list(self._steps)
+        self.pending.clear()
+        self._steps.clear()
+        for row, step in zip(values, steps, strict=True):
+            if np.ndim(row):
+                self.hist.member_loss.append(row.copy())
+            value = float(np.mean(row))
+            if not math.isfinite(value):
+                raise FloatingPointError(f"training loss became {value} at step {step}; lower lr")
+            self.hist.loss.append(value)
+
+
+def _checked_config(model, batch_fn, stop_when, cfg, overrides: dict) -> TrainConfig:
+    """:func:`train`'s configuration, once its arguments are checked."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not callable(batch_fn):
         raise TypeError("batch_fn must be callable as batch_fn(step) -> (inputs, targets)")
     cfg = TrainConfig(**overrides) if cfg is None else dataclass_replace(cfg, **overrides)
-    is_ensemble = isinstance(model, Ensemble)
-    callbacks = list(callbacks)
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = _decay_groups(model, params, cfg, is_ensemble)
-    device = params[0].device if params else torch.device("cpu")
-    on_cpu = device.type == "cpu"
-    if cfg.optimizer == "adamw":
-        # the fused kernel on a GPU: one launch per step instead of one per tensor
-        opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas,
-                                **({} if on_cpu else {"fused": True}))
-    else:
-        opt = torch.optim.SGD(groups, lr=cfg.lr)
-    hist = History()
-    snap_at = set(cfg.snapshot_steps)
-    bf16 = cfg.precision == "bf16"
-    smoke = smoke_steps()
-
     if stop_when is not None and not callable(stop_when):
         raise TypeError("stop_when must be callable as stop_when(row) -> bool")
+    return cfg
 
-    def evaluate(step: int) -> dict | None:
-        if eval_fn is None:
-            return None
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            metrics = eval_fn(model, step)
-        model.train(was_training)
-        if not isinstance(metrics, dict):
-            raise TypeError(f"eval_fn must return a dict of metrics, got {type(metrics).__name__}")
-        if is_ensemble:
-            row = {k: np.asarray(v, dtype=float).reshape(-1) for k, v in metrics.items()}
-            bad = [k for k, v in row.items() if v.shape != (model.num_members,)]
-            if bad:
-                raise ValueError(f"eval_fn of an Ensemble must return {model.num_members} "
-                                 f"values per metric (see member_eval); wrong: {bad}")
-        else:
-            row = {k: _metric_value(v) for k, v in metrics.items()}
-        hist.evals.append({"step": step, **row})
-        return row
 
-    pending: list[torch.Tensor] = []     # off the CPU: step losses not yet copied to the host
+def _optimizer(model: nn.Module, params: list, cfg: TrainConfig,
+               device: torch.device) -> torch.optim.Optimizer:
+    """``cfg``'s optimiser over :func:`_decay_groups`; AdamW off the CPU is the fused kernel
+    (one launch per step instead of one per tensor)."""
+    groups = _decay_groups(model, params, cfg, isinstance(model, Ensemble))
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas,
+                             **({} if device.type == "cpu" else {"fused": True}))
 
-    def flush() -> None:
-        """Copy the pending step losses to the host (one synchronisation) and check them."""
-        if not pending:
-            return
-        # a copy: rows must not keep the torch tensor alive (~4.7 kB a step otherwise)
-        values = torch.stack(pending).cpu().numpy().copy()
-        pending.clear()
-        for row in values:
-            if np.ndim(row):
-                hist.member_loss.append(row.copy())
-            value = float(np.mean(row))
-            if not math.isfinite(value):
-                step = hist.steps[len(hist.loss)]
-                raise FloatingPointError(f"training loss became {value} at step {step}; lower lr")
-            hist.loss.append(value)
 
-    if 0 in snap_at:
-        hist.snapshots[0] = copy_state(model)
-    evaluate(0)
-    model.train()
-    start = time.perf_counter()
-    bar = progress_bar(range(1, cfg.steps + 1), desc=desc, disable=not progress, mininterval=0.5)
-    for step in bar:
-        lr = lr_at(step, cfg)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        inputs, targets = batch_fn(step)
-        if not on_cpu:                       # batches may come from the CPU: move them over
-            inputs = inputs.to(device, non_blocking=True)
-            targets = targets.to(device, non_blocking=True)
-        # Off the CPU a model's token-range check (``int(idx.max())``) would make the host
-        # wait for the device at every step: the first batch is checked, later batches of
-        # the same batch_fn are not (on the CPU the check costs nothing and stays on).
-        with (unchecked_inputs() if step > 1 and not on_cpu else contextlib.nullcontext()), \
-                torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            outputs = model(inputs)
-            if is_ensemble:
-                member_losses = ensemble_loss(loss_fn, outputs, targets)        # (M,)
-            else:
-                member_losses = loss_fn(outputs, targets)       # () or (M,) per network
-        member_losses = member_losses.float()          # fp32 under bf16 too (a no-op in fp32)
-        if not is_ensemble:
-            if member_losses.ndim > 1:
-                raise ValueError("loss_fn must return a scalar or an (M,) vector of "
-                                 f"per-network losses, got shape {tuple(member_losses.shape)}")
-            if member_losses.ndim == 1 and cfg.grad_clip is not None:
-                raise ValueError("loss_fn returned per-network losses: set grad_clip=None "
-                                 "(one global clip would couple the networks) or use an "
-                                 "Ensemble, which clips each member")
-        per_member = is_ensemble or member_losses.ndim == 1
-        loss = member_losses.sum() if per_member else member_losses
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.grad_clip is not None:
-            if is_ensemble:
-                model.clip_grad_norm_(cfg.grad_clip)
-            else:
-                nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-        opt.step()
-        hist.steps.append(step)
-        hist.lr.append(lr)
-        shown_loss = (member_losses if per_member else loss).detach()
-        pending.append(shown_loss)
-        if on_cpu:                 # off the CPU the host waits for the losses only at evaluations
-            flush()
-            shown_loss = hist.member_loss[-1] if per_member else hist.loss[-1]
-        if step in snap_at:
-            hist.snapshots[step] = copy_state(model)
-        stop = any([cb(step, model, shown_loss) for cb in callbacks])  # call every callback
-        if stop:
-            bar.stop_note = "a callback stopped the run"
-        elif smoke is not None and step >= smoke and step < cfg.steps:
-            stop = True
-            bar.stop_note = f"a smoke run (SEQTHEORY_SMOKE={smoke}) stops here"
-            for later in snap_at - set(hist.snapshots):     # what readers of them expect
-                hist.snapshots[later] = copy_state(model)
-        if step % cfg.eval_every == 0 or step == cfg.steps or stop:
-            flush()
-            value = hist.loss[-1]
-            row = evaluate(step)
-            if stop_when is not None and row is not None and stop_when({"step": step, **row}):
-                stop = True
-                bar.stop_note = "its stop rule (stop_when) was met"
-            if hist.evals:
-                shown = {k: f"{np.median(v):.3f}" for k, v in list(hist.evals[-1].items())[1:4]}
-                bar.set_postfix({"train loss": f"{value:.3f}", **shown}, refresh=False)
-        if stop:
-            bar.stopped_at = step  # the static bar's final line names the step the run ended
-            break
-    flush()
-    bar.close()
-    hist.seconds = time.perf_counter() - start
-    return hist
+def _set_lr(opt: torch.optim.Optimizer, step: int, cfg: TrainConfig) -> float:
+    """Set the learning rate of ``step`` (:func:`lr_at`) in every group of ``opt``; return it."""
+    lr = lr_at(step, cfg)
+    for group in opt.param_groups:
+        group["lr"] = lr
+    return lr
+
+
+def _to_device(batch: tuple, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch ``(inputs, targets)`` on ``device`` (batches may come from the CPU)."""
+    inputs, targets = batch
+    if device.type == "cpu":
+        return inputs, targets
+    return inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
+
+
+@contextlib.contextmanager
+def _forward_context(step: int, device: torch.device, bf16: bool):
+    """The forward pass and loss of ``step``: under autocast to bfloat16 with ``bf16``.
+
+    Off the CPU a model's token-range check (``int(idx.max())``) would make the host wait for
+    the device at every step: the first batch is checked, later batches of the same batch_fn
+    are not (on the CPU the check costs nothing and stays on).
+    """
+    checks = unchecked_inputs() if step > 1 and device.type != "cpu" else contextlib.nullcontext()
+    with checks, torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        yield
+
+
+def _evaluate(model: nn.Module, eval_fn, step: int, hist: History) -> dict | None:
+    """Run ``eval_fn`` in eval mode without gradients and record its row in ``hist``; the row
+    (None without an ``eval_fn``)."""
+    if eval_fn is None:
+        return None
+    with evaluating(model):
+        metrics = eval_fn(model, step)
+    members = model.num_members if isinstance(model, Ensemble) else None
+    return hist.record_eval(step, metrics, members=members)
+
+
+def _callback_stop(callbacks: list, step: int, model: nn.Module, loss) -> str | None:
+    """Why the run stops after ``step`` if a callback returns True (every callback is called)."""
+    if any([cb(step, model, loss) for cb in callbacks]):
+        return "a callback stopped the run"
+    return None
+
+
+def _smoke_stop(smoke: int | None, step: int, steps: int, hist: History, model: nn.Module,
+                snap_at: set) -> str | None:
+    """Why a smoke run (:func:`~seqtheory.utils.smoke_steps`) stops after ``step``; its weights
+    then stand in for every snapshot still to come (what readers of them expect)."""
+    if smoke is None or step < smoke or step >= steps:
+        return None
+    for later in snap_at - set(hist.snapshots):
+        hist.snapshots[later] = copy_state(model)
+    return f"a smoke run (SEQTHEORY_SMOKE={smoke}) stops here"
+
+
+def _rule_stop(stop_when, step: int, row: dict | None) -> str | None:
+    """Why the run stops at the evaluation ``row`` of ``step`` if ``stop_when`` says so."""
+    if stop_when is not None and row is not None and stop_when({"step": step, **row}):
+        return "its stop rule (stop_when) was met"
+    return None
+
+
+def _show_progress(bar, hist: History) -> None:
+    """The bar's postfix: the last training loss and the medians of the first three metrics."""
+    if hist.evals:
+        shown = {k: f"{np.median(v):.3f}" for k, v in list(hist.evals[-1].items())[1:4]}
+        bar.set_postfix({"train loss": f"{hist.loss[-1]:.3f}", **shown}, refresh=False)
 
 
 def _metric_value(value):

@@ -240,6 +240,28 @@ _PLAYER_JS = """
 _counter = itertools.count()
 
 
+def _player_field(axis: _Axis, c: list[int], moving: list[int], i: int) -> str:
+    """The HTML control of axis ``i`` (values ``c``): a slider or a menu when it moves, else
+    a disabled field showing its one value."""
+    esc = html_lib.escape
+    current = esc(axis.labels[axis.default])
+    if i not in moving:
+        why = ("fixed on this page" if axis.kind == "fixed" else "one value on this page")
+        if axis.kind == "fixed" and isinstance(axis.values[0], str):
+            return (f'<input type="text" value="{esc(axis.values[0])}" disabled '
+                    f'title="{why}">')
+        return f'<output title="{why}">{current}</output>'
+    j = moving.index(i)
+    if axis.kind == "range":
+        return (f'<input type="range" min="0" max="{len(c) - 1}" step="1" '
+                f'value="{c.index(axis.default)}" data-sqx-control="{j}" '
+                f'aria-valuetext="{current}"><output data-sqx-readout="{j}">'
+                f"{current}</output>")
+    opts = "".join(f'<option value="{k}"{" selected" if v == axis.default else ""}>'
+                   f"{esc(axis.labels[v])}</option>" for k, v in enumerate(c))
+    return f'<select data-sqx-control="{j}">{opts}</select>'
+
+
 def _player_html(alt: str, axes: list[_Axis], mode: str, chosen: list[list[int]],
                  frames: dict, images: list[bytes], default_image: int) -> str:
     """The self-contained HTML player (controls, image, inline data and script)."""
@@ -259,30 +281,8 @@ def _player_html(alt: str, axes: list[_Axis], mode: str, chosen: list[list[int]]
     data = data.replace("<", "\\u003c")   # nothing in it can close the <script>
     uid = "sqx-" + hashlib.sha1(f"{next(_counter)}{os.getpid()}{data}".encode()).hexdigest()[:10]
     esc = html_lib.escape
-    parts = []
-    for i, axis in enumerate(axes):
-        c = chosen[i]
-        current = esc(axis.labels[axis.default])
-        if i not in moving:
-            why = ("fixed on this page" if axis.kind == "fixed" else "one value on this page")
-            if axis.kind == "fixed" and isinstance(axis.values[0], str):
-                field = (f'<input type="text" value="{esc(axis.values[0])}" disabled '
-                         f'title="{why}">')
-            else:
-                field = f'<output title="{why}">{current}</output>'
-            parts.append(f"<label>{esc(axis.label)} {field}</label>")
-            continue
-        j = moving.index(i)
-        if axis.kind == "range":
-            field = (f'<input type="range" min="0" max="{len(c) - 1}" step="1" '
-                     f'value="{c.index(axis.default)}" data-sqx-control="{j}" '
-                     f'aria-valuetext="{current}"><output data-sqx-readout="{j}">'
-                     f"{current}</output>")
-        else:
-            opts = "".join(f'<option value="{k}"{" selected" if v == axis.default else ""}>'
-                           f"{esc(axis.labels[v])}</option>" for k, v in enumerate(c))
-            field = f'<select data-sqx-control="{j}">{opts}</select>'
-        parts.append(f"<label>{esc(axis.label)} {field}</label>")
+    parts = [f"<label>{esc(axis.label)} {_player_field(axis, chosen[i], moving, i)}</label>"
+             for i, axis in enumerate(axes)]
     n = len(images)
     if not moving:
         note = "One precomputed view."

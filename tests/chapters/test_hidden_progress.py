@@ -124,8 +124,10 @@ def test_gradient_values_quote_the_table_rows():
 
 
 def _sweep(variable, steps):
-    return WaitingTimeResult(HiddenProgressSetup(), 0, "cpu", 0.0, variable,
-                             {v: np.asarray(s, dtype=float) for v, s in steps.items()})
+    return WaitingTimeResult(setup=HiddenProgressSetup(), seed=0, device="cpu", seconds=0.0,
+                             variable=variable,
+                             steps_to_success={v: np.asarray(s, dtype=float)
+                                               for v, s in steps.items()})
 
 
 def test_k_sweep_values_and_a_network_that_never_learns():

@@ -4,15 +4,36 @@ A chapter module holds what the page runs beyond the library's shared experiment
 analysis helpers, the functions that compute every number the text quotes, and its
 :class:`~seqtheory.claims.ClaimTable` (``TABLE``; ``claims = TABLE.claims_for``).  The page
 calls ``verify(chapter.claims("section", results...))`` after each key experiment.
+
+Every page begins with :func:`start`: ``setup, device = start(SETUP)``.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
 
-from ..claims import ClaimTable
+import torch
 
-__all__ = ["names", "table"]
+from ..claims import ClaimTable
+from ..plotting import set_style
+from ..utils import Sizes, run_device, seed_everything, setup_threads
+
+__all__ = ["names", "start", "table"]
+
+
+def start(sizes: Sizes | None = None, *, verbose: bool = True):
+    """The first lines of every chapter: seed Python's, NumPy's and torch's global
+    generators with the base seed (``SEQTHEORY_SEED``, default 0), set torch's threads, pick
+    the device (the CPU; under ``FULL=1`` a GPU where there is one) and the book's plotting
+    style.  Returns ``(sizes.pick(), device)``, or the device alone without ``sizes``."""
+    if sizes is not None and not isinstance(sizes, Sizes):
+        raise TypeError(f"sizes must be a Sizes (a chapter's SETUP) or None, "
+                        f"got {type(sizes).__name__}")
+    seed_everything(0)
+    setup_threads()
+    device: torch.device = run_device(verbose=verbose)
+    set_style()
+    return device if sizes is None else (sizes.pick(), device)
 
 
 def names() -> list[str]:

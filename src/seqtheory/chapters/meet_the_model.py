@@ -7,9 +7,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from ..attention import attention_to_offset
 from ..claims import Claim, ClaimTable
 from ..exercises import Lab, LabTable
-from ..models import Transformer, attention_to_offset
+from ..models import Transformer
 from ..tasks import SETUP, PreviousTokenSetup, evaluate
 from ..training import History, TrainConfig, train
 from ..utils import check_int, experiment_seed, make_generator, spread

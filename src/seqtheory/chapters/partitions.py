@@ -9,6 +9,7 @@ import numpy as np
 from ..claims import Claim, ClaimTable
 from ..exercises import Lab, LabTable
 from ..partitions import (
+    STREAMS,
     adjusted_rand_index,
     class_separation,
     kmeans,
@@ -255,7 +256,7 @@ def moves_below_threshold(sat, N: int) -> np.ndarray:
     for t, (pb, thr) in enumerate(zip(sat.problems[N], sat.thresholds[N], strict=True)):
         if thr > s_max or thr == grid[0]:
             continue                            # never recovered, or no shorter prefix
-        x, y = sample(pb, s_max, seed=make_rng(10_000 + t, base=sat.seed))
+        x, y = sample(pb, s_max, seed=make_rng(STREAMS.seed("samples", t), base=sat.seed))
         below = grid[np.searchsorted(grid, thr) - 1]
         out.append(int(single_token_moves(pb, x[:below], y[:below]).sum()))
     return np.array(out)

@@ -416,31 +416,10 @@ def _mechanism(setup, mech: dict) -> dict:
     }
 
 
-@TABLE.computes("frontier")
-def _frontier(arch: dict, setup) -> dict:
-    """The archived frontier: what the text quotes from it, and whether it is this set-up's."""
-    meta = arch["meta"]
+def _frontier_grid(meta: dict) -> dict:
+    """The archived grid: samples, widths, seeds, runs, steps, date and device."""
     samples, widths, inits, seeds = meta["samples"], meta["widths"], meta["inits"], meta["seeds"]
-    width = width_comparison(arch)
-    sp_narrow, sp_n, sp_wide, sp_w = width["sparse"]
-    de_narrow, de_n, de_wide, de_w = width["dense"]
-    p_width = max(fisher_two_sided(sp_narrow, sp_n, sp_wide, sp_w),
-                  fisher_two_sided(de_narrow, de_n, de_wide, de_w))
-    msteps = {i: [min_samples(arch, i, FRONT_W, t) for t in (2000, 6000, 20000)]
-              for i in ("dense", "sparse")}
-    sp300, de300 = pooled_arch(arch, "sparse", widths, 300), pooled_arch(arch, "dense", widths, 300)
-    eq = {i: equal_compute_counts(arch, i) for i in ("dense", "sparse")}
-    budget = EQUAL_COMPUTE[0][0] * EQUAL_COMPUTE[0][1]
-    restart, wide_p = restarts_against_width(arch)
-    last_w, last_t = EQUAL_COMPUTE[-1]
-    luck = {m: luck_rows(arch, setup, m=m) for m in (LUCK_M, PARTIAL_M)}
-    rate = {m: [row[4] for row in rows] for m, rows in luck.items()}
-    ticket = {m: [row[2] for row in rows] for m, rows in luck.items()}
-    # restarts of a width that succeeds at all against one network with as many neurons
-    gaps = [abs(r - w) for n in widths for v in widths
-            if v > n and v % n == 0 and arch_count(arch, LUCK_INIT, n, LUCK_M) > 0
-            for r, w in [restarts_against_width(arch, pair=(n, v))]]
-    out = {
+    return {
         "wf_samples": "{" + ", ".join(map(str, samples)) + "}",
         "wf_widths": "{" + ", ".join(map(str, widths)) + "}",
         "wf_seeds": seeds,
@@ -449,11 +428,36 @@ def _frontier(arch: dict, setup) -> dict:
         "wf_every": meta["eval_every"],
         "wf_date": meta["date"],
         "wf_device": meta["device"],
+    }
+
+
+def _frontier_width(arch: dict) -> dict:
+    """Narrow against wide archived networks (:func:`width_comparison`) and Fisher's p."""
+    width = width_comparison(arch)
+    sp_narrow, sp_n, sp_wide, sp_w = width["sparse"]
+    de_narrow, de_n, de_wide, de_w = width["dense"]
+    p_width = max(fisher_two_sided(sp_narrow, sp_n, sp_wide, sp_w),
+                  fisher_two_sided(de_narrow, de_n, de_wide, de_w))
+    return {
         "wf_sp_narrow": f"{sp_narrow} of {sp_n}",
         "wf_sp_wide": f"{sp_wide} of {sp_w}",
         "wf_de_narrow": f"{de_narrow} of {de_n}",
         "wf_de_wide": f"{de_wide} of {de_w}",
         "wf_p_width": f"{p_width:.0e}",
+    }
+
+
+def _frontier_budget(arch: dict) -> dict:
+    """Samples, steps and compute: the least m per step count, the floor's runs, m = 300,
+    equal compute, steps to half and the SQ margin."""
+    samples, widths = arch["meta"]["samples"], arch["meta"]["widths"]
+    msteps = {i: [min_samples(arch, i, FRONT_W, t) for t in (2000, 6000, 20000)]
+              for i in ("dense", "sparse")}
+    sp300, de300 = pooled_arch(arch, "sparse", widths, 300), pooled_arch(arch, "dense", widths, 300)
+    eq = {i: equal_compute_counts(arch, i) for i in ("dense", "sparse")}
+    budget = EQUAL_COMPUTE[0][0] * EQUAL_COMPUTE[0][1]
+    last_w, last_t = EQUAL_COMPUTE[-1]
+    return {
         "wf_m_dense": " → ".join(map(str, msteps["dense"])),
         "wf_m_sparse": " → ".join(map(str, msteps["sparse"])),
         "wf_floor_runs": archive_floor(arch)[1],
@@ -469,6 +473,22 @@ def _frontier(arch: dict, setup) -> dict:
         "wf_sq_margin": f"{sq_margin(arch):,.0f}",
         "wf_save_6000": f"{msteps['dense'][1] / msteps['sparse'][1]:.1f}",
         "wf_save_20000": f"{msteps['dense'][2] / msteps['sparse'][2]:.1f}",
+    }
+
+
+def _frontier_luck(arch: dict, setup) -> dict:
+    """Luck against tickets at :data:`LUCK_M` and :data:`PARTIAL_M`, restarts against
+    width, and the floor's successes."""
+    widths = arch["meta"]["widths"]
+    restart, wide_p = restarts_against_width(arch)
+    luck = {m: luck_rows(arch, setup, m=m) for m in (LUCK_M, PARTIAL_M)}
+    rate = {m: [row[4] for row in rows] for m, rows in luck.items()}
+    ticket = {m: [row[2] for row in rows] for m, rows in luck.items()}
+    # restarts of a width that succeeds at all against one network with as many neurons
+    gaps = [abs(r - w) for n in widths for v in widths
+            if v > n and v % n == 0 and arch_count(arch, LUCK_INIT, n, LUCK_M) > 0
+            for r, w in [restarts_against_width(arch, pair=(n, v))]]
+    return {
         "wf_luck_m": LUCK_M,
         "wf_partial_m": PARTIAL_M,
         "luck_rate_minus_ticket": max(r - t for r, t in zip(rate[LUCK_M], ticket[LUCK_M],
@@ -488,14 +508,27 @@ def _frontier(arch: dict, setup) -> dict:
         "wf_luck_r": LUCK_PAIR[1] // LUCK_PAIR[0],
         "wf_luck_narrow_w": LUCK_PAIR[0],
         "wf_luck_wide_w": LUCK_PAIR[1],
-        "setup_mismatch": setup_mismatch(arch, setup),
     }
+
+
+def _frontier_half_steps(arch: dict) -> dict:
+    """Per initialisation, the steps to half success at the largest m for every width."""
+    samples, widths = arch["meta"]["samples"], arch["meta"]["widths"]
+    out = {}
     for i in ("dense", "sparse"):
         half = {w: steps_to_half(arch, i, w, max(samples)) for w in widths}
         beyond = [half[w] for w in widths if w >= 32]
         out[f"wf_steps_w_{i}"] = " / ".join(f"{half[w]:,}" for w in widths)
         out[f"wf_steps_beyond_{i}"] = f"{min(beyond):,}–{max(beyond):,}"
     return out
+
+
+@TABLE.computes("frontier")
+def _frontier(arch: dict, setup) -> dict:
+    """The archived frontier: what the text quotes from it, and whether it is this set-up's."""
+    return {**_frontier_grid(arch["meta"]), **_frontier_width(arch), **_frontier_budget(arch),
+            **_frontier_luck(arch, setup), "setup_mismatch": setup_mismatch(arch, setup),
+            **_frontier_half_steps(arch)}
 
 
 @TABLE.computes("slice")

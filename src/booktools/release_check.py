@@ -1,6 +1,6 @@
 """Release check, run by hand before announcing the book: can a reader's Colab reach it?
 
-    python scripts/release_check.py
+    python -m booktools.release_check
 
 Asks the configured repository (``repository.url`` in ``_config.yml``), with ``git ls-remote``
 and no credentials, for the branch the Colab set-up cells install the library from
@@ -15,12 +15,11 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 from urllib.parse import urlparse
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools import ROOT
 
 
 def configured() -> tuple[str, list[str]]:

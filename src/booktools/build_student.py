@@ -2,14 +2,14 @@
 
 The lecturer's edition is the normal build (``jupyter-book build .``): each exercise is
 followed by its solution in a collapsed block. This script builds the same book with
-``hide_solutions: true`` (sphinx-exercise drops every ``{solution}``; ``_ext/student.py``
-drops the code cells tagged ``solution`` that compute one) into
+``hide_solutions: true`` (sphinx-exercise drops every ``{solution}``;
+``booktools.sphinx.student`` drops the code cells tagged ``solution`` that compute one) into
 ``_build/student/_build/html``. It reuses the chapters' executed outputs (the build's
 execution cache, shared with the lecturer's edition and the notebook tests), so after one
 build the second costs only the rendering.
 
-    python scripts/build_student.py                 # then open _build/student/_build/html
-    python scripts/build_student.py -W -n --keep-going   # extra arguments go to jupyter-book
+    python -m booktools.build_student               # then open _build/student/_build/html
+    python -m booktools.build_student -W -n --keep-going   # extra arguments go to jupyter-book
 
 Exit status: that of ``jupyter-book build``.
 """
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools import ROOT
+
 OUT = ROOT / "_build" / "student"
 
 
@@ -30,10 +30,6 @@ def student_config(config: dict) -> dict:
     config = yaml.safe_load(yaml.safe_dump(config))                    # a deep copy
     sphinx = config.setdefault("sphinx", {})
     sphinx.setdefault("config", {})["hide_solutions"] = True
-    # jupyter-book resolves local extensions next to the configuration file: make them
-    # absolute, since this one is written elsewhere
-    sphinx["local_extensions"] = {name: str((ROOT / path).resolve()) for name, path in
-                                  (sphinx.get("local_extensions") or {}).items()}
     config["title"] = f"{config.get('title', '')} (student edition)".strip()
     html = config.setdefault("html", {})
     html["extra_footer"] = (html.get("extra_footer", "") + " Student edition: the exercises "

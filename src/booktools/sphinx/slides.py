@@ -27,7 +27,8 @@ import re
 import shutil
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools.toc import chapter_names
+
 MAX_FIGURES = 6
 
 CSS = """
@@ -389,14 +390,9 @@ def write_decks(html_root: Path, chapters: list[str], book: str = "") -> list[Pa
 def _build_finished(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    import chapter_header as ch
-
-    write_decks(Path(app.outdir), ch.toc_chapters(Path(app.srcdir)), app.config.project)
+    write_decks(Path(app.outdir), chapter_names(Path(app.srcdir)), app.config.project)
 
 
 def setup(app):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
     app.connect("build-finished", _build_finished, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -7,8 +7,8 @@ with ``SEQTHEORY_SEED=s`` and ``SEQTHEORY_NUM_THREADS=1`` for each requested see
 parallel over the CPU cores, and prints a table chapter x seed -> pass (seconds) or the
 assert that failed, with its values. It is not part of CI (it takes a while):
 
-    python scripts/robustness.py                       # base seeds 1 and 2, every chapter
-    python scripts/robustness.py --seeds 0,1,2,3 --chapters copying,partitions --jobs 2
+    python -m booktools.robustness                     # base seeds 1 and 2, every chapter
+    python -m booktools.robustness --seeds 0,1,2,3 --chapters copying,partitions --jobs 2
 
 Results also go to ``_build/robustness.tsv``, and every executed notebook (with its
 outputs, up to the failing cell) to ``_build/robustness/CHAPTER-seedS.ipynb``.
@@ -21,7 +21,7 @@ lenient (a failed claim does not stop the notebook), every section's values
 its values; the table lists the claims that did not.  ``tests/test_claims_recorded.py``
 holds every recorded value against its claim::
 
-    python scripts/robustness.py --record --seeds 0-9
+    python -m booktools.robustness --record --seeds 0-9
 """
 from __future__ import annotations
 
@@ -36,7 +36,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools import ROOT
+from booktools.toc import chapter_notebooks
+
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 RUN_ONE = r"""
@@ -58,13 +60,6 @@ result["seconds"] = time.perf_counter() - start
 nbformat.write(nb, out)   # the executed notebook, outputs included, to read the numbers
 print("@@RESULT@@" + json.dumps(result))
 """
-
-
-def chapters() -> list[Path]:
-    sys.path.insert(0, str(ROOT))
-    from conftest import chapter_notebooks
-
-    return chapter_notebooks(ROOT)
 
 
 def failing_line(traceback: str) -> str:
@@ -150,7 +145,7 @@ def _merge_record(path: Path, chapter: str, runs: dict[int, dict], threads: int)
 
     old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     record = {"chapter": chapter,
-              "script": "python scripts/robustness.py --record",
+              "script": "python -m booktools.robustness --record",
               "runs": dict(old.get("runs", {})), "run_info": dict(old.get("run_info", {}))}
     info = {"date": datetime.date.today().isoformat(), "device": cpu_name(),
             "torch": torch.__version__, "threads": threads}
@@ -213,7 +208,7 @@ def main(argv=None) -> int:
                          "src/seqtheory/chapters/measured/CHAPTER.json")
     args = ap.parse_args(argv)
     seeds = parse_seeds(args.seeds)
-    nbs = chapters()
+    nbs = chapter_notebooks(ROOT)
     if args.chapters:
         wanted = {c.strip() for c in args.chapters.split(",")}
         unknown = wanted - {nb.stem for nb in nbs}

@@ -1,7 +1,7 @@
 """The whole book as a handout-grade PDF, printed from the built site by headless Chromium.
 
 Jupyter Book's own HTML-to-PDF route downloads a browser; this one uses the Chromium that
-the browser check (scripts/check_site.py) already drives. Every page of the table of
+the browser check (booktools.check_site) already drives. Every page of the table of
 contents, in order, is opened from ``_build/html`` and printed to A4 with its figures, math
 and the solutions' dropdowns opened, code wrapped at the page's width and kept on one page
 where it fits, and each explorer printed as a grid of its precomputed views. The PDF opens
@@ -14,7 +14,7 @@ The script fails (exit 1) unless every chapter's title is in the PDF's text, eve
 after the cover shows its number, the contents list every chapter at the page where its
 title is, and no code line is wider than the printed page (measured in the print layout).
 
-Run after building the book:  python scripts/make_pdf.py [_build/html] [--out book.pdf]
+Run after building the book:  python -m booktools.make_pdf [_build/html] [--out book.pdf]
 """
 from __future__ import annotations
 
@@ -32,10 +32,8 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from check_site import WAIT_JS, Chromium, Tab, serve  # noqa: E402
+from booktools import ROOT
+from booktools.check_site import WAIT_JS, Chromium, Tab, serve
 
 A4 = {"paperWidth": 8.27, "paperHeight": 11.69, "marginTop": 0.5, "marginBottom": 0.5,
       "marginLeft": 0.5, "marginRight": 0.5}

@@ -1,10 +1,10 @@
 """Run the chapters' Colab notebooks the way Google Colab would, in a bare environment.
 
-    python scripts/colab_emulation.py [--venv DIR] [--jobs 2] [--edition student] [NB ...]
+    python -m booktools.colab_emulation [--venv DIR] [--jobs 2] [--edition student] [NB ...]
 
 The notebooks are the reader notebooks that the book's build writes for Colab
-(``_build/html/colab/{lecturer,student}/*.ipynb``, see ``_ext/colab_notebooks.py``): the ones
-the chapter pages' Colab links open. ``--edition`` picks one edition (default: both);
+(``_build/html/colab/{lecturer,student}/*.ipynb``, see ``booktools.sphinx.colab_notebooks``):
+the ones the chapter pages' Colab links open. ``--edition`` picks one edition (default: both);
 explicit paths run those notebooks instead.
 
 A fresh virtual environment gets only what Colab ships and the chapters rely on — torch,
@@ -39,8 +39,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from booktools import ROOT
+from booktools.setup_cell import config
+from booktools.toc import chapter_notebooks
+
 COLAB_PACKAGES = ["torch", "numpy", "matplotlib", "seaborn", "ipywidgets", "ipykernel"]
 KERNEL = "seqtheory-colab-emulation"
 
@@ -61,9 +63,6 @@ def make_env(venv: Path) -> Path:
 
 def git_source() -> str:
     """The setup cell's install URL with this repository in place of the remote one."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from setup_cell import config
-
     _, ref = config()
     known = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet",
                             f"{ref}^{{commit}}"], capture_output=True, text=True)
@@ -90,11 +89,9 @@ def label(nb_path: Path) -> str:
 
 def reader_notebooks(edition: str) -> list[Path]:
     """The build's Colab notebooks of one edition or both, chapters in the book's order."""
-    from conftest import chapter_notebooks
-
     editions = ("lecturer", "student") if edition == "both" else (edition,)
     found = [ROOT / "_build" / "html" / "colab" / e / f"{nb.stem}.ipynb"
-             for e in editions for nb in chapter_notebooks()]
+             for e in editions for nb in chapter_notebooks(ROOT)]
     missing = [str(p) for p in found if not p.is_file()]
     if missing:
         raise SystemExit("no Colab notebook (build the book first: jupyter-book build .): "

@@ -23,7 +23,9 @@ from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools.sphinx import chapter_header as ch
+from booktools.toc import chapter_names
+
 TAG = re.compile(r"^(★{1,3}) · (\d+) min · (concept|derivation|lab)$")
 KINDS = ("concept", "derivation", "lab")
 FENCE = re.compile(r"^(:{3,})\{exercise\}\s*(.*)$")
@@ -121,13 +123,11 @@ class ExerciseTable(SphinxDirective):
     """Every chapter's exercises with their titles, difficulty, time and kind."""
 
     def run(self):
-        import chapter_header as ch
-
         src_dir = Path(self.env.srcdir)
         rows = ["| chapter | homework (explain, derive) | lab (change the code and run) |",
                 "|---|---|---|"]
         totals = {"homework": 0, "lab": 0}
-        for c in ch.toc_chapters(src_dir):
+        for c in chapter_names(src_dir):
             src = (src_dir / "book" / f"{c}.md").read_text(encoding="utf-8")
             exs = exercises_of(src, c)
             cells = {"homework": [], "lab": []}
@@ -175,8 +175,6 @@ def section_words(src: str, start: str | None, stop: str | None, folds: bool = F
     """Core-path words of a chapter between the headings beginning ``start`` (inclusive) and
     ``stop`` (exclusive); ``None`` for the chapter's start or end.  ``folds=True`` counts
     the folded blocks too (a session that studies a chapter's variations)."""
-    import chapter_header as ch
-
     lines = src.splitlines(keepends=True)
 
     def find(prefix: str) -> int:
@@ -196,8 +194,6 @@ def section_words(src: str, start: str | None, stop: str | None, folds: bool = F
 
 def reading(src_dir: Path, item: dict) -> tuple[str, int]:
     """(Markdown for one pre-reading item, its reading minutes)."""
-    import chapter_header as ch
-
     chapter = item["chapter"]
     src = (src_dir / "book" / f"{chapter}.md").read_text(encoding="utf-8")
     start, stop = item.get("from"), item.get("to")
@@ -216,10 +212,8 @@ def reading(src_dir: Path, item: dict) -> tuple[str, int]:
 
 
 def all_exercises(src_dir: Path) -> dict[str, Exercise]:
-    import chapter_header as ch
-
     out = {}
-    for c in ch.toc_chapters(src_dir):
+    for c in chapter_names(src_dir):
         src = (src_dir / "book" / f"{c}.md").read_text(encoding="utf-8")
         out.update({e.label: e for e in exercises_of(src, c)})
     return out
@@ -283,8 +277,6 @@ def in_class_minutes(session: dict, exercises: dict) -> int:
 
 
 def _wpm() -> int:
-    import chapter_header as ch
-
     return ch.WORDS_PER_MINUTE
 
 
@@ -304,9 +296,6 @@ class Syllabus(SphinxDirective):
 
 
 def setup(app):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
     app.add_directive("exercise-table", ExerciseTable)
     app.add_directive("syllabus", Syllabus)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,9 +5,9 @@ Every chapter starts with the same hidden cell. It installs the book's library i
 notebooks from, so a notebook and its library always come from the same ref. Outside Colab
 it does nothing if the library is importable, and otherwise prints how to install it.
 
-    python scripts/setup_cell.py            # show the cell
-    python scripts/setup_cell.py --write    # put it into every chapter (then jupytext --sync)
-    python scripts/setup_cell.py --check    # exit 1 if a chapter's cell differs (tests use it)
+    python -m booktools.setup_cell            # show the cell
+    python -m booktools.setup_cell --write    # put it into every chapter (then jupytext --sync)
+    python -m booktools.setup_cell --check    # exit 1 if a chapter's cell differs (tests use it)
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools import ROOT
+
 TEMPLATE = '''# Colab setup: install the book's library, seqtheory, where it is missing. In Colab it
 # comes from the branch the notebook was opened from (REF), so notebook and library match;
 # Colab's own torch and numpy are kept (the library needs torch>=2.1, numpy>=1.24).

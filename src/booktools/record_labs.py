@@ -1,7 +1,7 @@
 """Record every coding lab's reference answer under several base seeds.
 
-    python scripts/record_labs.py --chapters scaling_laws [--labs ex-scaling-laws-1]
-                                  [--seeds 0-7] [--threads 1]
+    python -m booktools.record_labs --chapters scaling_laws [--labs ex-scaling-laws-1]
+                                    [--seeds 0-7] [--threads 1]
 
 Each chapter module's ``LABS`` (a :class:`seqtheory.exercises.LabTable`) registers a
 reference solution per lab (a function of the base seed).  This script runs them and merges
@@ -17,12 +17,9 @@ import datetime
 import json
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from robustness import parse_seeds  # noqa: E402
+from booktools import ROOT
+from booktools.robustness import parse_seeds
 
 
 def main(argv=None) -> int:
@@ -48,7 +45,7 @@ def main(argv=None) -> int:
         labs = table(chapter)
         path = ROOT / "src" / "seqtheory" / "chapters" / "measured" / f"{chapter}.labs.json"
         old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"labs": {}}
-        record = {"chapter": chapter, "script": "python scripts/record_labs.py",
+        record = {"chapter": chapter, "script": "python -m booktools.record_labs",
                   "info": {"date": datetime.date.today().isoformat(), "device": cpu_name(),
                            "torch": torch.__version__, "threads": args.threads},
                   "labs": {k: v for k, v in old["labs"].items() if k in labs.labs}}

@@ -17,11 +17,11 @@ checks passed / failed, errors, check cells not reached, the failures),
 ``--smoke N`` stops every training loop after N steps (``SEQTHEORY_SMOKE``): paper sizes,
 a test of everything but the training's outcome, for a machine without a GPU:
 
-    python scripts/full_run.py --jobs 4                 # every chapter, FULL=1
-    python scripts/full_run.py --chapters induction_heads --timeout 3600
-    python scripts/full_run.py --jobs 2 --smoke 2       # the smoke run
-    python scripts/full_run.py --jobs 4 --deadline 540  # within one short GPU lease
-    python scripts/full_run.py --notebooks path/to/a.ipynb   # any notebooks (tests use this)
+    python -m booktools.full_run --jobs 4                 # every chapter, FULL=1
+    python -m booktools.full_run --chapters induction_heads --timeout 3600
+    python -m booktools.full_run --jobs 2 --smoke 2       # the smoke run
+    python -m booktools.full_run --jobs 4 --deadline 540  # within one short GPU lease
+    python -m booktools.full_run --notebooks path/to/a.ipynb   # any notebooks (tests use this)
 
 Exit status 1 if any chapter had a failed check or an error (in a smoke run: an error).
 """
@@ -36,9 +36,9 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from robustness import chapters, failing_line  # noqa: E402
+from booktools import ROOT
+from booktools.robustness import failing_line
+from booktools.toc import chapter_notebooks
 
 RUN_ONE = r"""
 import json, sys, time, nbformat
@@ -152,7 +152,7 @@ DEFAULT_SECONDS, DEFAULT_MIB = 300.0, 8192.0    # a chapter missing from the est
 
 def read_estimates(path: Path) -> dict:
     """chapter -> (seconds, peak GPU MiB) from a table with those columns (a previous run's
-    ``full_run.tsv`` or ``scripts/full_run_estimates.tsv``); empty cells are missing."""
+    ``full_run.tsv`` or ``src/booktools/full_run_estimates.tsv``); empty cells are missing."""
     if not path.is_file():
         return {}
     lines = path.read_text().splitlines()
@@ -228,7 +228,7 @@ def main(argv=None) -> int:
         ap.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.smoke < 0:
         ap.error(f"--smoke must be 0 or a number of steps, got {args.smoke}")
-    nbs = list(args.notebooks) or chapters()
+    nbs = list(args.notebooks) or chapter_notebooks(ROOT)
     if args.chapters and not args.notebooks:
         wanted = {c.strip() for c in args.chapters.split(",")}
         unknown = wanted - {nb.stem for nb in nbs}

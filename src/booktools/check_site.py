@@ -1,6 +1,6 @@
 """Open every page of the built book in headless Chromium and check what a reader sees.
 
-    python scripts/check_site.py [_build/html]
+    python -m booktools.check_site [_build/html]
 
 For each page it fails on: a JavaScript error or console error, a request that leaves the
 site (the book must work offline), an image that did not load, an image without alt
@@ -38,7 +38,9 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools import ROOT
+from booktools.toc import chapter_sources
+
 MAX_PAGE_BYTES = 3 * 1024 * 1024
 VIEWPORT = (1280, 860)
 # (query, page that must be among the results): the search box finds chapter content
@@ -90,7 +92,7 @@ PAGE_JS = r"""
 })()
 """
 
-# What a reader meets on the page, with every folded block closed (scripts/check_site.py
+# What a reader meets on the page, with every folded block closed (booktools.check_site
 # checks these on the chapters; reader_report writes them to _build/reader_report.tsv):
 # - core_words: prose words outside code cells, closed dropdowns and toggles, exercises,
 #   solutions, math and the reference list (the chapter's core path);
@@ -306,7 +308,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 # putting the control back must bring the default figure back; then, when there are at most
 # 64, it sets every combination of the controls' positions.  Errors thrown by the
 # player's script reach the page's exception events, which network_report collects.
-# A slide deck (_ext/slides.py): how many slides, which one shows, and whether the arrow
+# A slide deck (booktools.sphinx.slides): how many slides, which one shows, and whether the arrow
 # keys move through them.
 SLIDES_JS = r"""
 (() => {
@@ -590,15 +592,7 @@ EXECUTION_ERRORS = ["highlight-ipythontb", "Traceback (most recent call last)", 
                     "CellExecutionError", "DeadKernelError", "AssertionError"]
 
 
-def toc_chapters() -> list[Path]:
-    """The executable chapters listed in _toc.yml (their .md sources)."""
-    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
-    files = re.findall(r"^\s*-?\s*(?:file|root):\s*(\S+)", toc, re.M)
-    paths = [ROOT / (f if f.endswith(".md") else f + ".md") for f in files]
-    return [p for p in paths if p.is_file() and "```{code-cell}" in p.read_text(encoding="utf-8")]
-
-
-CHAPTER_PAGES = {md.relative_to(ROOT).with_suffix(".html").as_posix() for md in toc_chapters()}
+CHAPTER_PAGES = {md.relative_to(ROOT).with_suffix(".html").as_posix() for md in chapter_sources()}
 
 
 def expected_figures(md: Path) -> int:
@@ -645,7 +639,7 @@ def execution_problems(html_root: Path) -> dict[str, list[str]]:
         first = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
         failures.setdefault(rel + ".html", []).append(
             f"execution failed (reports/{log.name}): {' '.join(first)[:200]}")
-    for md in toc_chapters():
+    for md in chapter_sources():
         rel = md.relative_to(ROOT).with_suffix(".html").as_posix()
         page = html_root / rel
         if not page.is_file():
@@ -751,7 +745,7 @@ def main(argv=None) -> int:
     shots.mkdir(parents=True)
     rels = sorted(str(p.relative_to(html_root)) for p in html_root.rglob("*.html")
                   if not p.relative_to(html_root).parts[0].startswith(("_", ".")))
-    decks = [f"slides/{md.stem}.html" for md in toc_chapters()]
+    decks = [f"slides/{md.stem}.html" for md in chapter_sources()]
     missing = [d for d in decks if d not in rels]
     if missing:
         print("check_site: chapters without a slide deck: " + ", ".join(missing))

@@ -39,7 +39,10 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools import ROOT
+from booktools.sphinx.chapter_header import chapter_times, header_line, prerequisites_of
+from booktools.toc import chapter_names
+
 FULL_TABLE = ROOT / "benchmarks" / "full_run_h200.tsv"
 EDITIONS = ("lecturer", "student")
 COLAB = "https://colab.research.google.com/github"
@@ -641,14 +644,9 @@ def sphinx_refs(app, docname: str, glue: dict) -> Refs:
 def write_notebooks(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from chapter_header import chapter_times, header_line, prerequisites_of, toc_chapters
-
     srcdir, outdir = Path(app.srcdir), Path(app.outdir)
     executed = outdir.parent / "jupyter_execute"
-    chapters = toc_chapters(srcdir)
+    chapters = chapter_names(srcdir)
     times, _ = chapter_times(chapters)
     full, _ = read_full_table()
     editions = ("student",) if app.config.hide_solutions else EDITIONS

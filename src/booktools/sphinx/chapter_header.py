@@ -26,7 +26,9 @@ from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools import ROOT
+from booktools.toc import chapter_names
+
 BUILD_TIMES = ROOT / "_build" / "chapter_times.tsv"
 CI_TIMES = ROOT / "benchmarks" / "chapter_times_ci.tsv"
 WORDS_PER_MINUTE = 150          # technical prose with math, read carefully
@@ -98,14 +100,6 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def toc_chapters(srcdir: Path) -> list[str]:
-    """Chapter stems (book/NAME) that are executable notebooks, in the order of the toc."""
-    toc = (srcdir / "_toc.yml").read_text(encoding="utf-8")
-    stems = [f.removeprefix("book/") for f in re.findall(r"file:\s*(book/\S+)", toc)]
-    return [s for s in stems if "```{code-cell}" in
-            (srcdir / "book" / f"{s}.md").read_text(encoding="utf-8")]
-
-
 def header_line(srcdir: Path, name: str, prerequisites: list[str], times: dict[str, float],
                 colab: str = "") -> str:
     """The header box's first line (MyST): prerequisites, reading and run times, and the
@@ -128,7 +122,7 @@ def prerequisites_of(src: str) -> list[str]:
 def colab_links(config, name: str) -> str:
     """Markdown links to the chapter's Colab notebooks: the lecturer's edition offers both
     notebooks, the student edition only the student's."""
-    import colab_notebooks
+    from booktools.sphinx import colab_notebooks
 
     url = config.html_theme_options.get("repository_url", "")
     editions = ("student",) if config.hide_solutions else ("lecturer", "student")
@@ -145,7 +139,7 @@ class ChapterHeader(SphinxDirective):
     def run(self):
         env = self.env
         name = env.docname.removeprefix("book/")
-        times, _ = chapter_times(toc_chapters(Path(env.srcdir)))
+        times, _ = chapter_times(chapter_names(Path(env.srcdir)))
         if name not in times:
             raise self.error(f"chapter-header: no measured run time for {name!r} in "
                              f"{BUILD_TIMES} or {CI_TIMES}")
@@ -158,7 +152,7 @@ class ChapterHeader(SphinxDirective):
         self.state.nested_parse(StringList([line, ""], source=env.docname), self.content_offset,
                                 box)
         first = next(iter(box.findall(nodes.paragraph)), None)
-        if first is not None:     # the deck that _ext/slides.py writes after the build
+        if first is not None:     # the deck that booktools.sphinx.slides writes after the build
             first += [nodes.Text(" · "), nodes.strong(text="Slides:"), nodes.Text(" "),
                       nodes.reference(text="this chapter's deck",
                                       refuri=f"../slides/{name}.html")]
@@ -171,7 +165,7 @@ class ChapterTimes(SphinxDirective):
 
     def run(self):
         env = self.env
-        chapters = toc_chapters(Path(env.srcdir))
+        chapters = chapter_names(Path(env.srcdir))
         times, origin = chapter_times(chapters)
         titles = {c: _title(Path(env.srcdir) / "book" / f"{c}.md") for c in chapters}
         rows = ["| chapter | reading (core path) | run, whole chapter |", "|---|---|---|"]
@@ -195,10 +189,7 @@ def _title(path: Path) -> str:
 
 
 def setup(app):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    app.setup_extension("colab_notebooks")     # the colab_branch config value
+    app.setup_extension("booktools.sphinx.colab_notebooks")     # the colab_branch config value
     app.add_directive("chapter-header", ChapterHeader)
     app.add_directive("chapter-times", ChapterTimes)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

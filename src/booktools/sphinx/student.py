@@ -1,12 +1,12 @@
 """Sphinx extension: the student edition leaves out the code cells that compute a solution.
 
 ``sphinx-exercise`` drops every ``{solution}`` directive when ``hide_solutions`` is true (the
-student edition, ``scripts/build_student.py``). A few solutions are *computed* by a code cell
-of the chapter (tagged ``solution``; myst-nb gives its node the class ``tag_solution``); such a
-cell would still show its code and output to a student, so this extension removes it from
-the page as well. (The cell is still executed: the chapter's later cells and checks may use
-its results, and the execution cache is shared with the lecturer's edition.) The lecturer's
-edition is unchanged.
+student edition, ``python -m booktools.build_student``). A few solutions are *computed* by a
+code cell of the chapter (tagged ``solution``; myst-nb gives its node the class
+``tag_solution``); such a cell would still show its code and output to a student, so this
+extension removes it from the page as well. (The cell is still executed: the chapter's later
+cells and checks may use its results, and the execution cache is shared with the lecturer's
+edition.) The lecturer's edition is unchanged.
 """
 from __future__ import annotations
 

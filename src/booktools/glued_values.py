@@ -1,10 +1,10 @@
 """Every number a chapter pastes into its text (``glue``), read from executed notebooks.
 
-    python scripts/glued_values.py DIR                 # DIR: _build/.nbval or _build/robustness
-    python scripts/glued_values.py OLD_DIR NEW_DIR     # what changed between two runs
+    python -m booktools.glued_values DIR               # DIR: _build/.nbval or _build/robustness
+    python -m booktools.glued_values OLD_DIR NEW_DIR   # what changed between two runs
 
 Reads the executed chapters that ``pytest`` stores (``_build/.nbval/CHAPTER.json``) or that
-``scripts/robustness.py`` writes (``_build/robustness/CHAPTER-seedS.ipynb``), and prints one
+``booktools.robustness`` writes (``_build/robustness/CHAPTER-seedS.ipynb``), and prints one
 line per glued name: ``chapter  name  value``.  With two folders it prints the names whose
 values differ, are missing or are new, and the names the chapters' text pastes that the
 new run does not glue; exit status 1 when a pasted value changed or is missing.
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
+from booktools import ROOT
+
 PREFIX = "application/papermill.record/"
 
 
