@@ -192,22 +192,12 @@ def train(model: nn.Module, batch_fn: Callable[[int], tuple[torch.Tensor, torch.
           progress: bool = True, desc: str = "training", **overrides) -> History:
     """Train ``model`` on batches from ``batch_fn(step)`` and return its :class:`History`.
 
-    ``eval_fn(model, step) -> {name: value}`` runs in eval mode without gradients at step 0,
-    every ``cfg.eval_every`` steps and at the end (see :meth:`History.record_eval`).  Each
-    callback is called after every step as ``callback(step, model, loss)``; returning ``True``
-    stops training there.  ``stop_when(row)`` is called with each evaluation's row
-    ``{"step": s, metric: value}`` after step 0; returning ``True`` stops training there.
-
-    Several networks train in one run (see :class:`LossReduction`) as an
-    :class:`~seqtheory.ensemble.Ensemble` (``batch_fn`` returns inputs (M, B, ...) and targets
-    (M, B, ...) or shared (B, ...); ``eval_fn`` returns M values per metric, see
-    ``member_eval``) or as one module whose ``loss_fn`` returns (M,) per-network losses
-    (with ``grad_clip=None``); a callback's ``loss`` is then the (M,) losses.
-    Training runs where ``model``'s parameters are; batches from the CPU are moved there.  Off
-    the CPU a callback's ``loss`` is the detached tensor on the device (see
-    :class:`HostLossBuffer`).  Keyword ``overrides`` change fields of ``cfg`` (or of a default
-    :class:`TrainConfig`).
-    """
+    ``eval_fn(model, step) -> {name: value}`` runs without gradients at step 0, every
+    ``cfg.eval_every`` steps and at the end (:meth:`History.record_eval`).
+    ``callback(step, model, loss)`` after every step and ``stop_when(row)`` after every
+    evaluation stop training by returning True.  Several networks train at once as an
+    Ensemble or through (M,) losses (:class:`LossReduction`); off the CPU the losses reach the
+    host at evaluations (:class:`HostLossBuffer`).  ``overrides`` change fields of ``cfg``."""
     cfg = _checked_config(model, batch_fn, stop_when, cfg, overrides)
     callbacks = list(callbacks)
     params = [p for p in model.parameters() if p.requires_grad]
