@@ -31,9 +31,9 @@ def _is_worker(config) -> bool:
 
 def pytest_configure(config):
     # Chapters executed for the book show each progress bar as one line of text with its
-    # final state (a static page cannot animate a widget); seqtheory.utils.progress_bar.
+    # final state (a static page cannot animate a widget); seqtheory.core.runtime.progress_bar.
     os.environ.setdefault("SEQTHEORY_STATIC_PROGRESS", "1")
-    # a failed claim check (seqtheory.utils.check) raises in the tests, as assert does
+    # a failed claim check (seqtheory.book.notebook.check) raises in the tests, as assert does
     os.environ.setdefault("SEQTHEORY_STRICT_CHECKS", "1")
     workers = getattr(config.option, "numprocesses", None)
     if _is_worker(config) or (workers not in (None, 0, 1)):

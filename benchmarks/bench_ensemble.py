@@ -18,7 +18,7 @@ import torch
 
 from seqtheory import Ensemble, Transformer, TransformerConfig, make_generator, seeded
 from seqtheory.copying import SETUP, copy_batch, copy_model
-from seqtheory.training import train
+from seqtheory.core.training import train
 
 
 def cases():

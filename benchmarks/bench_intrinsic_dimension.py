@@ -21,7 +21,7 @@ import time
 import numpy as np
 import torch
 
-from seqtheory.dimension import mle_dimension, sample_sphere
+from seqtheory.sources.dimension import mle_dimension, sample_sphere
 
 
 def timed(fn):

@@ -18,7 +18,7 @@ import torch
 
 from seqtheory import seed_everything, train
 from seqtheory.incontext import SETUP, ICLEvaluator
-from seqtheory.markov import (
+from seqtheory.sources.markov import (
     bigram_predictor,
     icl_mc_batch,
     sample_transition_matrices,

@@ -38,7 +38,7 @@ def _measure(name: str, threads: int, steps: int, patterns: bool, queue) -> None
     import torch
 
     from seqtheory import Transformer, TransformerConfig, seed_everything
-    from seqtheory.training import next_token_loss
+    from seqtheory.core.training import next_token_loss
 
     torch.set_num_threads(threads)
     seed_everything(0)

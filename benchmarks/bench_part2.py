@@ -18,8 +18,8 @@ from seqtheory.chain_of_thought import SETUP as COT_SETUP
 from seqtheory.chain_of_thought import all_bit_strings, train_chain_models
 from seqtheory.copying import SETUP as COPY_SETUP
 from seqtheory.copying import copy_models, train_copier
+from seqtheory.core.validate import dataclass_replace
 from seqtheory.parity import ParityMLPs, train_online
-from seqtheory.utils import dataclass_replace
 
 
 def per_step(fn, steps: int) -> float:

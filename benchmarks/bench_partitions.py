@@ -51,7 +51,7 @@ def fresh_threshold(pb, s_max: int, seed: int, rel_tol: float = 0.02) -> int:
 
 def adam_loop(xs, ys, N: int, I: int, steps: int, lr: float, m: int = 3) -> None:  # noqa: E741
     """The dense full-batch Adam loop that train_embeddings had before it used train()."""
-    from seqtheory.utils import make_generator
+    from seqtheory.core.seeds import make_generator
 
     R, S = len(xs), max(len(x) for x in xs)
     X, Y, W = torch.zeros(R, S, I, dtype=torch.long), torch.zeros(R, S), torch.zeros(R, S)

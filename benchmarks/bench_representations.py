@@ -1,5 +1,5 @@
 """Speed of the universality chapter's routines (seqtheory.similarity and
-seqtheory.knowledge_graphs): CKA, affine stitching, batched training.
+seqtheory.sources.knowledge_graphs): CKA, affine stitching, batched training.
 
 Run:  python benchmarks/bench_representations.py
 
@@ -17,8 +17,8 @@ import time
 import numpy as np
 import torch
 
-from seqtheory.knowledge_graphs import FamilyForest, kinship_data, train_kinship
 from seqtheory.similarity import debiased_cka, linear_cka, stitch
+from seqtheory.sources.knowledge_graphs import FamilyForest, kinship_data, train_kinship
 
 
 def timed(fn, repeat: int = 1) -> float:

@@ -6,7 +6,7 @@ one busy program (a pure-Python spin loop), (c) next to another torch job (a 2-t
 matrix-multiply loop, as when two chapters or a chapter and a test run at once). Each
 setting is measured in a fresh subprocess, interleaved, and the median of ``--repeats``
 runs is printed with the ratio to the idle 1-thread time. This is what chose the library's
-default of one thread (``seqtheory.utils.default_threads``); the goal is that the default
+default of one thread (``seqtheory.core.runtime.default_threads``); the goal is that the default
 stays within 1.5x of its idle time next to one busy program.
 
     python benchmarks/bench_threads.py [--steps 300] [--repeats 3]
@@ -23,9 +23,9 @@ import time
 TRAIN = textwrap.dedent("""
     import sys, time, torch
     from seqtheory.incontext import ICLSetup
-    from seqtheory.markov import icl_mc_batch
-    from seqtheory.training import train
-    from seqtheory.utils import make_generator, seeded
+    from seqtheory.sources.markov import icl_mc_batch
+    from seqtheory.core.training import train
+    from seqtheory.core.seeds import make_generator, seeded
     torch.set_num_threads(int(sys.argv[1]))
     setup = ICLSetup()
     with seeded(0):

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import torch
 
-from seqtheory.markov import sample_switching
+from seqtheory.sources.markov import sample_switching
 from seqtheory.tokenization import BPE, LZW
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from seqtheory.utils import cpu_name
+from seqtheory.core.runtime import cpu_name
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ sets of 500 strings.
 
     python scripts/copying_lookup.py            # about 15 minutes on 2 CPU cores
 
-writes src/seqtheory/data/copying_lookup.json (seqtheory.utils.load_data(
+writes src/seqtheory/data/copying_lookup.json (seqtheory.core.runtime.load_data(
 "copying_lookup.json")). Seeds go through seqtheory's base-seed helper (run it with
 SEQTHEORY_SEED unset).
 """
@@ -37,9 +37,9 @@ from seqtheory.copying import (
     lookup_batch,
     string_accuracy,
 )
-from seqtheory.ensemble import Ensemble, member_eval
-from seqtheory.training import train
-from seqtheory.utils import experiment_seed, make_generator
+from seqtheory.core.ensemble import Ensemble, member_eval
+from seqtheory.core.seeds import experiment_seed, make_generator
+from seqtheory.core.training import train
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "copying_lookup.json"
 MODELS = ("gated recurrence", "hard-ALiBi")

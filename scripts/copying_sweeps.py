@@ -15,7 +15,7 @@ its tuned rate, three seeds) and their string accuracy is measured at every leng
     python scripts/copying_sweeps.py --jobs 16     # about 3 minutes on 16 cores (193 s)
 
 runs every (model, setting) as its own process with one torch thread and writes
-src/seqtheory/data/copying_sweeps.json (seqtheory.utils.load_data("copying_sweeps.json")).
+src/seqtheory/data/copying_sweeps.json (seqtheory.core.runtime.load_data("copying_sweeps.json")).
 Seeds go through seqtheory's base-seed helper (run it with SEQTHEORY_SEED unset).
 """
 from __future__ import annotations
@@ -56,8 +56,9 @@ def _lr_job(name: str, lr: float) -> dict:
                 "seconds": time.perf_counter() - t0}
     # final training loss per seed: retrain-free, from the models on a fixed batch
     from seqtheory.copying import copy_batch
-    from seqtheory.training import next_token_loss
-    from seqtheory.utils import evaluating, make_generator
+    from seqtheory.core.runtime import evaluating
+    from seqtheory.core.seeds import make_generator
+    from seqtheory.core.training import next_token_loss
     x, y = copy_batch(1000, setup.min_len, setup.max_len, generator=make_generator(7))
     loss = []
     for m in result.models:
@@ -73,7 +74,7 @@ def _state_job(name: str, size: int, lr: float) -> dict:
 
     from seqtheory import Ensemble, setup_threads, train
     from seqtheory.copying import CopyLSTM, GatedRecurrence, accuracy_by_length, copy_batch
-    from seqtheory.utils import make_generator, seeded
+    from seqtheory.core.seeds import make_generator, seeded
 
     # the chapter's models at other state sizes, outside run(): built under seeded(s) and
     # trained with the loop of run() (same seeds, same data streams)
@@ -124,7 +125,7 @@ def main() -> None:
 
     import seqtheory
     from seqtheory.copying import MODEL_NAMES
-    from seqtheory.utils import cpu_name
+    from seqtheory.core.runtime import cpu_name
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=os.cpu_count())

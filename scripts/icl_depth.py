@@ -25,7 +25,8 @@ one process per order; index 4 (four layers without LayerNorm) was added the sam
 GPU (--device cuda, one process per order and seed).
 
 writes src/seqtheory/data/icl_depth.json (shipped with the library, so the chapter can load
-it in Colab too: seqtheory.utils.load_data("icl_depth.json")). Each run is seeded, so the file
+it in Colab too: seqtheory.core.runtime.load_data("icl_depth.json")). Each run is seeded, so the
+file
 is reproducible on the same machine and library version.
 """
 from __future__ import annotations
@@ -41,10 +42,10 @@ import torch
 
 import seqtheory
 from seqtheory import Sizes, setup_threads
+from seqtheory.core.runtime import check_device, cpu_name
 from seqtheory.incontext import SETUP
 from seqtheory.incontext import run as run_icl
-from seqtheory.markov import ngram_name
-from seqtheory.utils import check_device, cpu_name
+from seqtheory.sources.markov import ngram_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_depth.json"
 

@@ -1,7 +1,7 @@
 """Switch step against the share of doubly stochastic chains (k = 2): the data behind
 "Take the unigram signal away" in book/induction_heads.md.
 
-The training prior is the graded mixture of seqtheory.markov.sample_graded_matrices: with
+The training prior is the graded mixture of seqtheory.sources.markov.sample_graded_matrices: with
 probability p a chain is doubly stochastic (unigram statistics useless), otherwise its
 tokens are i.i.d. (the unigram rule is Bayes-optimal).  As in the authors' code, every model
 is evaluated on the standard Dirichlet task (k = 2, alpha = 1), where the switch step is

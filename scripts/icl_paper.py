@@ -10,7 +10,7 @@ on 256 held-out sequences; the switch step is seqtheory.incontext.switch_step.
     SEQTHEORY_NUM_THREADS=1 python scripts/icl_paper.py [--seeds 0,1,2] [--device cuda]
 
 writes src/seqtheory/data/icl_paper.json after every seed (load it with
-seqtheory.utils.load_data("icl_paper.json")).  On a GPU the archive was made with one process
+seqtheory.core.runtime.load_data("icl_paper.json")).  On a GPU the archive was made with one process
 per seed, all on the same GPU (tiny models leave it mostly idle), then merged:
 
     for s in 0 1 2 3 4 5 6 7; do python scripts/icl_paper.py --device cuda --patience 0 \
@@ -31,9 +31,9 @@ from _archive import add_run_arguments, device_label, merge_parts
 
 import seqtheory
 from seqtheory import derive_seed, setup_threads
+from seqtheory.core.runtime import check_device
 from seqtheory.incontext import PAPER, switch_step
 from seqtheory.incontext import run as run_icl
-from seqtheory.utils import check_device
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_paper.json"
 NAMES = ("uniform", "unigram", "bigram")

@@ -78,8 +78,8 @@ def main() -> None:
 
     import seqtheory
     from seqtheory import derive_seed
+    from seqtheory.core.runtime import cpu_name
     from seqtheory.scaling import SETUP
-    from seqtheory.utils import cpu_name
 
     steps = 30 if args.quick else STEPS
     widths = (8, 16) if args.quick else WIDTHS

@@ -18,7 +18,7 @@ its device).
     SEQTHEORY_NUM_THREADS=1 python scripts/width_frontier.py --widths 8,32   # a CPU slice
 
 Writes src/seqtheory/data/width_frontier.json (shipped with the library:
-seqtheory.utils.load_data("width_frontier.json")) after every width. Its meta records the
+seqtheory.core.runtime.load_data("width_frontier.json")) after every width. Its meta records the
 checkout's commit (``git rev-parse HEAD``; None outside a git checkout; the shipped file
 has no such field).
 """
@@ -38,8 +38,8 @@ from _archive import git_commit
 
 import seqtheory
 from seqtheory import derive_seed, make_generator, setup_threads
+from seqtheory.core.runtime import check_device, cpu_name
 from seqtheory.parity import WIDTH_LUCK_SETUP, ParityMLPs, train_offline
-from seqtheory.utils import check_device, cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "width_frontier.json"
 SAMPLES = (100, 150, 200, 300, 400, 600, 800, 1200)

@@ -8,18 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from seqtheory import (
-    chain_of_thought,
-    markov,
-    models,
-    parity,
-    partitions,
-    similarity,
-    tokenization,
-    training,
-)
+from seqtheory import chain_of_thought, parity, partitions, similarity, tokenization
+from seqtheory.core import models, training
+from seqtheory.core.runtime import check_device
+from seqtheory.core.seeds import seed_everything
 from seqtheory.incontext import ICLSetup
-from seqtheory.utils import check_device, seed_everything
+from seqtheory.sources import markov
 
 ids = torch.zeros(2, 5, dtype=torch.long)
 small = models.TransformerConfig(vocab_size=3, max_len=10, n_layers=1, d_model=8)
@@ -151,7 +145,7 @@ def test_dirichlet_moments_for_alpha_below_one():
 
 def test_twonn_keeps_every_ratio_but_the_last_without_discard():
     # discard=0 used to fit log(1 - F) = -inf at the largest ratio and return inf
-    from seqtheory.dimension import sample_sphere, twonn_dimension
+    from seqtheory.sources.dimension import sample_sphere, twonn_dimension
 
     X = sample_sphere(2000, 2, 5, seed=0)
     d = twonn_dimension(X, discard=0.0)
@@ -160,7 +154,7 @@ def test_twonn_keeps_every_ratio_but_the_last_without_discard():
 
 def test_stitch_refuses_a_nan_source():
     # a NaN source ended in an MKL error and a PyTorch INTERNAL ASSERT
-    from seqtheory.knowledge_graphs import FamilyForest, kinship_data, train_kinship
+    from seqtheory.sources.knowledge_graphs import FamilyForest, kinship_data, train_kinship
 
     data = kinship_data(FamilyForest.generate(1, 3, (2, 2)), 0.8)
     zoo, _ = train_kinship(data, (2,), (0,), steps=2, progress=False)

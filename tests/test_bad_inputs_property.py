@@ -17,18 +17,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqtheory import (
-    copying,
-    dimension,
-    markov,
-    models,
-    parity,
-    partitions,
-    tokenization,
-    training,
-    utils,
-)
+from seqtheory import copying, parity, partitions, tokenization
+from seqtheory.core import models, seeds, training
 from seqtheory.incontext import ICLSetup
+from seqtheory.sources import dimension, markov
 
 
 def _ints_below(m: int) -> list:
@@ -100,8 +92,8 @@ SPECS = {
                    {"batch_size": "int>=1", "min_len": "int>=1"}),
     "random_graph": (partitions.random_graph, dict(n=10, degree=2.0),
                      {"n": "int>=2", "degree": "float>=0"}),
-    "seed_everything": (utils.seed_everything, dict(seed=0), {"seed": "int>=0"}),
-    "make_generator": (utils.make_generator, dict(seed=0), {"seed": "int>=0"}),
+    "seed_everything": (seeds.seed_everything, dict(seed=0), {"seed": "int>=0"}),
+    "make_generator": (seeds.make_generator, dict(seed=0), {"seed": "int>=0"}),
     "sparse_parity": (
         parity.sparse_parity, dict(num=4, n=6, support=(0, 1),
                                    generator=torch.Generator().manual_seed(0)),

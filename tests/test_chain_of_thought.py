@@ -102,7 +102,7 @@ def test_a_linear_model_learns_the_threshold_chain_of_a_short_parity():
 
 
 def test_generate_is_the_shared_greedy_decoder():
-    from seqtheory.decode import greedy_decode
+    from seqtheory.core.decode import greedy_decode
 
     model = NextTokenNet(9, hidden=4, models=2, generator=torch.Generator().manual_seed(1))
     x = all_bit_strings(5)[:7]
@@ -192,8 +192,8 @@ def test_run_is_deterministic_and_returns_every_row():
 
 def test_run_draws_from_its_named_stream():
     from seqtheory.chain_of_thought import STREAMS, run
-    from seqtheory.experiment import Experiment, RunInfo
-    from seqtheory.utils import make_generator
+    from seqtheory.core.experiment import Experiment, RunInfo
+    from seqtheory.core.seeds import make_generator
 
     assert {n: STREAMS.seed(n) for n in STREAMS.names} == {"parity": 0, "products": 1}
     r = run(TINY, Experiment.make(seed=3, progress=False))

@@ -25,7 +25,7 @@ from seqtheory.copying import (
     state_bits,
     string_accuracy,
 )
-from seqtheory.training import IGNORE_INDEX
+from seqtheory.core.training import IGNORE_INDEX
 
 
 @given(lo=st.integers(1, 8), extra=st.integers(0, 8), seed=st.integers(0, 100))
@@ -193,7 +193,7 @@ TINY = dict(min_len=2, max_len=3, test_len=4, d_model=8, batch_size=4, steps=6, 
 def test_run_trains_every_seed_and_matches_a_single_run():
     """Seeds train as one program; seed s of the ensemble follows the model trained alone."""
     from seqtheory.copying import STREAMS, CopyResult, CopySetup, copy_model, run, train_copier
-    from seqtheory.utils import make_generator
+    from seqtheory.core.seeds import make_generator
 
     setup = CopySetup(**TINY, lrs=(("LSTM", 1e-2), ("gated recurrence", 2e-3)),
                       names=("transformer", "LSTM", "gated recurrence"))
@@ -483,8 +483,8 @@ def test_repeat_accuracy_tells_a_bigram_lookup_from_an_exact_copier():
 
 def test_lookup_rows_hold_the_string_the_query_and_the_first_answer():
     from seqtheory.copying import lookup_batch
-    from seqtheory.training import IGNORE_INDEX
-    from seqtheory.utils import make_generator
+    from seqtheory.core.seeds import make_generator
+    from seqtheory.core.training import IGNORE_INDEX
 
     for key in ("suffix", "prefix"):
         x, y = lookup_batch(200, 5, 12, n=2, key=key, generator=make_generator(3))

@@ -163,8 +163,8 @@ def test_run_multiplication_is_deterministic_and_leaves_the_global_rng_alone():
 
 def test_run_multiplication_draws_from_its_named_stream():
     from seqtheory.chain_of_thought import STREAMS, run_multiplication
-    from seqtheory.experiment import Experiment, RunInfo
-    from seqtheory.utils import make_generator
+    from seqtheory.core.experiment import Experiment, RunInfo
+    from seqtheory.core.seeds import make_generator
 
     assert STREAMS.seed("products") == 1
     r = run_multiplication(TINY, Experiment.make(seed=2, progress=False))

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from seqtheory import Transformer, TransformerConfig, seed_everything, train
+from seqtheory.core.runtime import check_device
 from seqtheory.incontext import PAPER, train_icl
-from seqtheory.utils import check_device
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

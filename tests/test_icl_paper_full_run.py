@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from seqtheory.utils import load_data
+from seqtheory.core.runtime import load_data
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("icl_paper_full_run",

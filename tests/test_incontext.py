@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from seqtheory.core.training import History
 from seqtheory.incontext import (
     SETUP,
     ICLEvaluator,
@@ -13,8 +14,7 @@ from seqtheory.incontext import (
     run,
     switch_step,
 )
-from seqtheory.markov import bigram_predictor
-from seqtheory.training import History
+from seqtheory.sources.markov import bigram_predictor
 
 SMALL = ICLSetup(k=3, T=20, steps=4, eval_every=2, batch_size=8)
 
@@ -304,7 +304,7 @@ def test_run_refuses_bad_devices_and_setups():
 
 
 def test_run_takes_a_context_and_draws_from_its_named_streams():
-    from seqtheory.experiment import Experiment, RunInfo
+    from seqtheory.core.experiment import Experiment, RunInfo
     from seqtheory.incontext import STREAMS
 
     assert {n: STREAMS.seed(n) for n in STREAMS.names} == \
@@ -336,7 +336,7 @@ def test_run_seeds_trains_members_as_one_program():
     # member trains the same whichever others train with it (fails if the members shared a
     # data stream or an optimiser state), the same call gives the same bits, and the result
     # has (M,) losses and per-member switch steps
-    from seqtheory.experiment import RunInfo
+    from seqtheory.core.experiment import RunInfo
     from seqtheory.incontext import run_seeds
 
     tiny = ICLSetup(k=3, T=12, steps=6, eval_every=3, batch_size=4)

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqtheory import make_generator
-from seqtheory.experiment import Experiment
+from seqtheory.core.experiment import Experiment
+from seqtheory.core.training import History
 from seqtheory.parity import (
     SETUP,
     STREAMS,
@@ -33,7 +34,6 @@ from seqtheory.parity import (
     train_offline,
     train_online,
 )
-from seqtheory.training import History
 
 # a hidden-progress setup small enough for a unit test (n = 8, k = 2 learns in ~100 steps)
 TINY = HiddenProgressSetup(n=8, k=2, width=32, seeds=2, steps=60, eval_every=20, ks=(2, 3),

@@ -125,8 +125,8 @@ def test_train_embeddings_is_full_batch_adam(dense):
     # loop, bit for bit
     import torch
 
+    from seqtheory.core.seeds import make_generator
     from seqtheory.partitions import _contract, _predict_all
-    from seqtheory.utils import make_generator
 
     pbs = [planted_problem(5, 2, 3, seed=s) for s in range(3)]
     data = [sample(pb, n, seed=s) for s, (pb, n) in enumerate(zip(pbs, (30, 50, 70),
@@ -371,7 +371,7 @@ def test_experiments_follow_the_contract(name):
     # the friendly call equals the context call; the result extends RunInfo; a bad setup
     # or progress is refused; every run shares the module's streams
     import seqtheory.partitions as P
-    from seqtheory.experiment import Experiment, RunInfo
+    from seqtheory.core.experiment import Experiment, RunInfo
 
     run = getattr(P, name)
     assert run.streams is P.STREAMS
@@ -393,8 +393,8 @@ def test_experiments_follow_the_contract(name):
 
 
 def test_streams_are_the_logical_seeds_of_the_runs():
+    from seqtheory.core.seeds import make_rng
     from seqtheory.partitions import STREAMS, recovery_threshold, run_thresholds, samples_for
-    from seqtheory.utils import make_rng
 
     assert (STREAMS.seed("problems", 4), STREAMS.seed("samples", 4),
             STREAMS.seed("gd_samples", 4)) == (4, 10_004, 20_004)
@@ -461,8 +461,8 @@ def test_setup_validation(change, err, match):
 def test_setup_sizes_and_seed_argument():
     import dataclasses
 
+    from seqtheory.core.seeds import base_seed
     from seqtheory.partitions import SETUP, PartitionSetup, run_thresholds
-    from seqtheory.utils import base_seed
 
     assert SETUP.pick("cpu") == PartitionSetup()
     assert SETUP.pick("full").trials > SETUP.pick("cpu").trials

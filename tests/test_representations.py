@@ -9,14 +9,6 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from seqtheory.knowledge_graphs import (  # noqa: E402
-    FamilyForest,
-    KinshipModels,
-    kinship_data,
-    plot_embedding,
-    plot_forest,
-    train_kinship,
-)
 from seqtheory.representations import (  # noqa: E402
     SETUP,
     STREAMS,
@@ -29,6 +21,14 @@ from seqtheory.representations import (  # noqa: E402
     run,
 )
 from seqtheory.similarity import pca_2d  # noqa: E402
+from seqtheory.sources.knowledge_graphs import (
+    FamilyForest,
+    KinshipModels,
+    kinship_data,
+    plot_embedding,
+    plot_forest,
+    train_kinship,
+)
 
 
 @pytest.fixture(scope="module")

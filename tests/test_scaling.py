@@ -6,8 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqtheory.dimension import mle_dimension
-from seqtheory.experiment import Experiment, RunInfo
+from seqtheory.core.experiment import Experiment, RunInfo
 from seqtheory.scaling import (
     SETUP,
     STREAMS,
@@ -36,6 +35,7 @@ from seqtheory.scaling import (
     run_model_sweep,
     torus_tasks,
 )
+from seqtheory.sources.dimension import mle_dimension
 
 # ------------------------------------------------------------------ power laws and tasks
 

@@ -123,7 +123,7 @@ def test_mlps_of_all_widths_padded_into_one_program_match_the_width_by_width_run
 
 
 def test_padded_mlps_hold_each_width_in_its_first_units():
-    from seqtheory.ensemble import Ensemble
+    from seqtheory.core.ensemble import Ensemble
 
     model = scaling._padded_mlps(16, (4, 8), [5, 6], base=0).ensemble
     alone = Ensemble(lambda: scaling.make_learner("mlp", 16, 4), [5, 6], base=0)

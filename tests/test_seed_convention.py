@@ -1,4 +1,4 @@
-"""The library's one seed convention (``seqtheory.utils.experiment_seed``).
+"""The library's one seed convention (``seqtheory.core.seeds.experiment_seed``).
 
 An experiment function's ``seed`` is the run's base seed; ``seed=None`` takes the book's base
 seed from ``SEQTHEORY_SEED``.  So ``run(setup, seed=b)`` under any environment and
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqtheory.utils import derive_seed, experiment_seed, make_generator, seeded
+from seqtheory.core.seeds import derive_seed, experiment_seed, make_generator, seeded
 
 BASE = 3
 

@@ -5,13 +5,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqtheory.knowledge_graphs import (
-    FamilyForest,
-    KinshipModels,
-    accuracy,
-    kinship_data,
-    train_kinship,
-)
 from seqtheory.similarity import (
     affine_r2,
     cka_across_seeds,
@@ -22,6 +15,13 @@ from seqtheory.similarity import (
     stitch,
     stitch_controls,
     stitch_restarts,
+)
+from seqtheory.sources.knowledge_graphs import (
+    FamilyForest,
+    KinshipModels,
+    accuracy,
+    kinship_data,
+    train_kinship,
 )
 
 

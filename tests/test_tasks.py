@@ -28,9 +28,9 @@ def test_run_is_deterministic_and_leaves_the_global_rng_alone():
 
 
 def test_run_takes_a_context_and_draws_from_its_named_streams():
-    from seqtheory.experiment import Experiment, RunInfo
+    from seqtheory.core.experiment import Experiment, RunInfo
+    from seqtheory.core.seeds import make_generator
     from seqtheory.tasks import STREAMS
-    from seqtheory.utils import make_generator
 
     assert {n: STREAMS.seed(n) for n in STREAMS.names} == \
         {"weights": 0, "heldout": 50, "data": 200, "member_data": 100}

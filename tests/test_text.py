@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqtheory.models import Transformer, TransformerConfig
+from seqtheory.core.models import Transformer, TransformerConfig
 from seqtheory.text import (
     STREAMS,
     CharCorpus,

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqtheory.markov import sample_switching
+from seqtheory.sources.markov import sample_switching
 from seqtheory.tokenization import (
     BPE,
     LZW,
@@ -216,8 +216,8 @@ def test_switching_sampler_reads_nothing_back_from_the_device():
 
 
 def trap_ensemble(M=3, T=12, tie=True):
-    from seqtheory.ensemble import Ensemble
-    from seqtheory.models import Transformer, TransformerConfig
+    from seqtheory.core.ensemble import Ensemble
+    from seqtheory.core.models import Transformer, TransformerConfig
 
     cfg = TransformerConfig(vocab_size=2, max_len=T, n_layers=1, n_heads=1, d_model=8,
                             attn_only=True, layer_norm=False, tie_weights=tie)
@@ -365,7 +365,7 @@ def test_block_unigram_entropy_matches_monte_carlo(k, p, q):
 
 
 def test_block_unigram_entropy_closed_form():
-    from seqtheory.markov import switching_entropy_rate, switching_unigram_entropy
+    from seqtheory.sources.markov import switching_entropy_rate, switching_unigram_entropy
 
     H, U = switching_entropy_rate(0.8, 0.8), switching_unigram_entropy(0.8, 0.8)
     # a reference value: k = 4, r = 6

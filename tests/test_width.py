@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqtheory import make_generator
+from seqtheory.core.runtime import load_data
 from seqtheory.parity import (
     WIDTH_LUCK_SETUP,
     ParityMLPs,
@@ -25,7 +26,6 @@ from seqtheory.parity import (
     support_weight,
     train_offline,
 )
-from seqtheory.utils import load_data
 
 # a width-and-luck grid small enough for a unit test: 2 widths x 2 m x 2 inits x 2 seeds
 TINY = WidthLuckSetup(n=10, k=2, samples=(16, 200), widths=(8, 32), sparsity=4, seeds=2,

@@ -8,7 +8,7 @@ text, math that MathJax did not render (or rendered as an error), an animation f
 widget that shows a placeholder instead of content, a page whose own bytes (HTML plus its
 images) exceed 3 MB, an internal link or anchor that does not resolve, a solution
 dropdown that is open, headings that skip a level, and an explorer (the precomputed
-player of ``seqtheory.widgets.explorer``) whose figure does not change when each of its
+player of ``seqtheory.book.widgets.explorer``) whose figure does not change when each of its
 controls is moved through its values, or that throws. It also searches the site for a few
 chapter terms through the search page. A screenshot of each page's first screen goes
 to ``_build/screenshots/`` and a table of page sizes to ``_build/site_report.tsv``.
@@ -303,7 +303,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-# Moves every control of every explorer player (seqtheory.widgets.Explorer.static_player)
+# Moves every control of every explorer player (seqtheory.book.widgets.Explorer.static_player)
 # through its values: the figure must change for some value, every image must decode, and
 # putting the control back must bring the default figure back; then, when there are at most
 # 64, it sets every combination of the controls' positions.  Errors thrown by the
@@ -597,7 +597,7 @@ CHAPTER_PAGES = {md.relative_to(ROOT).with_suffix(".html").as_posix() for md in 
 
 def expected_figures(md: Path) -> int:
     """Code cells of a chapter that must leave an image file in its page: figures and
-    explorers (they carry ``mystnb.image.alt``: tests/test_book.py), hidden cells excluded.
+    explorers (they carry ``mystnb.image.alt``: tests/booktools/test_book.py), hidden cells excluded.
     Animations are inline HTML, not image files; the browser check counts them."""
     n = 0
     for cell in md.read_text(encoding="utf-8").split("```{code-cell}")[1:]:

@@ -6,14 +6,14 @@ the longest first (``--estimates``: a table of earlier runs), admitted while the
 peak GPU memory of the chapters running together fits the card (``--gpu-memory``). A
 failing check does not stop the chapter: the claim checks run in the reader's mode (a note
 instead of an exception) and log every outcome (``SEQTHEORY_CHECK_LOG``, see
-``seqtheory.utils.check``), so one run shows which checks still hold at the full sizes; a
+``seqtheory.book.notebook.check``), so one run shows which checks still hold at the full sizes; a
 cell that raises anything else is reported as an error and the chapter goes on; a cell that
 times out stops its chapter. Writes ``_build/full_run.tsv`` (chapter, device, torch,
 seconds, start, peak GPU memory (``torch.cuda.max_memory_allocated``) and resident memory,
 checks passed / failed, errors, check cells not reached, the failures),
 ``_build/full_run/CHAPTER.checks.jsonl`` (every check: held, message, source line),
 ``_build/full_run/CHAPTER.claims.jsonl`` (the values of every claims section,
-``seqtheory.claims.verify``) and each executed notebook to ``_build/full_run/CHAPTER.ipynb``.
+``seqtheory.book.claims.verify``) and each executed notebook to ``_build/full_run/CHAPTER.ipynb``.
 ``--smoke N`` stops every training loop after N steps (``SEQTHEORY_SMOKE``): paper sizes,
 a test of everything but the training's outcome, for a machine without a GPU:
 

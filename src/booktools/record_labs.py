@@ -3,7 +3,7 @@
     python -m booktools.record_labs --chapters scaling_laws [--labs ex-scaling-laws-1]
                                     [--seeds 0-7] [--threads 1]
 
-Each chapter module's ``LABS`` (a :class:`seqtheory.exercises.LabTable`) registers a
+Each chapter module's ``LABS`` (a :class:`seqtheory.book.exercises.LabTable`) registers a
 reference solution per lab (a function of the base seed).  This script runs them and merges
 the answers into ``src/seqtheory/chapters/measured/CHAPTER.labs.json`` (a seed recorded
 before is replaced, others are kept): the spread the lab's
@@ -32,9 +32,9 @@ def main(argv=None) -> int:
 
     import torch
 
-    from seqtheory.claims import plain
-    from seqtheory.exercises import table
-    from seqtheory.utils import cpu_name
+    from seqtheory.book.claims import plain
+    from seqtheory.book.exercises import table
+    from seqtheory.core.runtime import cpu_name
 
     torch.set_num_threads(args.threads)
     seeds = parse_seeds(args.seeds)

@@ -16,7 +16,7 @@ Exit status 1 if any run failed.
 
 ``--record`` writes the data behind the claims' margins: each chapter runs with its checks
 lenient (a failed claim does not stop the notebook), every section's values
-(``seqtheory.claims.verify``) are collected, and the runs are merged, seed by seed, into
+(``seqtheory.book.claims.verify``) are collected, and the runs are merged, seed by seed, into
 ``src/seqtheory/chapters/measured/CHAPTER.json``.  A run passes when every claim holds on
 its values; the table lists the claims that did not.  ``tests/test_claims_recorded.py``
 holds every recorded value against its claim::
@@ -141,7 +141,7 @@ def _merge_record(path: Path, chapter: str, runs: dict[int, dict], threads: int)
 
     import torch
 
-    from seqtheory.utils import cpu_name
+    from seqtheory.core.runtime import cpu_name
 
     old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     record = {"chapter": chapter,

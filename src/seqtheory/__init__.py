@@ -1,25 +1,20 @@
 """seqtheory: the library behind the executable book on how transformers learn structure."""
-from .attention import attention_to_offset
-from .claims import verify
-from .ensemble import Ensemble, ensemble_loss
-from .models import ForwardCache, Transformer, TransformerConfig
-from .training import History, TrainConfig, train
-from .utils import (
+from .book.claims import verify
+from .book.notebook import glue
+from .core.attention import attention_to_offset
+from .core.ensemble import Ensemble, ensemble_loss
+from .core.models import ForwardCache, Transformer, TransformerConfig
+from .core.runtime import (
     Sizes,
-    base_seed,
-    derive_seed,
     get_device,
-    glue,
     is_full,
-    make_generator,
-    make_rng,
     progress_bar,
     run_device,
     run_mode,
-    seed_everything,
-    seeded,
     setup_threads,
 )
+from .core.seeds import base_seed, derive_seed, make_generator, make_rng, seed_everything, seeded
+from .core.training import History, TrainConfig, train
 
 __version__ = "0.1.0"
 

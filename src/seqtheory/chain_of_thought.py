@@ -33,19 +33,12 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .decode import greedy_decode
-from .experiment import Experiment, RunInfo, Streams, experiment
-from .models import _CHECK_INPUTS
-from .training import IGNORE_INDEX, SCHEDULES, History, train
-from .utils import (
-    Sizes,
-    check_choice,
-    check_device,
-    check_float,
-    check_int,
-    evaluating,
-    to_numpy,
-)
+from .core.decode import greedy_decode
+from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.models import _CHECK_INPUTS
+from .core.runtime import Sizes, check_device, evaluating, to_numpy
+from .core.training import IGNORE_INDEX, SCHEDULES, History, train
+from .core.validate import check_choice, check_float, check_int
 
 __all__ = [
     "FORMATS", "parity_chain", "chain_length", "NextTokenNet", "generate",

@@ -5,7 +5,7 @@ the accuracy count only the second copy (and ``<EOS>``). A model with a state of
 cannot copy strings that carry more than ``b`` bits, whatever it learns; a transformer
 keeps the whole context and can look back (Jelassi et al., 2024).
 
-Three fixed-state models sit next to the book's :class:`~seqtheory.models.Transformer`:
+Three fixed-state models sit next to the book's :class:`~seqtheory.core.models.Transformer`:
 :class:`CopyLSTM`; :class:`DiagonalRecurrence`, a minimal S4D-like state-space model (a
 diagonal linear recurrence whose decay does not depend on the input); and
 :class:`GatedRecurrence`, a minimal *selective* recurrence in the spirit of Mamba (decay
@@ -24,19 +24,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .decode import greedy_decode
-from .ensemble import Ensemble, member_eval
-from .experiment import Experiment, RunInfo, Streams, experiment
-from .models import Transformer, TransformerConfig
-from .training import IGNORE_INDEX, History, train
-from .utils import (
-    Sizes,
-    check_int,
-    evaluating,
-    experiment_seed,
-    make_generator,
-    seeded,
-)
+from .core.decode import greedy_decode
+from .core.ensemble import Ensemble, member_eval
+from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.models import Transformer, TransformerConfig
+from .core.runtime import Sizes, evaluating
+from .core.seeds import experiment_seed, make_generator, seeded
+from .core.training import IGNORE_INDEX, History, train
+from .core.validate import check_int
 
 __all__ = [
     "NUM_LETTERS", "BOS", "SEP", "EOS", "PAD", "VOCAB_SIZE", "copy_batch", "decode",
@@ -261,7 +256,7 @@ def has_repeated_ngram(strings: torch.Tensor, n: int) -> torch.Tensor:
 
 def repeat_probability(length: int, n: int, size: int = 100_000, seed: int = 0) -> float:
     """Monte-Carlo chance that a uniform string of ``length`` letters repeats some n-gram
-    (``size`` strings from :func:`~seqtheory.utils.make_generator` ``(seed)``)."""
+    (``size`` strings from :func:`~seqtheory.core.seeds.make_generator` ``(seed)``)."""
     length, size = check_int("length", length, minimum=1), check_int("size", size, minimum=1)
     g = make_generator(check_int("seed", seed, minimum=0))
     s = torch.randint(NUM_LETTERS, (size, length), generator=g)
@@ -344,14 +339,14 @@ class CopyLSTM(nn.Module):
 
 
 class StackedLSTM(Ensemble):
-    """An :class:`~seqtheory.ensemble.Ensemble` of :class:`CopyLSTM` members (one layer)
+    """An :class:`~seqtheory.core.ensemble.Ensemble` of :class:`CopyLSTM` members (one layer)
     whose forward pass runs every member in one call of torch's fused LSTM kernel.
 
     The members' LSTMs stand side by side as one LSTM ``M`` times as wide with
     block-diagonal weights: member ``m``'s units read only member ``m``'s embeddings and
     units, so each member computes what it computes alone (up to floating-point rounding:
     the wide products add the zero blocks in). Weights, gradients, per-member clipping,
-    :meth:`~seqtheory.ensemble.Ensemble.member` and evaluation are the Ensemble's: the
+    :meth:`~seqtheory.core.ensemble.Ensemble.member` and evaluation are the Ensemble's: the
     stacked parameters are the members' own, and the wide weights are built from them at
     every call. Inputs (M, B, T) (one batch per member) or (B, T) with ``shared=True``;
     logits (M, B, T, V).
@@ -386,7 +381,7 @@ class StackedLSTM(Ensemble):
 
     def forward(self, idx: torch.Tensor, shared: bool = False) -> torch.Tensor:
         """Logits (M, B, T, V) of every member for token ids (M, B, T) (or shared (B, T))."""
-        from .models import _CHECK_INPUTS
+        from .core.models import _CHECK_INPUTS
 
         M, (V, E, H) = self.num_members, self._sizes
         if not isinstance(idx, torch.Tensor):
@@ -654,7 +649,8 @@ SETUP = Sizes(cpu=CopySetup(),
 def copy_model(name: str, setup: CopySetup, *, seed: int | None = None,
                base: int | None = None) -> nn.Module:
     """One freshly initialised model of the chapter, on the CPU. With ``seed`` its weights
-    are drawn inside :func:`~seqtheory.utils.seeded` ``(seed, base=base)`` (the same weights every
+    are drawn inside :func:`~seqtheory.core.seeds.seeded` ``(seed, base=base)`` (the same weights
+    every
     time, torch's global RNG left as it was); without it, from the global RNG.
 
     ``transformer``: two layers, four heads, learned absolute positions. ``hard-ALiBi``:
@@ -733,7 +729,8 @@ def train_copier(
     Every ``eval_every`` steps it records the string accuracy at the longest training
     length (``acc_train_len``); at the end also at ``test_len`` (``acc_test_len``), both on
     fixed test sets drawn from the base ``seed`` (default
-    :func:`~seqtheory.utils.base_seed`; see :func:`~seqtheory.utils.experiment_seed`) as in
+    :func:`~seqtheory.core.seeds.base_seed`; see :func:`~seqtheory.core.seeds.experiment_seed`) as
+    in
     :func:`run`. ``generator`` draws the training strings (default: stream ``data`` 0,
     seed 0's stream in :func:`run`) and must be on the model's device; ``lr`` defaults to
     ``setup.lr`` (see :meth:`CopySetup.lr_for` for a model's own rate).
@@ -842,11 +839,11 @@ def run(setup: CopySetup, ctx: Experiment) -> CopyResult:
     """Train each model of ``setup.names`` once per seed of ``setup.seeds``.
 
     Seed ``s`` fixes a model's initialisation (stream ``weights`` s, drawn inside
-    :func:`~seqtheory.utils.seeded`) and its stream of training strings (``data`` s, the
+    :func:`~seqtheory.core.seeds.seeded`) and its stream of training strings (``data`` s, the
     same for every architecture); the test sets come from stream ``tests`` (the string
     length), all under the base seed ``ctx.seed``. Each model trains at its own
     learning rate (:meth:`CopySetup.lr_for`). Transformers and the recurrences train all
-    their seeds as one batched program (:class:`~seqtheory.ensemble.Ensemble`). The LSTM
+    their seeds as one batched program (:class:`~seqtheory.core.ensemble.Ensemble`). The LSTM
     (whose fused kernel cannot be mapped over stacked weights) does so off the CPU, as a
     :class:`StackedLSTM` (one wide block-diagonal LSTM: M times the arithmetic in one
     kernel call, where a GPU is bound by the number of calls); on the CPU, where the
@@ -870,7 +867,7 @@ def plot_learning_curves(result: CopyResult, ax=None, colors: dict | None = None
     ``result``: a thin line per seed and the median; returns the axes."""
     import matplotlib.pyplot as plt
 
-    from .plotting import palette
+    from .book.plotting import palette
 
     if not isinstance(result, CopyResult):
         raise TypeError(f"result must be a CopyResult, got {type(result).__name__}")

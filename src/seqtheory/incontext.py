@@ -21,10 +21,15 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn as nn
 
-from .attention import attention_to_offset
-from .ensemble import Ensemble, member_eval
-from .experiment import Experiment, RunInfo, Streams, experiment
-from .markov import (
+from .core.attention import attention_to_offset
+from .core.ensemble import Ensemble, member_eval
+from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.models import Transformer, TransformerConfig
+from .core.runtime import Sizes, evaluating
+from .core.seeds import make_generator
+from .core.training import History, TrainConfig, train
+from .core.validate import check_choice, check_float, check_int
+from .sources.markov import (
     PRIORS,
     graded_batch,
     icl_mc_batch,
@@ -32,16 +37,6 @@ from .markov import (
     ngram_name,
     sequence_loss,
     strategies,
-)
-from .models import Transformer, TransformerConfig
-from .training import History, TrainConfig, train
-from .utils import (
-    Sizes,
-    check_choice,
-    check_float,
-    check_int,
-    evaluating,
-    make_generator,
 )
 
 __all__ = [
@@ -358,7 +353,7 @@ class ICLSeedsRun(RunInfo):
 def run_seeds(setup: ICLSetup, ctx: Experiment, *, seeds=(0, 1, 2), eval_n: int = 256,
               desc: str | None = None) -> ICLSeedsRun:
     """Train the transformer of ``setup`` once per index in ``seeds`` as one batched
-    program (:class:`~seqtheory.ensemble.Ensemble`), each member on its own fresh ICL-MC
+    program (:class:`~seqtheory.core.ensemble.Ensemble`), each member on its own fresh ICL-MC
     batches, all evaluated every ``setup.eval_every`` steps on the same ``eval_n`` held-out
     sequences (stream ``heldout``).
 
@@ -420,7 +415,7 @@ def plot_phases(history: History, ax=None, strategies=("uniform", "unigram", "bi
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .plotting import palette
+    from .book.plotting import palette
 
     strategies = list(strategies)
     if ax is None:
@@ -588,13 +583,13 @@ def circuit_ablations(model: Transformer, evaluator: ICLEvaluator) -> dict[str, 
 
     Each entry of :data:`ABLATIONS` replaces the attention pattern of every head of one
     layer (layer 1 or the last layer) during the forward pass, through a transformer hook
-    (:func:`~seqtheory.attention.override_pattern`): ``without offset o`` removes the weight
+    (:func:`~seqtheory.core.attention.override_pattern`): ``without offset o`` removes the weight
     on key ``t - o`` and renormalises the rest, ``mean`` uses the head's mean pattern over the
     held-out batch (positions kept, content dependence removed), ``uniform`` spreads the
     weight evenly over the prefix. ``"none"`` is the intact model.  The model runs on the
     device of its parameters.
     """
-    from .attention import attention_without_offset, override_pattern, uniform_causal_pattern
+    from .core.attention import attention_without_offset, override_pattern, uniform_causal_pattern
 
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a seqtheory Transformer, got {type(model).__name__}")

@@ -12,12 +12,12 @@ Two chapters use this module: *hidden progress* (online SGD: :data:`SETUP`, :fun
 Many networks -- different seeds, widths or initialisations -- are trained as one tensor
 program, :class:`ParityMLPs`: network ``m`` has its own weights and, with plain SGD and a
 loss summed over networks, its own gradient, so it learns exactly as if trained alone.
-Training goes through :func:`seqtheory.training.train` (``optimizer="sgd"``, the per-network
+Training goes through :func:`seqtheory.core.training.train` (``optimizer="sgd"``, the per-network
 hinge losses as an (M,) vector, early stopping with ``stop_when``).
 
 Randomness: every network and data set is drawn from an explicit ``torch.Generator``; the
 experiments take theirs from the named streams of :data:`STREAMS` under the base seed
-(see :mod:`seqtheory.experiment`; ``seed=None`` is the book's base seed).
+(see :mod:`seqtheory.core.experiment`; ``seed=None`` is the book's base seed).
 """
 from __future__ import annotations
 
@@ -29,9 +29,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .experiment import Experiment, RunInfo, Streams, experiment
-from .training import History, train
-from .utils import Sizes, check_device, check_float, check_int
+from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.runtime import Sizes, check_device
+from .core.training import History, train
+from .core.validate import check_float, check_int
 
 __all__ = [
     "ParityMLPs", "ParityRun", "HiddenProgressSetup", "SETUP", "HiddenProgressResult",
@@ -257,7 +258,7 @@ class ParityMLPs(nn.Module):
 class ParityRun:
     """What :func:`train_online` / :func:`train_offline` record every ``eval_every`` steps
     (arrays in the networks' float32, read from the loop's
-    :class:`~seqtheory.training.History`)."""
+    :class:`~seqtheory.core.training.History`)."""
 
     steps: np.ndarray            # (E,) evaluation steps
     accuracy: np.ndarray         # (E, M) test accuracy per network
@@ -272,7 +273,7 @@ class ParityRun:
 
     @classmethod
     def from_history(cls, hist: History, support) -> ParityRun:
-        """The record of one :func:`seqtheory.training.train` run of :class:`ParityMLPs`
+        """The record of one :func:`seqtheory.core.training.train` run of :class:`ParityMLPs`
         whose ``eval_fn`` returned ``accuracy``, ``weight``, ``distance`` and
         ``column_distance``."""
         steps, acc = hist.metric("accuracy")
@@ -332,7 +333,7 @@ def placebo_ratios(run: ParityRun, *, max_subsets: int = 5000,
 
 def _fit(model: ParityMLPs, support, batch_fn, test, *, steps, lr, weight_decay, eval_every,
          stop_at, progress, desc) -> ParityRun:
-    """Both chapters' SGD: :func:`seqtheory.training.train` with the per-network hinge
+    """Both chapters' SGD: :func:`seqtheory.core.training.train` with the per-network hinge
     losses, evaluating test accuracy, coordinate weight and distance from init."""
     x_test, y_test = test
 
@@ -692,7 +693,7 @@ def plot_waiting_times(result: WaitingTimeResult, ax=None, *, color=None, fit: b
     Returns the slope when ``fit``, else ``None``."""
     import matplotlib.pyplot as plt
 
-    from .plotting import palette
+    from .book.plotting import palette
 
     if not isinstance(result, WaitingTimeResult):
         raise TypeError(f"result must be a WaitingTimeResult, got {type(result).__name__}")
@@ -834,7 +835,7 @@ def plot_success_rates(result: WidthLuckResult, axes=None):
     """Success rate against m, one line per width: dense (left) and sparse (right) panels."""
     import matplotlib.pyplot as plt
 
-    from .plotting import palette
+    from .book.plotting import palette
 
     if not isinstance(result, WidthLuckResult):
         raise TypeError(f"result must be a WidthLuckResult, got {type(result).__name__}")

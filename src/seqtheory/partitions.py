@@ -14,13 +14,13 @@ From samples, recover the partitions.
 * :func:`same_partition`, :func:`adjusted_rand_index` compare partitions up to relabelling;
   :func:`coverage_probability` is the coupon-collector bound (every token must be seen).
 * :func:`train_embeddings` fits token embeddings and a multilinear core by gradient descent
-  (through :func:`seqtheory.training.train`), :func:`kmeans` reads classes off them.
+  (through :func:`seqtheory.core.training.train`), :func:`kmeans` reads classes off them.
 
-The chapter's experiments share one shape (:mod:`seqtheory.experiment`): a
+The chapter's experiments share one shape (:mod:`seqtheory.core.experiment`): a
 :class:`PartitionSetup` (CPU and FULL sizes in :data:`SETUP`) goes into
 :func:`run_thresholds` (exact recovery by SAT), :func:`run_effort` (solver effort) and
 :func:`run_gradient_descent`, each called as ``(setup, *, seed, device, progress)`` or
-``(setup, ctx)`` and returning a :class:`~seqtheory.experiment.RunInfo` dataclass; their
+``(setup, ctx)`` and returning a :class:`~seqtheory.core.experiment.RunInfo` dataclass; their
 random draws come from the named streams of :data:`STREAMS`.  The SAT experiments run on the
 CPU, over a pool of worker processes under FULL (``workers``: one process per core), instance
 by instance with the same results as one process; gradient descent runs on ``device``.
@@ -39,20 +39,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .experiment import Experiment, RunInfo, Streams, experiment
-from .training import History, train
-from .utils import (
-    Sizes,
-    check_choice,
-    check_device,
-    check_float,
-    check_int,
-    is_full,
-    make_generator,
-    make_rng,
-    progress_bar,
-    to_numpy,
-)
+from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.runtime import Sizes, check_device, is_full, progress_bar, to_numpy
+from .core.seeds import make_generator, make_rng
+from .core.training import History, train
+from .core.validate import check_choice, check_float, check_int
 
 #: The random streams of the experiments (logical seed = offset + index, under the base seed):
 #: ``problems`` draws planted instance t (:func:`run_thresholds`, :func:`run_effort`) or r
@@ -104,7 +95,7 @@ G_KINDS = ("binary", "ternary", "gaussian")
 
 
 def _as_rng(seed) -> np.random.Generator:
-    """``seed`` as a NumPy Generator: an int goes through :func:`~seqtheory.utils.make_rng`
+    """``seed`` as a NumPy Generator: an int goes through :func:`~seqtheory.core.seeds.make_rng`
     (so it is combined with the book's base seed); a Generator is used as it is."""
     return seed if isinstance(seed, np.random.Generator) else make_rng(seed)
 
@@ -821,10 +812,10 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
     Model: every token n of group i has an embedding ``E_i[n]`` in R^m, and
     ``f(x) = T(E_1[x_1], ..., E_I[x_I])`` for a learned tensor T; squared loss on the
     labels (centred and scaled per run).  Runs may have different numbers of samples
-    (padded and masked).  Training goes through :func:`seqtheory.training.train` (AdamW
+    (padded and masked).  Training goes through :func:`seqtheory.core.training.train` (AdamW
     without weight decay, which is Adam; no gradient clipping; every step sees all samples)
     with the (R,) per-run losses, so each run gets its own gradient.  ``seed`` (an int,
-    through :func:`~seqtheory.utils.make_generator`, or a ``torch.Generator``) draws the
+    through :func:`~seqtheory.core.seeds.make_generator`, or a ``torch.Generator``) draws the
     initial weights on ``device``;
     ``snapshot_every`` keeps the embeddings every so many steps.  Returns an
     :class:`EmbeddingFit`: final embeddings and cores, the History (per-run losses in
@@ -1036,7 +1027,7 @@ def _available_cores() -> int:
 
 def _check_workers(workers) -> int:
     """Worker processes of a SAT experiment: ``workers``, or when it is None every core
-    under FULL (:func:`~seqtheory.utils.is_full`) and 1 (this process, no pool) in the CPU
+    under FULL (:func:`~seqtheory.core.runtime.is_full`) and 1 (this process, no pool) in the CPU
     default run."""
     if workers is None:
         return _available_cores() if is_full() else 1

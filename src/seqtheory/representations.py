@@ -1,7 +1,7 @@
 """The universality chapter's experiment: do separately trained models of one knowledge
 graph learn the same representation?
 
-:func:`run` builds a family forest (:mod:`seqtheory.knowledge_graphs`), trains a *zoo* of
+:func:`run` builds a family forest (:mod:`seqtheory.sources.knowledge_graphs`), trains a *zoo* of
 kinship models — every embedding size x seed, once per weight decay — plus one model per
 size on a relabelled graph, the same zoo on less data, and bilinear-decoder models; then
 compares the zoo's embeddings across seeds by stitching (with its controls) and by
@@ -18,8 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .experiment import Experiment, RunInfo, Streams, experiment
-from .knowledge_graphs import (
+from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.runtime import Sizes
+from .core.seeds import experiment_seed
+from .core.training import History
+from .core.validate import check_float, check_int
+from .similarity import affine_r2, cka_across_seeds, debiased_cka, stitch_controls
+from .sources.knowledge_graphs import (
     FamilyForest,
     KinshipData,
     KinshipModels,
@@ -27,9 +32,6 @@ from .knowledge_graphs import (
     kinship_data,
     train_kinship,
 )
-from .similarity import affine_r2, cka_across_seeds, debiased_cka, stitch_controls
-from .training import History
-from .utils import Sizes, check_float, check_int, experiment_seed
 
 __all__ = [
     "SETUP", "STREAMS", "KinshipTask", "RepresentationResult", "RepresentationSetup",
@@ -308,7 +310,7 @@ def plot_zone(result: RepresentationResult, axes=None):
     and their range.  Returns the two axes."""
     import matplotlib.pyplot as plt
 
-    from .plotting import log_ticks, palette
+    from .book.plotting import log_ticks, palette
 
     _check_result(result)
     if axes is None:
@@ -350,7 +352,7 @@ def plot_stitching(result: RepresentationResult, axes=None):
     panel); median over seeds and their range.  Returns the axes."""
     import matplotlib.pyplot as plt
 
-    from .plotting import log_ticks, palette
+    from .book.plotting import log_ticks, palette
 
     _check_result(result)
     wds = list(result.stitched)

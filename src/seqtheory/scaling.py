@@ -1,6 +1,6 @@
 """Scaling laws: how error falls with data and model size, and what intrinsic dimension
 predicts (the scaling-laws chapter; the dimension estimators are in
-:mod:`seqtheory.dimension`).
+:mod:`seqtheory.sources.dimension`).
 
 Scaling laws:
 
@@ -13,10 +13,10 @@ Scaling laws:
   :func:`net_error` (an MLP or the shared transformer reading the point as tokens, trained
   with checkpoint selection on a validation split); :func:`learning_curves` sweeps tasks,
   n and seeds, training every network of the sweep as one batched program
-  (:func:`fit_regressors`, through :func:`seqtheory.training.train`).
+  (:func:`fit_regressors`, through :func:`seqtheory.core.training.train`).
 
-The chapter's experiments follow :mod:`seqtheory.experiment` (``run(setup, seed=...,
-device=..., progress=...)``, a result that extends :class:`~seqtheory.experiment.RunInfo`):
+The chapter's experiments follow :mod:`seqtheory.core.experiment` (``run(setup, seed=...,
+device=..., progress=...)``, a result that extends :class:`~seqtheory.core.experiment.RunInfo`):
 :func:`run_data_sweep` (Experiment 2), :func:`run_beta_sweep` (2b), :func:`run_model_sweep`
 (3); sizes in :class:`ScalingSetup` / ``SETUP``; random streams in ``STREAMS``.
 """
@@ -29,22 +29,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .experiment import Experiment, RunInfo, Streams, experiment
-from .utils import (
-    Sizes,
-    check_choice,
-    check_device,
-    check_float,
-    check_int,
-    derive_seed,
-    evaluating,
-    experiment_seed,
-    make_generator,
-    make_rng,
-    progress_bar,
-    seeded,
-    to_numpy,
-)
+from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.runtime import Sizes, check_device, evaluating, progress_bar, to_numpy
+from .core.seeds import derive_seed, experiment_seed, make_generator, make_rng, seeded
+from .core.validate import check_choice, check_float, check_int
 
 __all__ = [
     "PowerLawFit",
@@ -81,7 +69,7 @@ __all__ = [
     "STREAMS",
 ]
 
-# The logical seeds of the module (each under a base seed, see seqtheory.utils.derive_seed):
+# The logical seeds of the module (each under a base seed, see seqtheory.core.seeds.derive_seed):
 STREAMS = Streams(
     targets=0,           # a torus task's random target and embedding (TorusTask.seed)
     samples=0,           # learner seed s: its noisy training samples (TorusTask.sample)
@@ -261,7 +249,7 @@ class TorusTask:
     n_modes: int = 4096     # at most this many frequency vectors
     seed: int = 0           # draws the target and the embedding (a logical seed)
     base: int | None = None  # base seed of ``seed`` and of the samples' seeds (None: the
-    #                          book's base seed, see seqtheory.utils.derive_seed)
+    #                          book's base seed, see seqtheory.core.seeds.derive_seed)
 
     def __post_init__(self) -> None:
         check_int("d", self.d, minimum=1)
@@ -413,7 +401,7 @@ class PointMLP(nn.Module):
 
 
 class PointTransformer(nn.Module):
-    """The shared :class:`~seqtheory.models.Transformer` reading a point of R^D as tokens.
+    """The shared :class:`~seqtheory.core.models.Transformer` reading a point of R^D as tokens.
 
     The D coordinates are cut into ``n_tokens`` chunks; each chunk is mapped linearly to
     a d_model-dimensional token, the transformer (causal, learned positions, MLPs) runs
@@ -423,7 +411,7 @@ class PointTransformer(nn.Module):
     def __init__(self, D: int, n_tokens: int = 4, d_model: int = 32, n_layers: int = 2,
                  n_heads: int = 2):
         super().__init__()
-        from .models import Transformer, TransformerConfig
+        from .core.models import Transformer, TransformerConfig
 
         check_int("D", D, minimum=1)
         check_int("n_tokens", n_tokens, minimum=1)
@@ -468,7 +456,7 @@ def _masked_mse(model, X: torch.Tensor, y: torch.Tensor, lengths: torch.Tensor) 
 
 
 class _Members(nn.Module):
-    """An :class:`~seqtheory.ensemble.Ensemble` seen by :func:`~seqtheory.training.train`
+    """An :class:`~seqtheory.core.ensemble.Ensemble` seen by :func:`~seqtheory.core.training.train`
     as one batched network whose loss is an (M,) vector: the members' squared errors are
     one vectorised computation instead of M per-member calls (``ensemble_loss``)."""
 
@@ -498,16 +486,16 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
     Member ``m`` (initialised under the logical seed ``init_seeds[m]`` of base seed
     ``base``, None: the book's base seed; the same seed also draws its mini-batches)
     minimises the squared error on its own training set ``train[m] = (X, y)``
-    with AdamW and cosine decay (:func:`seqtheory.training.train`, no gradient clipping),
+    with AdamW and cosine decay (:func:`seqtheory.core.training.train`, no gradient clipping),
     on mini-batches of ``batch`` points drawn with replacement from that set, so its run
     does not depend on the other members.  With ``val`` given, the members are evaluated
     every ``eval_every`` steps and at the end, and each reports its error on ``test[m]`` at
     the evaluation where its error on ``val[m]`` was lowest (early stopping; the untrained
     networks at step 0 do not compete); without ``val``, its final test error.  The members
-    are stacked into one :class:`~seqtheory.ensemble.Ensemble` on ``device`` (None: the CPU),
+    are stacked into one :class:`~seqtheory.core.ensemble.Ensemble` on ``device`` (None: the CPU),
     so M networks cost far less than M runs.
     """
-    from .ensemble import Ensemble
+    from .core.ensemble import Ensemble
 
     check_choice("kind", kind, ("mlp", "transformer"))
     device = check_device("device", device)
@@ -532,7 +520,7 @@ def _fit_members(model: nn.Module, train: Sequence, test: Sequence, val: Sequenc
                  weight_decay: float, eval_every: int, progress: bool, desc: str,
                  device: torch.device, base: int | None) -> np.ndarray:
     """:func:`fit_regressors` on its checked arguments, for a built ``_Members`` model."""
-    from .training import train as train_loop
+    from .core.training import train as train_loop
 
     model = model.to(device)
     batch_fn = _member_batches(train, init_seeds, steps=steps, batch=batch, device=device,
@@ -615,7 +603,7 @@ def _padded_mlps(D: int, widths: Sequence[int], init_seeds: Sequence[int],
     a zero gradient, and AdamW and weight decay keep a zero weight with a zero gradient at
     zero), so each member computes its width-w network: one batched program for all widths,
     the same optimisation up to floating-point rounding (longer sums in the products)."""
-    from .ensemble import Ensemble
+    from .core.ensemble import Ensemble
 
     seeds = list(init_seeds)
     parts = [Ensemble(lambda w=w: make_learner("mlp", D, w), seeds, base=base)
@@ -753,7 +741,7 @@ def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size
 def num_params(kind: str, D: int, size: int) -> int:
     """Parameter count of :func:`make_learner` ``(kind, D, size)`` (built without touching
     torch's global random state)."""
-    from .models import num_params as count
+    from .core.models import num_params as count
 
     with seeded(0):
         return count(make_learner(kind, D, size))
@@ -886,7 +874,7 @@ def load_text_sweep(name: str = "scaling_text.json") -> dict:
     (S, 3: embeddings, after block 1, after block 2), ``positions`` (P,) and
     ``position_id`` (S, P) of the d_model-32 model at that n.
     """
-    from .utils import load_data
+    from .core.runtime import load_data
 
     data = load_data(name)
     meta, runs = data["meta"], data["runs"]
@@ -925,7 +913,7 @@ def load_text_width_sweep(name: str = "scaling_text_width.json") -> dict:
     activations, MLE with K = 20); ``check_loss`` (S,): test losses of the short runs
     described by ``meta["check"]``, which the chapter repeats live.
     """
-    from .utils import load_data
+    from .core.runtime import load_data
 
     data = load_data(name)
     meta, runs = data["meta"], data["runs"]
@@ -949,7 +937,7 @@ class ScalingSetup:
 
     Seeds listed here are indices into the module's ``STREAMS`` (``samples``, ``tests``,
     ``networks``); a run with base seed ``b`` maps each logical seed under ``b`` through
-    :func:`~seqtheory.utils.derive_seed` (base 0 keeps them as written).
+    :func:`~seqtheory.core.seeds.derive_seed` (base 0 keeps them as written).
     """
 
     id_points: int = 5000                     # points per manifold for the ID table
@@ -1121,7 +1109,7 @@ def plot_learning_curves(result: DataSweepResult, axes=None):
     with the fitted power law and the predicted exponent of each torus in the legend."""
     import matplotlib.pyplot as plt
 
-    from .plotting import log_ticks, palette
+    from .book.plotting import log_ticks, palette
 
     learners = result.learners
     if axes is None:             # at most two panels a row, 7.5 in wide
@@ -1262,7 +1250,7 @@ def plot_model_sweep(result: ModelSweepResult, axes=None):
     median as dots), with the fitted power law and 2/d in the legend."""
     import matplotlib.pyplot as plt
 
-    from .plotting import log_ticks, palette
+    from .book.plotting import log_ticks, palette
 
     kinds = result.kinds
     if axes is None:             # at most 8 in wide

@@ -5,7 +5,7 @@
   estimator.
 * :func:`stitch` — affine model stitching (Lenc & Vedaldi, 2015; Bansal et al., 2021):
   frozen embeddings of model A, a trainable affine map, the frozen decoder of model B
-  (:class:`~seqtheory.knowledge_graphs.KinshipModels`); ``kind="mlp"`` adds a small
+  (:class:`~seqtheory.sources.knowledge_graphs.KinshipModels`); ``kind="mlp"`` adds a small
   non-linear residual, :func:`stitch_restarts` retries from random starts,
   :func:`stitch_controls` runs the controls (B alone, another seed, random embeddings,
   a model of another graph), :func:`affine_r2` scores how affine a learned map is.
@@ -20,9 +20,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .knowledge_graphs import KinshipData, KinshipModels, accuracy, per_model_loss
-from .training import TrainConfig, train
-from .utils import check_choice, check_device, check_int, evaluating, make_generator, to_numpy
+from .core.runtime import check_device, evaluating, to_numpy
+from .core.seeds import make_generator
+from .core.training import TrainConfig, train
+from .core.validate import check_choice, check_int
+from .sources.knowledge_graphs import KinshipData, KinshipModels, accuracy, per_model_loss
 
 __all__ = [
     "STITCH_KINDS", "StitchResult", "affine_r2", "cka_across_seeds", "compare_models",
@@ -240,7 +242,7 @@ def stitch(source, target: KinshipModels, data: KinshipData, *, steps: int = 300
     to the target's own embeddings (the same start for real models and for controls);
     ``init="random"`` at a random map drawn from ``seed`` (for restarts); ``init="zero"``
     with every person at the target's mean embedding.  ``target`` holds M models (or one,
-    reused for every source).  The maps train through :func:`~seqtheory.training.train`
+    reused for every source).  The maps train through :func:`~seqtheory.core.training.train`
     (one loss per map) on ``device`` (None: where ``target`` is); the result is on the
     CPU."""
     check_choice("init", init, ("lstsq", "random", "zero"))

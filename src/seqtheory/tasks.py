@@ -12,18 +12,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .attention import attention_to_offset
-from .ensemble import Ensemble, member_eval
-from .experiment import Experiment, RunInfo, Streams, experiment
-from .models import Transformer, TransformerConfig
-from .training import IGNORE_INDEX, History, TrainConfig, train
-from .utils import (
-    Sizes,
-    check_device,
-    check_float,
-    check_generator_device,
-    check_int,
-)
+from .core.attention import attention_to_offset
+from .core.ensemble import Ensemble, member_eval
+from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.models import Transformer, TransformerConfig
+from .core.runtime import Sizes, check_device
+from .core.seeds import check_generator_device
+from .core.training import IGNORE_INDEX, History, TrainConfig, train
+from .core.validate import check_float, check_int
 
 __all__ = ["previous_token_batch", "PreviousTokenSetup", "SETUP", "PreviousTokenResult",
            "evaluate", "run", "STREAMS"]

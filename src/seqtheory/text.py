@@ -22,20 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .dimension import mle_dimension
-from .experiment import Streams
-from .models import Transformer, TransformerConfig
-from .training import History, TrainConfig, copy_state, next_token_loss, train
-from .utils import (
-    check_choice,
-    check_device,
-    check_float,
-    check_int,
-    evaluating,
-    make_generator,
-    seeded,
-    to_numpy,
-)
+from .core.experiment import Streams
+from .core.models import Transformer, TransformerConfig
+from .core.runtime import check_device, evaluating, to_numpy
+from .core.seeds import make_generator, seeded
+from .core.training import History, TrainConfig, copy_state, next_token_loss, train
+from .core.validate import check_choice, check_float, check_int
+from .sources.dimension import mle_dimension
 
 __all__ = [
     "CharCorpus", "CharModelResult", "activation_dimension", "hidden_states",
@@ -43,7 +36,7 @@ __all__ = [
 ]
 
 # The logical seeds of train_char_model (each under a base seed, see
-# seqtheory.utils.derive_seed): index ``seed`` of weights, index ``seed * 100_003 + step``
+# seqtheory.core.seeds.derive_seed): index ``seed`` of weights, index ``seed * 100_003 + step``
 # of train_windows.
 STREAMS = Streams(weights=0, val_windows=1, test_windows=2, train_windows=0)
 
@@ -143,11 +136,11 @@ def train_char_model(corpus: CharCorpus, n_train: int, *, d_model: int = 64,
                      base: int | None = None) -> CharModelResult:
     """Train the shared transformer on the first ``n_train`` training characters.
 
-    AdamW with a short warm-up and cosine decay (:func:`seqtheory.training.train`); the
+    AdamW with a short warm-up and cosine decay (:func:`seqtheory.core.training.train`); the
     checkpoint with the lowest loss on ``n_eval`` validation windows is kept.  Under
-    ``base`` (None: the book's base seed; through :func:`~seqtheory.utils.derive_seed`)
+    ``base`` (None: the book's base seed; through :func:`~seqtheory.core.seeds.derive_seed`)
     ``seed`` is the index of the initialisation (stream ``weights``, built under
-    :func:`~seqtheory.utils.seeded` so torch's global random state is left as it was) and
+    :func:`~seqtheory.core.seeds.seeded` so torch's global random state is left as it was) and
     of the training windows (stream ``train_windows``, one index per seed and step); the
     validation and test windows are streams ``val_windows`` and ``test_windows``.  The
     model trains on ``device`` (None: the CPU); training windows are cut on ``device`` too
@@ -238,7 +231,7 @@ def activation_dimension(model: Transformer, corpus: CharCorpus, *, layer: int =
     ``n_docs`` test-set windows of ``doc_length`` (<= 32) characters are the documents;
     the activations of their tokens (only those at ``positions`` if given) are the
     points; the MLE estimate with ``K`` neighbours and distance ``metric``
-    (``"euclidean"`` or ``"cosine"``, see :func:`~seqtheory.dimension.mle_dimension`) is
+    (``"euclidean"`` or ``"cosine"``, see :func:`~seqtheory.sources.dimension.mle_dimension`) is
     averaged over batches of ``batch_size`` points (one batch of all points if there are
     fewer).
     """

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .experiment import Experiment, RunInfo, Streams, experiment
-from .utils import Sizes, check_choice, check_float, check_int
+from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.runtime import Sizes
+from .core.validate import check_choice, check_float, check_int
 
 __all__ = [
     "BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths", "encode_rows",
@@ -492,7 +493,7 @@ def block_unigram_entropy(p: float, q: float, order: int, r, base: float = 2.0):
     ``H + min(r, m) (h(pi_1) - H) / r`` (= h(pi_1) for r <= m, H + m (h(pi_1) - H) / r for
     r >= m).  ``r`` may be an int or an array of ints (vectorised).
     """
-    from .markov import switching_entropy_rate, switching_unigram_entropy
+    from .sources.markov import switching_entropy_rate, switching_unigram_entropy
 
     k = check_int("order", order, minimum=1)
     r_arr = np.asarray(r)
@@ -561,7 +562,7 @@ def switching_sampler(batch: int, T: int, p: float, q: float, *, order: int = 1)
     the batch is drawn on the generator's device."""
     import torch
 
-    from .markov import stationary_distribution, switching_matrix
+    from .sources.markov import stationary_distribution, switching_matrix
 
     batch = check_int("batch", batch, minimum=1)
     T = check_int("T", T, minimum=1)
@@ -679,7 +680,7 @@ def _race_held_out(setup: TokenizationSetup, ctx: Experiment, sample: dict, d: i
 
     import torch
 
-    from .markov import sample_switching
+    from .sources.markov import sample_switching
 
     gen = ctx.generator("race_heldout", device="cpu")
     train_x = sample_switching(1, setup.n_symbols, **sample, generator=gen)[0]
@@ -713,8 +714,8 @@ def _race_one(kind: str, s: int, setup: TokenizationSetup, ctx: Experiment, rows
     """Train seed ``s`` of ``kind`` (weights ``weights`` s, batches ``race_data`` s drawn by
     ``rows`` on the CPU; a vocabulary of ``d`` ids for tokens): ``(History, (steps + 1,)
     cumulative target characters)``."""
-    from .models import Transformer, TransformerConfig
-    from .training import TrainConfig, train
+    from .core.models import Transformer, TransformerConfig
+    from .core.training import TrainConfig, train
 
     vocab, T = (2, setup.char_length) if kind == "characters" else (d, setup.token_length)
     with ctx.seeded("weights", s):
@@ -794,7 +795,7 @@ TRAP_EVAL_SCORES = 2 ** 28
 
 def trap_eval_loss(ensemble, held_out, chunk: int | None = None) -> list:
     """Each member's mean next-symbol cross-entropy (nats) on ``held_out`` (B, T + 1): one
-    float per member of ``ensemble`` (an :class:`~seqtheory.ensemble.Ensemble`).
+    float per member of ``ensemble`` (an :class:`~seqtheory.core.ensemble.Ensemble`).
 
     The sequences go through the models ``chunk`` at a time (default: as many as keep a
     batched program's attention scores, members x chunk x T x T, within
@@ -805,7 +806,7 @@ def trap_eval_loss(ensemble, held_out, chunk: int | None = None) -> list:
     """
     import torch
 
-    from .ensemble import Ensemble
+    from .core.ensemble import Ensemble
 
     if not isinstance(ensemble, Ensemble):
         raise TypeError(f"ensemble must be an Ensemble, got {type(ensemble).__name__}")
@@ -847,10 +848,10 @@ def _trap_condition(setup: TokenizationSetup, ctx: Experiment, p: float, q: floa
 
     import torch
 
-    from .ensemble import Ensemble
-    from .markov import sample_switching
-    from .models import Transformer, TransformerConfig, unchecked_inputs
-    from .training import TrainConfig, train
+    from .core.ensemble import Ensemble
+    from .core.models import Transformer, TransformerConfig, unchecked_inputs
+    from .core.training import TrainConfig, train
+    from .sources.markov import sample_switching
 
     T = setup.trap_length
     model_cfg = TransformerConfig(vocab_size=2, max_len=T, n_layers=1, n_heads=1,
@@ -885,7 +886,7 @@ def run_trap(setup: TokenizationSetup, ctx: Experiment) -> TrapResult:
     switching chains under each condition of :data:`TRAP_CONDITIONS`.
 
     The seeds ``setup.trap_seeds`` train side by side as one batched program (an
-    :class:`~seqtheory.ensemble.Ensemble`): under the base seed ``ctx.seed``, member ``s``
+    :class:`~seqtheory.core.ensemble.Ensemble`): under the base seed ``ctx.seed``, member ``s``
     has the weights of stream ``weights`` s and its own data stream ``trap_data`` s; the
     256 held-out sequences come from ``trap_heldout``.  Held-out loss every 50 steps
     (:func:`trap_eval_loss`, in chunks of sequences at the long lengths); models

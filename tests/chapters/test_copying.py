@@ -7,7 +7,7 @@ import torch
 
 from seqtheory.chapters import copying as chapter
 from seqtheory.copying import MODEL_NAMES, SETUP, CopySetup, max_copy_length
-from seqtheory.utils import load_data
+from seqtheory.core.runtime import load_data
 
 
 def _claims(section):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from seqtheory.chapters import induction_heads as chapter
+from seqtheory.core.runtime import load_data
+from seqtheory.core.training import History
 from seqtheory.incontext import PAPER
-from seqtheory.training import History
-from seqtheory.utils import load_data
 
 STEPS = list(range(0, 2001, 50))
 
@@ -239,8 +239,8 @@ def test_minimal_layer1_gradient_vanishes_at_any_constant_W():
     """At W = c 11^T every key gets the same score, so w gets no gradient (any c)."""
     import torch
 
+    from seqtheory.core.seeds import make_generator
     from seqtheory.incontext import SETUP, MinimalICL
-    from seqtheory.utils import make_generator
 
     cfg = SETUP.pick("cpu")
     xs, _ = cfg.sample(64, make_generator(3))

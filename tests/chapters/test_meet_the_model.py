@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from seqtheory.chapters import meet_the_model as chapter
-from seqtheory.training import History
+from seqtheory.core.training import History
 
 
 def _history(loss, attn, acc):

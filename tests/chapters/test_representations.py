@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from seqtheory.chapters import representations as chapter
-from seqtheory.knowledge_graphs import (
+from seqtheory.representations import SETUP, kinship_task
+from seqtheory.sources.knowledge_graphs import (
     KINSHIP,
     FamilyForest,
     KinshipData,
@@ -14,7 +15,6 @@ from seqtheory.knowledge_graphs import (
     accuracy,
     train_kinship,
 )
-from seqtheory.representations import SETUP, kinship_task
 
 DIMS = (1, 2, 3, 4, 6, 8, 16, 32)
 SEEDS = (0, 1, 2, 3)

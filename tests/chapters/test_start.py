@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from seqtheory.chapters import start
-from seqtheory.utils import Sizes
+from seqtheory.core.runtime import Sizes
 
 
 def test_start_seeds_picks_and_styles(monkeypatch):

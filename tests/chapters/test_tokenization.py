@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from seqtheory.chapters import tokenization as chapter
-from seqtheory.markov import switching_entropy_rate, switching_unigram_entropy
+from seqtheory.core.runtime import load_data
+from seqtheory.core.training import History
+from seqtheory.sources.markov import switching_entropy_rate, switching_unigram_entropy
 from seqtheory.tokenization import BPE, LZW, TRAP_CONDITIONS, block_unigram_entropy
-from seqtheory.training import History
-from seqtheory.utils import load_data
 
 
 def _failed(values):

@@ -9,6 +9,7 @@ import torch
 
 from seqtheory import make_generator
 from seqtheory.chapters import width_and_luck as chapter
+from seqtheory.core.runtime import load_data
 from seqtheory.parity import (
     WIDTH_LUCK_SETUP,
     ParityMLPs,
@@ -20,7 +21,6 @@ from seqtheory.parity import (
     population_gradient,
     support_coverage,
 )
-from seqtheory.utils import load_data
 
 SETUP = WidthLuckSetup()
 

@@ -2,7 +2,7 @@
 
 A chapter module holds what the page runs beyond the library's shared experiments: its
 analysis helpers, the functions that compute every number the text quotes, and its
-:class:`~seqtheory.claims.ClaimTable` (``TABLE``; ``claims = TABLE.claims_for``).  The page
+:class:`~seqtheory.book.claims.ClaimTable` (``TABLE``; ``claims = TABLE.claims_for``).  The page
 calls ``verify(chapter.claims("section", results...))`` after each key experiment.
 
 Every page begins with :func:`start`: ``setup, device = start(SETUP)``.
@@ -14,9 +14,10 @@ import pkgutil
 
 import torch
 
-from ..claims import ClaimTable
-from ..plotting import set_style
-from ..utils import Sizes, run_device, seed_everything, setup_threads
+from ..book.claims import ClaimTable
+from ..book.plotting import set_style
+from ..core.runtime import Sizes, run_device, setup_threads
+from ..core.seeds import seed_everything
 
 __all__ = ["names", "start", "table"]
 

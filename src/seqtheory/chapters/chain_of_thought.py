@@ -5,6 +5,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from ..book.claims import Claim, ClaimTable
+from ..book.exercises import Lab, LabTable
 from ..chain_of_thought import (
     FORMATS,
     MULT_FORMATS,
@@ -17,10 +19,10 @@ from ..chain_of_thought import (
     multiplication_length,
     parity_chain,
 )
-from ..claims import Claim, ClaimTable
-from ..exercises import Lab, LabTable
-from ..training import IGNORE_INDEX, train
-from ..utils import check_int, evaluating, make_generator
+from ..core.runtime import evaluating
+from ..core.seeds import make_generator
+from ..core.training import IGNORE_INDEX, train
+from ..core.validate import check_int
 
 TABLE = ClaimTable("chain_of_thought", [
     # --- parity of n bits, every (chain, model) row

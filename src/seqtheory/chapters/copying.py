@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..claims import Claim, ClaimTable
+from ..book.claims import Claim, ClaimTable
+from ..book.exercises import Lab, LabTable
 from ..copying import (
     MODEL_NAMES,
     NUM_LETTERS,
@@ -18,8 +19,7 @@ from ..copying import (
     state_bits,
     train_copier,
 )
-from ..exercises import Lab, LabTable
-from ..utils import make_generator, seeded
+from ..core.seeds import make_generator, seeded
 
 TABLE = ClaimTable("copying", [
     Claim("setup.one_state_size",
@@ -320,8 +320,8 @@ def repeat_tests(models: list, setup, seed: int | None = None) -> dict:
 def repeat_table(rep: dict):
     """:func:`repeat_tests` as one Markdown table: string accuracy, median [range] over seeds,
     on planted repeats and on random strings split by a repeated bigram."""
-    from ..plotting import markdown_table
-    from ..utils import spread
+    from ..book.notebook import spread
+    from ..book.plotting import markdown_table
 
     L0 = rep["lengths"][0]
     names = ("random", "one repeated letter", "one repeated bigram", "one repeated trigram")
@@ -391,8 +391,8 @@ def lookup_accuracy(archive: dict) -> dict:
 def lookup_table(archive: dict):
     """The archived lookup runs as one Markdown table: fraction of queries answered, median
     [range] over seeds, per model, key position and string length."""
-    from ..plotting import markdown_table
-    from ..utils import spread
+    from ..book.notebook import spread
+    from ..book.plotting import markdown_table
 
     acc = lookup_accuracy(archive)
     lengths = archive["meta"]["lengths"]
@@ -406,7 +406,7 @@ def lookup_table(archive: dict):
 def _lookup(archive: dict) -> dict:
     """Experiment 4 (archived): the n-gram lookup with the query before or after the
     string."""
-    from ..utils import spread
+    from ..book.notebook import spread
 
     meta = archive["meta"]
     acc = lookup_accuracy(archive)

@@ -7,10 +7,11 @@ from math import comb
 import numpy as np
 import torch
 
-from ..claims import Claim, ClaimTable
-from ..exercises import Lab, LabTable
+from ..book.claims import Claim, ClaimTable
+from ..book.exercises import Lab, LabTable
+from ..book.notebook import spread
+from ..core.seeds import make_generator, make_rng
 from ..parity import SETUP, ParityMLPs, hypercube, run_k_sweep
-from ..utils import make_generator, make_rng, spread
 
 TABLE = ClaimTable("hidden_progress", [
     # ------------------------------------------------------------ the population gradient

@@ -4,8 +4,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..claims import Claim, ClaimTable
-from ..exercises import Lab, LabTable
+from ..book.claims import Claim, ClaimTable
+from ..book.exercises import Lab, LabTable
+from ..book.notebook import spread
+from ..core.runtime import Sizes
+from ..core.seeds import make_generator
 from ..incontext import (
     PAPER,
     TRIGRAM_SETUP,
@@ -18,8 +21,7 @@ from ..incontext import (
     switch_step,
 )
 from ..incontext import SETUP as ICL_SETUP
-from ..markov import icl_mc_batch, sequence_loss, strategies
-from ..utils import Sizes, make_generator, spread
+from ..sources.markov import icl_mc_batch, sequence_loss, strategies
 
 #: the three strategies of the main task, in the order the model should visit them
 STRATS = ("uniform", "unigram", "bigram")

@@ -7,13 +7,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from ..attention import attention_to_offset
-from ..claims import Claim, ClaimTable
-from ..exercises import Lab, LabTable
-from ..models import Transformer
+from ..book.claims import Claim, ClaimTable
+from ..book.exercises import Lab, LabTable
+from ..book.notebook import spread
+from ..core.attention import attention_to_offset
+from ..core.models import Transformer
+from ..core.seeds import experiment_seed, make_generator
+from ..core.training import History, TrainConfig, train
+from ..core.validate import check_int
 from ..tasks import SETUP, PreviousTokenSetup, evaluate
-from ..training import History, TrainConfig, train
-from ..utils import check_int, experiment_seed, make_generator, spread
 
 TABLE = ClaimTable("meet_the_model", [
     Claim("training.uniform_start",

@@ -6,8 +6,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..claims import Claim, ClaimTable
-from ..exercises import Lab, LabTable
+from ..book.claims import Claim, ClaimTable
+from ..book.exercises import Lab, LabTable
+from ..core.seeds import make_generator, make_rng
 from ..partitions import (
     STREAMS,
     adjusted_rand_index,
@@ -25,7 +26,6 @@ from ..partitions import (
     survival_prediction,
     train_embeddings,
 )
-from ..utils import make_generator, make_rng
 
 #: the explorer's default view: N tokens per slot, K classes, S samples, I = 3 slots
 EXPLORE = {"N": 24, "K": 3, "S": 600}
@@ -314,7 +314,7 @@ def draw_setup(problem, x, y):
     g they pick, the label."""
     import matplotlib.pyplot as plt
 
-    from ..plotting import palette
+    from ..book.plotting import palette
 
     col, n_tok = palette(2), problem.N
     fig, ax = plt.subplots(figsize=(8, 3.4), constrained_layout=True)

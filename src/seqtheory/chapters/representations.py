@@ -6,9 +6,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..claims import Claim, ClaimTable
-from ..exercises import Lab, LabTable
-from ..knowledge_graphs import (
+from ..book.claims import Claim, ClaimTable
+from ..book.exercises import Lab, LabTable
+from ..book.notebook import spread
+from ..core.runtime import load_data, to_numpy
+from ..core.seeds import make_generator, make_rng
+from ..representations import SETUP, kinship_task
+from ..similarity import linear_cka, stitch
+from ..sources.knowledge_graphs import (
     KINSHIP,
     KinshipData,
     accuracy,
@@ -16,9 +21,6 @@ from ..knowledge_graphs import (
     seen_closure,
     train_kinship,
 )
-from ..representations import SETUP, kinship_task
-from ..similarity import linear_cka, stitch
-from ..utils import load_data, make_generator, make_rng, spread, to_numpy
 
 __all__ = ["TABLE", "claims", "implied_fraction", "closure_errors", "max_terms_per_pair",
            "automorphism_text", "decoder_archive", "top_directions", "LABS", "feedback",

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..claims import Claim, ClaimTable
-from ..dimension import mle_dimension, sample_sphere
-from ..exercises import Lab, LabTable
+from ..book.claims import Claim, ClaimTable
+from ..book.exercises import Lab, LabTable
+from ..book.notebook import spread
+from ..core.seeds import derive_seed, make_rng
 from ..scaling import (
     TorusTask,
     fit_power_law,
@@ -13,7 +14,7 @@ from ..scaling import (
     learning_curve,
     predicted_exponents,
 )
-from ..utils import derive_seed, make_rng, spread
+from ..sources.dimension import mle_dimension, sample_sphere
 
 TABLE = ClaimTable("scaling_laws", [
     # ------------------------------------------------------------ Experiment 1

@@ -6,9 +6,11 @@ import math
 
 import numpy as np
 
-from ..claims import Claim, ClaimTable
-from ..exercises import Lab, LabTable
-from ..markov import (
+from ..book.claims import Claim, ClaimTable
+from ..book.exercises import Lab, LabTable
+from ..book.notebook import spread
+from ..core.seeds import make_generator
+from ..sources.markov import (
     sample_switching,
     switching_entropy_rate,
     switching_matrix,
@@ -23,7 +25,6 @@ from ..tokenization import (
     token_lengths,
     unigram_sweep,
 )
-from ..utils import make_generator, spread
 
 TABLE = ClaimTable("tokenization", [
     # ---------------------------------------------------------------- experiment 1

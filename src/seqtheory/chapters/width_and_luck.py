@@ -6,8 +6,10 @@ import math
 import numpy as np
 import torch
 
-from ..claims import Claim, ClaimTable
-from ..exercises import Lab, LabTable
+from ..book.claims import Claim, ClaimTable
+from ..book.exercises import Lab, LabTable
+from ..core.runtime import load_data
+from ..core.seeds import make_generator
 from ..parity import (
     INITS,
     ParityMLPs,
@@ -18,7 +20,6 @@ from ..parity import (
     support_coverage,
     train_offline,
 )
-from ..utils import load_data, make_generator
 
 #: the archive's 0.1% binomial band for 24 live runs of its cells at m = 400-800, 6,000 steps:
 #: width 512 (80 of 96) at least 14, width 32 (53 of 96) at most 20 (tested against the archive)

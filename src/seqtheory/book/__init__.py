@@ -1,0 +1,1 @@
+"""What the pages use: claim checks and glued numbers, plots, explorers, exercises."""

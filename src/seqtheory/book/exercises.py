@@ -1,0 +1,271 @@
+"""Coding labs with automatic feedback: what a student's run should show, and why.
+
+Every coding lab of a chapter (an exercise tagged ``lab``) has a starter cell that ends with
+``feedback("ex-CHAPTER-N", answer)``.  The chapter module holds the lab as data in its
+:class:`LabTable` (``LABS``): what the answer is, the number compared, the range a correct
+run lands in and why, and the reference solution as a function of the base seed::
+
+    LABS = LabTable("scaling_laws", [
+        Lab("ex-scaling-laws-1",
+            expects="a list of four estimates, one per K in (5, 10, 20, 50)",
+            quantity="how far the estimate falls from K = 5 to K = 50",
+            measure=lambda est: est[0] - est[-1],
+            low=0.2, high=2.0,
+            because="larger neighbourhoods reach where the sphere curves ...",
+            hint="Use the same points for every K ...",
+            mistakes=(("K in increasing order reversed", [6.1, 6.5, 6.9, 7.3]),)),
+    ])
+
+    @LABS.solves("ex-scaling-laws-1")
+    def _(seed):
+        ...
+        return estimates
+
+The ranges come from data: ``python -m booktools.record_labs`` runs every reference solution
+under several base seeds and writes ``seqtheory/chapters/measured/CHAPTER.labs.json``; the
+feedback quotes that spread and a unit test holds every recorded answer inside the range and
+every listed mistake outside it.  A chapter's solution cell calls
+``feedback(label, answer, solution=True)``, which is also a claim check (strict under the
+tests and the book build).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .claims import _short, plain
+from .notebook import check
+
+__all__ = ["Lab", "LabTable", "Feedback", "feedback", "KINDS", "LABEL"]
+
+KINDS = ("concept", "derivation", "lab")
+LABEL = re.compile(r"^ex-([a-z][a-z-]*[a-z])-(\d+)$")
+
+
+def _chapter_of(label: str) -> str:
+    m = LABEL.match(label) if isinstance(label, str) else None
+    if not m:
+        raise ValueError(f"label must be an exercise label such as 'ex-scaling-laws-1', "
+                         f"got {label!r}")
+    return m.group(1).replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Lab:
+    """One coding lab: its answer, the number compared, the expected range and its reason.
+
+    ``expects`` says what the starter cell's answer is; ``measure`` maps that answer to the
+    one number compared (default: the answer itself as a float); ``low``/``high`` bound a
+    correct run's number (set from the recorded spread, with room for other machines);
+    ``because`` says why a correct run lands there; ``hint`` what to check when it does
+    not; ``mistakes`` pairs a typical mistake with the answer it gives (the tests check
+    that each lands outside the range).
+    """
+
+    label: str
+    expects: str
+    quantity: str
+    low: float
+    high: float
+    because: str
+    hint: str
+    measure: Callable[[Any], float] | None = None
+    mistakes: tuple = field(default=())
+
+    def __post_init__(self):
+        _chapter_of(self.label)
+        for name in ("expects", "quantity", "because", "hint"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
+                raise ValueError(f"{name} of lab {self.label!r} must be a non-empty string")
+        for name in ("low", "high"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or math.isnan(value):
+                raise TypeError(f"{name} of lab {self.label!r} must be a number, got {value!r}")
+        if not self.low < self.high:
+            raise ValueError(f"lab {self.label!r}: low must be below high, got "
+                             f"{self.low!r} and {self.high!r}")
+        if self.measure is not None and not callable(self.measure):
+            raise TypeError(f"measure of lab {self.label!r} must be callable or None")
+        for item in self.mistakes:
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+                raise TypeError(f"mistakes of lab {self.label!r} must be (description, "
+                                f"answer) pairs, got {item!r}")
+
+    @property
+    def chapter(self) -> str:
+        return _chapter_of(self.label)
+
+    def value(self, answer: Any) -> float:
+        """The number this lab compares, computed from ``answer``."""
+        out = self.measure(answer) if self.measure is not None else answer
+        if isinstance(out, np.ndarray) and out.size == 1:
+            out = out.item()
+        try:
+            import torch
+
+            if isinstance(out, torch.Tensor) and out.numel() == 1:
+                out = out.item()
+        except ImportError:  # pragma: no cover - torch is a dependency
+            pass
+        if isinstance(out, bool) or not isinstance(out, (int, float, np.integer, np.floating)):
+            raise TypeError(f"the answer must be {self.expects}")
+        out = float(out)
+        if not math.isfinite(out):
+            raise ValueError(f"{self.quantity} came out as {out}")
+        return out
+
+
+def _range(low: float, high: float) -> str:
+    return f"{_short(float(low), 3)} and {_short(float(high), 3)}"
+
+
+@dataclass
+class Feedback:
+    """What :func:`feedback` says about one answer.  ``ok`` is True (inside the expected
+    range), False (outside it, or unreadable) or None (not answered yet)."""
+
+    lab: Lab
+    value: float | None
+    ok: bool | None
+    text: str
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __str__(self) -> str:
+        return re.sub(r"\*\*|`", "", self.text)
+
+    __repr__ = __str__
+
+
+def _unanswered(answer: Any) -> bool:
+    if answer is Ellipsis or answer is None:
+        return True
+    if isinstance(answer, (list, tuple)):
+        return any(_unanswered(a) for a in answer)
+    if isinstance(answer, dict):
+        return any(_unanswered(a) for a in answer.values())
+    return False
+
+
+class LabTable:
+    """A chapter's coding labs, their reference solutions and their recorded answers."""
+
+    def __init__(self, chapter: str, labs: Iterable[Lab]):
+        if not isinstance(chapter, str) or not chapter.isidentifier():
+            raise ValueError(f"chapter must be a chapter's file name, got {chapter!r}")
+        self.chapter = chapter
+        self.labs: dict[str, Lab] = {}
+        for lab in labs:
+            if not isinstance(lab, Lab):
+                raise TypeError(f"labs must be Lab entries, got {type(lab).__name__}")
+            if lab.chapter != chapter:
+                raise ValueError(f"lab {lab.label!r} does not belong to chapter {chapter!r}")
+            if lab.label in self.labs:
+                raise ValueError(f"lab labels must be unique; repeated: {lab.label!r}")
+            self.labs[lab.label] = lab
+        self._solve: dict[str, Callable[[int], Any]] = {}
+
+    def lab(self, label: str) -> Lab:
+        if label not in self.labs:
+            raise ValueError(f"label must be one of {sorted(self.labs)} for {self.chapter}, "
+                             f"got {label!r}")
+        return self.labs[label]
+
+    def solves(self, label: str) -> Callable:
+        """Decorator: register the reference solution of ``label`` (a function of the seed)."""
+        self.lab(label)
+
+        def register(fn: Callable[[int], Any]) -> Callable[[int], Any]:
+            self._solve[label] = fn
+            return fn
+        return register
+
+    def solve(self, label: str, seed: int) -> Any:
+        """The reference solution's answer under base seed ``seed``."""
+        self.lab(label)
+        if label not in self._solve:
+            raise ValueError(f"lab {label!r} has no reference solution (@LABS.solves)")
+        return self._solve[label](seed)
+
+    # ------------------------------------------------------------------ recorded answers
+    def record_path(self):
+        return resources.files("seqtheory") / "chapters" / "measured" / f"{self.chapter}.labs.json"
+
+    def recorded(self) -> dict:
+        """``{label: {seed: answer}}`` as written by ``python -m booktools.record_labs``."""
+        path = self.record_path()
+        if not path.is_file():
+            return {}
+        return json.loads(path.read_text(encoding="utf-8"))["labs"]
+
+    def recorded_values(self, label: str) -> dict[str, float]:
+        lab = self.lab(label)
+        return {seed: lab.value(a) for seed, a in self.recorded().get(label, {}).items()}
+
+    def record(self, seeds: Iterable[int]) -> dict:
+        """Run every reference solution under each seed: ``{label: {seed: answer}}``."""
+        return {label: {str(s): plain(self.solve(label, int(s)), label) for s in seeds}
+                for label in self.labs}
+
+    # ------------------------------------------------------------------ feedback
+    def feedback(self, label: str, answer: Any, *, solution: bool = False) -> Feedback:
+        lab = self.lab(label)
+        if _unanswered(answer):
+            return Feedback(lab, None, None,
+                            "**Not answered yet.** Replace each `...` in the cell above with "
+                            f"your code, then run it again. The answer is {lab.expects}.")
+        try:
+            value = lab.value(answer)
+        except (TypeError, ValueError, IndexError, KeyError) as err:
+            fb = Feedback(lab, None, False, f"**Cannot read this answer** ({err}). The answer "
+                                            f"is {lab.expects}.")
+            if solution:
+                check(False, f"[{label}] the reference solution: {err}")
+            return fb
+        ok = lab.low <= value <= lab.high
+        seen = self.recorded_values(label)
+        ref = ""
+        if seen:
+            vals = np.array(list(seen.values()))
+            ref = (f" (The range holds the reference solution over {len(vals)} base seeds, "
+                   f"median {_short(float(np.median(vals)), 3)}, from "
+                   f"{_short(float(vals.min()), 3)} to {_short(float(vals.max()), 3)}, with "
+                   f"room for other machines and seeds.)")
+        head = (f"Your answer gives {lab.quantity} = **{_short(value, 4)}**; a correct run "
+                f"lands between {_range(lab.low, lab.high)}")
+        if ok:
+            text = (f"**Within the expected range.** {head}, because {lab.because}.{ref}")
+        else:
+            text = (f"**Outside the expected range.** {head}, because {lab.because}.{ref} "
+                    f"**Check:** {lab.hint}")
+        if solution:
+            check(ok, f"[{label}] the reference solution gives {lab.quantity} = "
+                      f"{_short(value, 4)}, not between {_range(lab.low, lab.high)}.")
+        return Feedback(lab, value, ok, text)
+
+
+def table(chapter: str) -> LabTable:
+    """The lab table (``LABS``) of ``chapter``; an empty one for a chapter without labs."""
+    from ..chapters import names
+
+    if chapter not in names():
+        raise ValueError(f"chapter must be one of {names()}, got {chapter!r}")
+    module = importlib.import_module(f"seqtheory.chapters.{chapter}")
+    return getattr(module, "LABS", LabTable(chapter, []))
+
+
+def feedback(label: str, answer: Any, *, solution: bool = False) -> Feedback:
+    """What a student's answer to coding lab ``label`` shows, against the range a correct
+    run lands in and why: "Your answer gives X = 0.41; a correct run lands between 0.2
+    and 0.6, because ...".  ``answer`` left as ``...`` says that the lab is not answered
+    yet.  ``solution=True`` (the chapter's own solution cell) also checks the range."""
+    return table(_chapter_of(label)).feedback(label, answer, solution=solution)

@@ -1,0 +1,8 @@
+"""The engine every chapter shares.
+
+``validate`` (argument checks), ``seeds`` (the base seed and named streams under it),
+``runtime`` (devices, threads, the CPU / FULL run mode), ``experiment`` (the contract of every
+``run``), ``models`` (the transformer and its hook points), ``attention`` and ``decode``
+(analysis and generation), ``ensemble`` (seeds trained as one program) and ``training`` (the
+loop).
+"""

@@ -1,0 +1,1 @@
+"""Data sources: Markov chains, manifolds' intrinsic dimension, kinship graphs."""

@@ -1,0 +1,80 @@
+"""booktools.sphinx.chapter_header: the core path's word count, the reading and run times a
+chapter's header box shows, and the table of chapter times."""
+from pathlib import Path
+
+from booktools.sphinx import chapter_header as ch
+from booktools.toc import chapter_names
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PAGE = """---
+jupytext: {}
+---
+# Title
+
+:::{chapter-header}
+:prerequisites: none
+**You will learn** header words are not counted
+:::
+
+One two three.
+
+```{code-cell} ipython3
+x = 1  # code is not counted
+```
+
+:::{dropdown} Folded
+four five six seven
+:::
+
+::::{admonition} Visible box
+:class: tip
+eight {glue:text}`n` {term}`ten <CKA>`
+::::
+
+:::{exercise} An exercise
+not counted
+:::
+
+$$
+a + b
+$$
+"""
+
+
+def test_core_words_count_only_what_a_reader_sees_with_folds_closed():
+    # Title(1) + One two three(3) + Visible box(2) + eight N ten(3): 9 words
+    assert ch.core_words(PAGE) == 9
+    # unfolding the dropdown adds its four words: the count can fail
+    assert ch.core_words(PAGE.replace(":::{dropdown} Folded", ":::{note} Folded")) == 13
+    assert ch.reading_minutes(PAGE) == 1
+    assert ch.reading_minutes("word " * 301) == 3
+
+
+def test_run_times_come_from_this_builds_tests_or_the_last_ci_table(tmp_path, monkeypatch):
+    build = tmp_path / "chapter_times.tsv"
+    build.write_text("chapter\tseconds\nbook/a.md\t61.0\n")
+    ci = tmp_path / "ci.tsv"
+    ci.write_text("chapter\tseconds\nbook/a.md\t30.0\nbook/b.md\t90.0\n")
+    monkeypatch.setattr(ch, "BUILD_TIMES", build)
+    monkeypatch.setattr(ch, "CI_TIMES", ci)
+    times, origin = ch.chapter_times(["a", "b"])     # this build timed only a: use CI's
+    assert times == {"a": 30.0, "b": 90.0} and "CI" in origin
+    build.write_text("chapter\tseconds\nbook/a.md\t61.0\nbook/b.md\t20.0\n")
+    times, origin = ch.chapter_times(["a", "b"])
+    assert times == {"a": 61.0, "b": 20.0} and "this build" in origin
+    assert ch.minutes(61.0) == "1.0 min" and ch.minutes(20.0) == "20 s"
+
+
+def test_the_committed_ci_table_times_every_chapter():
+    chapters = [p.stem for p in (ROOT / "book").glob("*.md")
+                if "```{code-cell}" in p.read_text(encoding="utf-8")]
+    times = ch.read_times(ch.CI_TIMES)
+    assert sorted(times) == sorted(chapters)
+    assert all(0 < t < 600 for t in times.values())
+
+
+def test_chapters_come_in_the_order_of_the_toc():
+    chapters = chapter_names(ROOT)
+    assert chapters[:2] == ["meet_the_model", "induction_heads"]
+    assert "glossary" not in chapters and len(chapters) == len(set(chapters)) == 10

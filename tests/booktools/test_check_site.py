@@ -1,0 +1,173 @@
+"""booktools.check_site fails on a chapter that did not execute (no browser needed) and on
+an explorer whose player does not respond to its controls (headless Chromium)."""
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from booktools import check_site
+from booktools.toc import chapter_sources
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _site(tmp_path, page_html):
+    html = tmp_path / "html"
+    for md in chapter_sources():
+        page = html / md.relative_to(ROOT).with_suffix(".html")
+        page.parent.mkdir(parents=True, exist_ok=True)
+        n = check_site.expected_figures(md) - check_site.expected_explorers(md)
+        page.write_text("".join(f'<img src="../_images/f{i}.png">' for i in range(n))
+                        + '<div class="sqx-explorer"></div>' * check_site.expected_explorers(md))
+    return html
+
+
+def test_every_chapter_has_figure_cells():
+    assert all(check_site.expected_figures(md) >= 1 for md in chapter_sources())
+
+
+def test_a_clean_site_passes(tmp_path):
+    assert check_site.execution_problems(_site(tmp_path, "")) == {}
+
+
+def test_every_chapter_has_an_explorer_and_a_page_without_its_player_fails(tmp_path):
+    chapters = chapter_sources()
+    assert all(check_site.expected_explorers(md) >= 1 for md in chapters)
+    html = _site(tmp_path, "")
+    page = html / chapters[0].relative_to(ROOT).with_suffix(".html")
+    # the explorer shown as its static PNG (an image file) instead of the player
+    page.write_text(page.read_text().replace('<div class="sqx-explorer"></div>',
+                                             '<img src="../_images/explorer.png">'))
+    problems = check_site.execution_problems(html)
+    assert list(problems) == [page.relative_to(html).as_posix()]
+    assert "0 explorer player(s) for 1 explorer cell(s)" in problems[page.relative_to(
+        html).as_posix()][0]
+
+
+def test_hidden_explorer_cells_are_not_expected_on_the_page(tmp_path):
+    md = tmp_path / "x.md"
+    md.write_text("```{code-cell} ipython3\n:tags: [remove-cell]\nexplorer(f, k=1)\n```\n"
+                  "```{code-cell} ipython3\n---\ntags: [remove-output]\n---\nexplorer(f)\n```\n"
+                  "```{code-cell} ipython3\n---\nmystnb:\n  image:\n    alt: a b c d e\n---\n"
+                  "explorer(\n    f, k=(1, 3))\n```\n")
+    assert check_site.expected_explorers(md) == 1
+
+
+def test_missing_outputs_tracebacks_and_error_reports_fail(tmp_path):
+    html = _site(tmp_path, "")
+    chapters = chapter_sources()
+    first = html / chapters[0].relative_to(ROOT).with_suffix(".html")
+    first.write_text("<p>no outputs: the chapter failed to execute</p>")
+    second = html / chapters[1].relative_to(ROOT).with_suffix(".html")
+    second.write_text(second.read_text() + '<div class="highlight-ipythontb">Traceback')
+    report = html / "reports" / "book" / "x.err.log"
+    report.parent.mkdir(parents=True)
+    report.write_text("CellTimeoutError: A cell timed out while it was being executed\n")
+    problems = check_site.execution_problems(html)
+    assert "missing outputs" in " ".join(problems[first.relative_to(html).as_posix()])
+    assert "execution error" in " ".join(problems[second.relative_to(html).as_posix()])
+    assert "CellTimeoutError" in " ".join(problems["book/x.html"])
+    shutil.rmtree(html)
+
+
+# --------------------------------------------------------------------------- explorers in Chromium
+
+def _explorer_html():
+    """A real explorer player (seqtheory.book.widgets) of two controls, as the book embeds it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seqtheory.book.widgets import explorer
+
+    def draw(k, name):
+        fig = plt.figure(figsize=(1.2, 0.8))
+        fig.text(0.1, 0.4, f"{name}: k={k}")
+        return fig
+
+    return explorer(draw, alt="a test explorer of a label and a number", k=(1, 4),
+                    name=["first", "second"]).static_player()
+
+
+def _page(body: str) -> str:
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title>'
+            f"</head><body><article><h1>t</h1>{body}</article></body></html>")
+
+
+@pytest.mark.skipif(check_site.find_chromium() is None, reason="needs chromium")
+def test_explorers_must_respond_to_their_controls_in_chromium(tmp_path):
+    player = _explorer_html()
+    no_script = re.sub(r"<script>.*?</script>", "", player, flags=re.S)   # controls do nothing
+    data = re.search(r'class="sqx-data">(.*?)</script>', player, re.S).group(1)
+    frames = json.loads(data)["frames"]
+    lost = json.dumps({k: v for k, v in frames.items() if k != "3,1"}, separators=(",", ":"))
+    throws = player.replace(json.dumps(frames, separators=(",", ":")), lost)  # one view lost
+    assert throws != player
+    pages = {"works.html": player, "no_script.html": no_script, "throws.html": throws}
+    for name, body in pages.items():
+        (tmp_path / name).write_text(_page(body), encoding="utf-8")
+    _, failures, rows, _, _ = check_site.browse(tmp_path, sorted(pages),
+                                                check_site.find_chromium())
+    assert "works.html" not in failures, failures.get("works.html")
+    assert {r[0]: r[7] for r in rows} == {name: 1 for name in pages}     # one explorer each
+    assert any('moving "k" never changes the figure' in p for p in failures["no_script.html"])
+    assert any("JavaScript" in p and "no precomputed view" in p for p in failures["throws.html"])
+
+
+def _reader(**kw):
+    r = {"core_words": 1000, "open_words": 2000, "first_figure_screens": 0.5,
+         "images": [[0.95, "fig"]], "code_lines": [3, 5, 8], "myst": [], "pipe_tables": [],
+         "bars": ["training: 100%|██████████| 500/500"], "explorers": 1, "text_static": []}
+    r.update(kw)
+    return {"reader": r}
+
+
+def test_a_readable_chapter_passes_the_reader_checks():
+    rel = sorted(check_site.CHAPTER_PAGES)[0]
+    assert check_site.reader_problems(rel, _reader()) == []
+    row = check_site.reader_row(rel, _reader())
+    assert row["median_code_lines"] == 5 and row["smallest_image_ratio"] == 0.95
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"myst": ["{glue:text}`x`"]}, "literal MyST"),
+    ({"pipe_tables": ["| a | b |"]}, "raw pipes"),
+    ({"core_words": 3200}, "core path of 3200 words"),
+    ({"first_figure_screens": 2.4}, "first figure 2.4 screens"),
+    ({"first_figure_screens": None}, "first figure missing"),
+    ({"images": [[0.95, "a"], [0.55, "wide"]]}, "image shown at 55%"),
+    ({"text_static": ["On this site the figure is a static picture."]}, "static"),
+    ({"bars": ["k=2:   1%|▏         | 199/15000"]}, "progress bar left at 1%"),
+    ({"code_lines": [3, 9, 12]}, "median of 9 lines"),
+])
+def test_each_reader_check_can_fail(change, message):
+    rel = "book/induction_heads.html"
+    problems = check_site.reader_problems(rel, _reader(**change))
+    assert len(problems) == 1 and message in problems[0], problems
+
+
+def test_reader_budgets_and_notes():
+    # meet the model's budget is 2,000 words; a bar with a final note is fine at any count
+    assert check_site.reader_problems("book/meet_the_model.html", _reader(core_words=2100))
+    assert not check_site.reader_problems("book/induction_heads.html", _reader(core_words=2100))
+    ok = _reader(bars=["k=2: stopped at 200 of 15,000: its stop rule (stop_when) was met"])
+    assert check_site.reader_problems("book/induction_heads.html", ok) == []
+    # pages that are not chapters are held only to the MyST and table checks
+    assert check_site.reader_problems("book/notation.html", _reader(core_words=9000)) == []
+
+
+def test_deck_problems_name_what_is_wrong():
+    good = {"count": 8, "first": 0, "next": 1, "back": 0, "shown": 1,
+            "titles": ["Demo", "Question and result", "Setup", "Takeaways", "Exercise 1 (Think)"]}
+    assert check_site.deck_problems(good) == []
+    stuck = dict(good, next=0, back=0)
+    assert any("arrow keys" in p for p in check_site.deck_problems(stuck))
+    all_shown = dict(good, shown=8)
+    assert any("shows 8 slides at once" in p for p in check_site.deck_problems(all_shown))
+    short = dict(good, count=3, titles=["Demo", "Setup", "Exercise 2"])
+    problems = check_site.deck_problems(short)
+    assert any("has 3 slides" in p for p in problems)
+    assert any("'Question and result'" in p for p in problems)
