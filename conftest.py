@@ -8,6 +8,7 @@
   (``SEQTHEORY_STATIC_PROGRESS=1``), so the pages need no widget JavaScript.
 * ``_build/chapter_times.tsv`` records how long each chapter took to execute.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ from booktools.cache import cache_path
 from booktools.toc import chapter_notebooks
 
 ROOT = Path(__file__).resolve().parent
-OUT = ROOT / "_build" / ".nbval"          # executed chapters, one JSON file each
+OUT = ROOT / "_build" / ".nbval"  # executed chapters, one JSON file each
 TIMES = ROOT / "_build" / "chapter_times.tsv"
 
 
@@ -93,8 +94,9 @@ def _save_executed(nbfile, items, seconds: float) -> None:
     from myst_parser.config.main import MdParserConfig
 
     md = Path(str(nbfile.fspath)).with_suffix(".md")
-    nb = read_myst_markdown_notebook(md.read_text(encoding="utf-8"), config=MdParserConfig(),
-                                     add_source_map=True, path=str(md))
+    nb = read_myst_markdown_notebook(
+        md.read_text(encoding="utf-8"), config=MdParserConfig(), add_source_map=True, path=str(md)
+    )
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     if len(code_cells) != len(items):
         return  # out of sync with its .md: test_book reports it; do not cache
@@ -143,6 +145,8 @@ def pytest_sessionfinish(session, exitstatus):
         nb = nbformat.reads(rec["notebook"], as_version=4)
         cache.cache_notebook_bundle(
             CacheBundleIn(nb, rec["md"], data={"execution_seconds": rec["seconds"]}),
-            check_validity=False, overwrite=True)
+            check_validity=False,
+            overwrite=True,
+        )
         rows.append((Path(rec["md"]).relative_to(ROOT).as_posix(), rec["seconds"]))
     TIMES.write_text("chapter\tseconds\n" + "".join(f"{c}\t{s:.1f}\n" for c, s in rows))

@@ -8,6 +8,7 @@ that fill the core) gains little, because batching saves launches, not arithmeti
 
     python benchmarks/bench_ensemble.py [--seeds 3] [--steps 40] [--repeats 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,12 @@ def cases():
 
     def copy_data(M, g):
         def batch(step):
-            xs, ys = zip(*(copy_batch(cfg.batch_size, cfg.min_len, L, generator=g)
-                           for _ in range(M)), strict=True)
+            xs, ys = zip(
+                *(copy_batch(cfg.batch_size, cfg.min_len, L, generator=g) for _ in range(M)),
+                strict=True,
+            )
             return (torch.stack(xs), torch.stack(ys)) if M > 1 else (xs[0], ys[0])
+
         return batch
 
     def icl_data(B, T, V):
@@ -38,7 +42,9 @@ def cases():
                 shape = (M, B, T) if M > 1 else (B, T)
                 x = torch.randint(0, V, shape, generator=g)
                 return x, x.roll(-1, dims=-1)
+
             return batch
+
         return make
 
     tiny = TransformerConfig(vocab_size=3, max_len=32, n_layers=2, d_model=16, attn_only=True)
@@ -47,8 +53,10 @@ def cases():
         "tiny attention-only, B=8, T=32": (lambda: Transformer(tiny), icl_data(8, 32, 3)),
         "ICL-MC default, B=64, T=100": (lambda: Transformer(icl), icl_data(64, 100, 3)),
         "copying transformer, B=32": (lambda: copy_model("transformer", cfg), copy_data),
-        "copying linear recurrence, B=32": (lambda: copy_model("linear recurrence", cfg),
-                                            copy_data),
+        "copying linear recurrence, B=32": (
+            lambda: copy_model("linear recurrence", cfg),
+            copy_data,
+        ),
     }
 
 

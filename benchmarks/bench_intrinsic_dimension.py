@@ -13,6 +13,7 @@ Both estimators use K = 20 neighbours and the harmonic-mean combination; the tab
 both estimates, median wall-clock seconds of interleaved runs, and the speed-up
 (scikit-dimension's seconds / ours) measured in this run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,13 @@ def main() -> None:
 
     X = sample_sphere(args.n, args.d, D=args.D, seed=0)
     noisy = X + 1e-3 * np.random.default_rng(1).standard_normal(X.shape)
-    print(f"S^{args.d} in R^{args.D}, n = {args.n:,}, K = 20, {args.threads} thread(s); "
-          f"median of {args.repeats} interleaved runs")
-    print(f"{'points':10s} {'ours':>9s} {'skdim':>9s} {'ours s':>7s} {'skdim s':>8s} "
-          f"{'speed-up':>8s}")
+    print(
+        f"S^{args.d} in R^{args.D}, n = {args.n:,}, K = 20, {args.threads} thread(s); "
+        f"median of {args.repeats} interleaved runs"
+    )
+    print(
+        f"{'points':10s} {'ours':>9s} {'skdim':>9s} {'ours s':>7s} {'skdim s':>8s} {'speed-up':>8s}"
+    )
     with threadpoolctl.threadpool_limits(args.threads):
         for name, Z in (("linear", X), ("full rank", noisy)):
             ours, theirs = [], []

@@ -9,6 +9,7 @@ Configuration of the induction-heads chapter: k = 3 states, T = 100, batch 64,
   - tokens/s of the bigram predictor and of the evaluator;
   - training steps/s of the main configuration (batch sampling included), 1 and 2 threads.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -7,6 +7,7 @@ optimisation steps per second, tokens per second and the process's peak resident
 It also times the two attention paths: the fused kernel used in training and the explicit
 one that returns attention patterns (``return_cache=True``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,20 +18,40 @@ import time
 CONFIGS = {
     # name: (model config, batch size, sequence length)
     "meet-the-model (1L d32, T24)": (
-        dict(vocab_size=8, n_layers=1, d_model=32, attn_only=True), 64, 24),
+        dict(vocab_size=8, n_layers=1, d_model=32, attn_only=True),
+        64,
+        24,
+    ),
     "induction heads (2L d16 attn-only, T100, relative)": (
         dict(vocab_size=3, n_layers=2, d_model=16, attn_only=True, pos_encoding="relative"),
-        64, 100),
+        64,
+        100,
+    ),
     "induction heads (2L d16 attn-only, T100, learned)": (
-        dict(vocab_size=3, n_layers=2, d_model=16, attn_only=True), 64, 100),
+        dict(vocab_size=3, n_layers=2, d_model=16, attn_only=True),
+        64,
+        100,
+    ),
     "small GPT (2L d64 4h MLP, T128)": (
-        dict(vocab_size=64, n_layers=2, n_heads=4, d_model=64), 32, 128),
+        dict(vocab_size=64, n_layers=2, n_heads=4, d_model=64),
+        32,
+        128,
+    ),
     "tokenization: characters (2L d32 2h MLP, T256)": (
-        dict(vocab_size=2, n_layers=2, n_heads=2, d_model=32), 32, 256),
+        dict(vocab_size=2, n_layers=2, n_heads=2, d_model=32),
+        32,
+        256,
+    ),
     "tokenization: BPE-64 tokens (2L d32 2h MLP, T96)": (
-        dict(vocab_size=64, n_layers=2, n_heads=2, d_model=32), 32, 96),
+        dict(vocab_size=64, n_layers=2, n_heads=2, d_model=32),
+        32,
+        96,
+    ),
     "GPT (4L d128 4h MLP, T256)": (
-        dict(vocab_size=256, n_layers=4, n_heads=4, d_model=128), 16, 256),
+        dict(vocab_size=256, n_layers=4, n_heads=4, d_model=128),
+        16,
+        256,
+    ),
 }
 
 
@@ -63,8 +84,7 @@ def _measure(name: str, threads: int, steps: int, patterns: bool, queue) -> None
         step()
     seconds = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    queue.put((steps / seconds, steps * batch * seq_len / seconds, peak_mb,
-               model.num_params()))
+    queue.put((steps / seconds, steps * batch * seq_len / seconds, peak_mb, model.num_params()))
 
 
 def measure(name: str, threads: int, steps: int, patterns: bool = False):
@@ -85,8 +105,10 @@ def main() -> None:
     parser.add_argument("--only", default="", help="run configurations whose name contains this")
     args = parser.parse_args()
 
-    header = f"{'configuration':52s} {'params':>8s} {'thr':>3s} {'attention':>9s} " \
-             f"{'steps/s':>8s} {'tokens/s':>10s} {'peak MB':>8s}"
+    header = (
+        f"{'configuration':52s} {'params':>8s} {'thr':>3s} {'attention':>9s} "
+        f"{'steps/s':>8s} {'tokens/s':>10s} {'peak MB':>8s}"
+    )
     print(header)
     print("-" * len(header))
     for name in [n for n in CONFIGS if args.only in n]:
@@ -94,8 +116,10 @@ def main() -> None:
             for patterns in (False, True):
                 sps, tps, mb, n = measure(name, threads, args.steps, patterns)
                 path = "explicit" if patterns else "fused"
-                print(f"{name:52s} {n:8,d} {threads:3d} {path:>9s} {sps:8.1f} {tps:10,.0f} "
-                      f"{mb:8.0f}", flush=True)
+                print(
+                    f"{name:52s} {n:8,d} {threads:3d} {path:>9s} {sps:8.1f} {tps:10,.0f} {mb:8.0f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Prints (one torch thread, as in CI):
 2. one training step of each copying model (batch 32, strings of 5-16 letters);
 3. a step of the chain-of-thought models, linear and MLP, on the threshold chain.
 """
+
 from __future__ import annotations
 
 import time
@@ -33,27 +34,47 @@ def main() -> None:
     steps = 200
     print("1. online SGD, n=30, k=3, width 1000, batch 32 (ms per network-step)")
     for M in (1, 4, 8):
+
         def batched(M=M):
             g = torch.Generator().manual_seed(0)
-            train_online(ParityMLPs(30, [1000] * M, generator=g), [0, 1, 2], steps=steps,
-                         eval_every=steps, generator=g, progress=False)
+            train_online(
+                ParityMLPs(30, [1000] * M, generator=g),
+                [0, 1, 2],
+                steps=steps,
+                eval_every=steps,
+                generator=g,
+                progress=False,
+            )
+
         note = "  (one network on its own)" if M == 1 else ""
         print(f"   M={M}: {per_step(batched, steps * M):.2f}{note}")
 
     print("2. copying models, one step (ms), batch 32")
     cfg = COPY_SETUP.cpu
     for name, model in copy_models(cfg, seed=0).items():
-        t = per_step(lambda model=model: train_copier(
-            model, dataclass_replace(cfg, eval_every=10_000), steps=50, progress=False), 50)
+        t = per_step(
+            lambda model=model: train_copier(
+                model, dataclass_replace(cfg, eval_every=10_000), steps=50, progress=False
+            ),
+            50,
+        )
         print(f"   {name:>18}: {t:.1f}")
 
     print("3. chain-of-thought models (threshold chain, n=12, 3 seeds), one step (ms)")
     x = all_bit_strings(12)[:512]
     for name, hidden in (("linear", None), ("MLP", 32)):
         setup = dataclass_replace(COT_SETUP.cpu, steps=100)
-        t = per_step(lambda hidden=hidden, setup=setup: train_chain_models(
-            "threshold", hidden, x, setup, generator=torch.Generator().manual_seed(0),
-            progress=False), 100)
+        t = per_step(
+            lambda hidden=hidden, setup=setup: train_chain_models(
+                "threshold",
+                hidden,
+                x,
+                setup,
+                generator=torch.Generator().manual_seed(0),
+                progress=False,
+            ),
+            100,
+        )
         print(f"   {name:>6}: {t:.1f}")
 
 

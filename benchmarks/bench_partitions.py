@@ -14,6 +14,7 @@ prefix.  Building and loading the CNF in Python, not the SAT search, dominated t
 version; measured 2026-11-23 on this CPU (shared, loaded), N = 128: 0.99 s CPU per
 instance fresh, 0.11 s incremental (9x); N = 32: 0.20 s vs 0.05 s.
 """
+
 from __future__ import annotations
 
 import math
@@ -96,17 +97,23 @@ def main() -> None:
     data = [sample(planted_problem(N, 3, 3, seed=t), S, seed=t) for t in range(8)]
     xs, ys = [d[0] for d in data], [d[1] for d in data]
     cpu = {}
-    for name, fn in [("hand-written Adam loop", lambda: adam_loop(xs, ys, N, 3, 1500, 0.03)),
-                     ("train_embeddings (training.train)",
-                      lambda: train_embeddings(xs, ys, N, 3, steps=1500, lr=0.03))]:
-        fn()                                              # warm up (lazy imports)
+    for name, fn in [
+        ("hand-written Adam loop", lambda: adam_loop(xs, ys, N, 3, 1500, 0.03)),
+        (
+            "train_embeddings (training.train)",
+            lambda: train_embeddings(xs, ys, N, 3, steps=1500, lr=0.03),
+        ),
+    ]:
+        fn()  # warm up (lazy imports)
         start = time.process_time()
         for _ in range(2):
             fn()
         cpu[name] = (time.process_time() - start) / 2
     for name, sec in cpu.items():
-        print(f"gradient descent, 8 runs x {S} samples x 1500 steps (N = {N}), {name}: "
-              f"{sec:.2f} s CPU ({sec / 1500 * 1e3:.2f} ms/step)")
+        print(
+            f"gradient descent, 8 runs x {S} samples x 1500 steps (N = {N}), {name}: "
+            f"{sec:.2f} s CPU ({sec / 1500 * 1e3:.2f} ms/step)"
+        )
     print(f"\n{'N':>4} {'fresh s/instance':>17} {'incremental s/instance':>23}")
     for N in (32, 64, 128):
         pbs = [planted_problem(N, 3, 3, seed=t) for t in range(5)]

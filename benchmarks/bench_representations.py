@@ -10,6 +10,7 @@ Prints (one torch thread, as in CI):
 3. training the chapter's zoo (8 sizes x 4 seeds, 1000 steps) as one program against
    training each model on its own, on the chapter's family forest.
 """
+
 from __future__ import annotations
 
 import time
@@ -46,20 +47,24 @@ def main() -> None:
     zoo, _ = train_kinship(data, dims, seeds, progress=False)
     batched = time.perf_counter() - start
     start = time.perf_counter()
-    for d in dims[:2]:                      # two sizes alone, scaled up to all eight
+    for d in dims[:2]:  # two sizes alone, scaled up to all eight
         for s in seeds:
             train_kinship(data, d, (s,), progress=False)
     alone = (time.perf_counter() - start) * len(dims) / 2
-    print(f"\ntraining {len(dims) * len(seeds)} models x 1000 steps ({forest.n} people): "
-          f"one program {batched:.1f} s, one model at a time ~{alone:.1f} s "
-          f"({alone / batched:.1f}x)")
+    print(
+        f"\ntraining {len(dims) * len(seeds)} models x 1000 steps ({forest.n} people): "
+        f"one program {batched:.1f} s, one model at a time ~{alone:.1f} s "
+        f"({alone / batched:.1f}x)"
+    )
 
     M = zoo.n_models
     src = [zoo.embedding((m + 1) % M) for m in range(M)]
     t_batch = timed(lambda: stitch(src, zoo, data))
     t_single = timed(lambda: [stitch(src[m], zoo.select(m), data) for m in range(8)]) * M / 8
-    print(f"stitching {M} affine maps x 300 steps: one program {t_batch:.1f} s, "
-          f"one map at a time ~{t_single:.1f} s ({t_single / t_batch:.1f}x)")
+    print(
+        f"stitching {M} affine maps x 300 steps: one program {t_batch:.1f} s, "
+        f"one map at a time ~{t_single:.1f} s ({t_single / t_batch:.1f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ stays within 1.5x of its idle time next to one busy program.
 
     python benchmarks/bench_threads.py [--steps 300] [--repeats 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,12 @@ TORCH_JOB = textwrap.dedent("""
 
 
 def timed_run(threads: int, steps: int) -> float:
-    out = subprocess.run([sys.executable, "-c", TRAIN, str(threads), str(steps)],
-                         check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", TRAIN, str(threads), str(steps)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 

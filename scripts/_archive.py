@@ -1,4 +1,5 @@
 """Pieces shared by the scripts that write archived runs (src/seqtheory/data/*.json)."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,11 +15,20 @@ from seqtheory.core.runtime import cpu_name
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """``--patience`` (early stop after the switch) and ``--merge`` (combine part files)."""
-    parser.add_argument("--patience", type=int, default=500,
-                        help="stop a run once it has been closer to the bigram than to "
-                             "the unigram rule for this many steps (0: never stop early)")
-    parser.add_argument("--merge", type=Path, nargs="*", default=(),
-                        help="instead of training, merge these per-seed files into --out")
+    parser.add_argument(
+        "--patience",
+        type=int,
+        default=500,
+        help="stop a run once it has been closer to the bigram than to "
+        "the unigram rule for this many steps (0: never stop early)",
+    )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="*",
+        default=(),
+        help="instead of training, merge these per-seed files into --out",
+    )
 
 
 def merge_parts(paths: list[Path], out: Path, key: Callable[[dict], object]) -> dict:
@@ -46,8 +56,13 @@ def git_commit() -> str | None:
     """The checkout's commit (``git rev-parse HEAD``), or None outside a git checkout."""
     try:
         here = str(Path(__file__).resolve().parent)
-        res = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"],
-                             capture_output=True, text=True, check=False, timeout=30)
+        res = subprocess.run(
+            ["git", "-C", here, "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return (res.stdout.strip() or None) if res.returncode == 0 else None

@@ -15,6 +15,7 @@ writes src/seqtheory/data/copying_lookup.json (seqtheory.core.runtime.load_data(
 "copying_lookup.json")). Seeds go through seqtheory's base-seed helper (run it with
 SEQTHEORY_SEED unset).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,7 @@ SEEDS = (0, 1, 2)
 LENGTHS = (10, 20, 40)
 STEPS = 3000
 EVAL_EVERY = 500
-N = 2                                 # the query is a bigram
+N = 2  # the query is a bigram
 TEST_SIZE = 500
 
 
@@ -62,9 +63,12 @@ def main() -> None:
     start = time.perf_counter()
     runs = []
     for key in LOOKUP_KEYS:
-        tests = {L: lookup_batch(TEST_SIZE, L, n=N, key=key,
-                                 generator=make_generator(2000 + L, base=seed))
-                 for L in LENGTHS}
+        tests = {
+            L: lookup_batch(
+                TEST_SIZE, L, n=N, key=key, generator=make_generator(2000 + L, base=seed)
+            )
+            for L in LENGTHS
+        }
 
         def evaluate(model, step, tests=tests):
             lengths = LENGTHS if step == args.steps else LENGTHS[:1]
@@ -76,31 +80,56 @@ def main() -> None:
             gens = [make_generator(30_000 + s, base=seed) for s in SEEDS]
 
             def batch(step, gens=gens, key=key):
-                xs, ys = zip(*(lookup_batch(setup.batch_size, setup.min_len, setup.max_len,
-                                            n=N, key=key, generator=g) for g in gens),
-                             strict=True)
+                xs, ys = zip(
+                    *(
+                        lookup_batch(
+                            setup.batch_size,
+                            setup.min_len,
+                            setup.max_len,
+                            n=N,
+                            key=key,
+                            generator=g,
+                        )
+                        for g in gens
+                    ),
+                    strict=True,
+                )
                 return torch.stack(xs), torch.stack(ys)
 
             kw = _train_kw(setup, args.steps, setup.lr_for(name), True)
             kw["eval_every"] = EVAL_EVERY
-            h = train(ens, batch, eval_fn=member_eval(evaluate),
-                      desc=f"{name}, {key} key", **kw)
+            h = train(ens, batch, eval_fn=member_eval(evaluate), desc=f"{name}, {key} key", **kw)
             steps, acc10 = h.metric("acc_10")
-            runs.append({"model": name, "key": key, "seeds": list(SEEDS),
-                         "steps": [int(s) for s in steps],
-                         "acc_10_curve": acc10.T.tolist(),               # (seeds, evals)
-                         "acc": {str(L): list(h.final(f"acc_{L}")) for L in LENGTHS},
-                         "seconds": round(time.perf_counter() - t0, 1)})
-            print(name, key, {L: runs[-1]["acc"][str(L)] for L in map(str, LENGTHS)},
-                  flush=True)
-    meta = {"script": "scripts/copying_lookup.py", "seqtheory": seqtheory.__version__,
-            "torch": torch.__version__, "python": platform.python_version(),
-            "date": datetime.date.today().isoformat(),
-            "device": device_label(torch.device("cpu"), threads), "commit": git_commit(),
-            "models": list(MODELS), "keys": list(LOOKUP_KEYS), "n": N,
-            "train_lengths": [setup.min_len, setup.max_len], "lengths": list(LENGTHS),
-            "steps": args.steps, "batch_size": setup.batch_size, "test_size": TEST_SIZE,
-            "seconds": round(time.perf_counter() - start, 1)}
+            runs.append(
+                {
+                    "model": name,
+                    "key": key,
+                    "seeds": list(SEEDS),
+                    "steps": [int(s) for s in steps],
+                    "acc_10_curve": acc10.T.tolist(),  # (seeds, evals)
+                    "acc": {str(L): list(h.final(f"acc_{L}")) for L in LENGTHS},
+                    "seconds": round(time.perf_counter() - t0, 1),
+                }
+            )
+            print(name, key, {L: runs[-1]["acc"][str(L)] for L in map(str, LENGTHS)}, flush=True)
+    meta = {
+        "script": "scripts/copying_lookup.py",
+        "seqtheory": seqtheory.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": datetime.date.today().isoformat(),
+        "device": device_label(torch.device("cpu"), threads),
+        "commit": git_commit(),
+        "models": list(MODELS),
+        "keys": list(LOOKUP_KEYS),
+        "n": N,
+        "train_lengths": [setup.min_len, setup.max_len],
+        "lengths": list(LENGTHS),
+        "steps": args.steps,
+        "batch_size": setup.batch_size,
+        "test_size": TEST_SIZE,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
     args.out.write_text(json.dumps({"meta": meta, "runs": runs}) + "\n")
 
 

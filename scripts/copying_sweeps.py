@@ -18,6 +18,7 @@ runs every (model, setting) as its own process with one torch thread and writes
 src/seqtheory/data/copying_sweeps.json (seqtheory.core.runtime.load_data("copying_sweeps.json")).
 Seeds go through seqtheory's base-seed helper (run it with SEQTHEORY_SEED unset).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,7 +36,7 @@ import numpy as np
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "copying_sweeps.json"
 LRS = (1e-3, 3e-3, 1e-2, 3e-2)
 TUNE_SEEDS = (100, 101, 102)
-MAX_LEN = 20                       # part "state": strings of 1..MAX_LEN letters
+MAX_LEN = 20  # part "state": strings of 1..MAX_LEN letters
 STATE_STEPS = 1500
 # part "state": model -> sizes (LSTM hidden units; gated recurrence d_state per layer, two
 # layers): states of 8, 16, 32, 64 and 128 numbers for both
@@ -49,24 +50,37 @@ def _lr_job(name: str, lr: float) -> dict:
     setup_threads(1)
     setup = dataclasses.replace(SETUP.cpu, seeds=TUNE_SEEDS, lrs=((name, lr),), names=(name,))
     t0 = time.perf_counter()
-    try:   # base seed 0: the tuning seeds are TUNE_SEEDS themselves
+    try:  # base seed 0: the tuning seeds are TUNE_SEEDS themselves
         result = run(setup, seed=0, device="cpu", progress=False).runs[name]
-    except FloatingPointError:                       # diverged at this rate
-        return {"model": name, "lr": lr, "diverged": True, "acc": None, "loss": None,
-                "seconds": time.perf_counter() - t0}
+    except FloatingPointError:  # diverged at this rate
+        return {
+            "model": name,
+            "lr": lr,
+            "diverged": True,
+            "acc": None,
+            "loss": None,
+            "seconds": time.perf_counter() - t0,
+        }
     # final training loss per seed: retrain-free, from the models on a fixed batch
     from seqtheory.copying import copy_batch
     from seqtheory.core.runtime import evaluating
     from seqtheory.core.seeds import make_generator
     from seqtheory.core.training import next_token_loss
+
     x, y = copy_batch(1000, setup.min_len, setup.max_len, generator=make_generator(7))
     loss = []
     for m in result.models:
         with evaluating(m):
             loss.append(float(next_token_loss(m(x), y)))
-    return {"model": name, "lr": lr, "diverged": False, "acc": result.final().tolist(),
-            "acc_test_len": result.acc_test_len.tolist(), "loss": loss,
-            "seconds": time.perf_counter() - t0}
+    return {
+        "model": name,
+        "lr": lr,
+        "diverged": False,
+        "acc": result.final().tolist(),
+        "acc_test_len": result.acc_test_len.tolist(),
+        "loss": loss,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def _state_job(name: str, size: int, lr: float) -> dict:
@@ -85,8 +99,14 @@ def _state_job(name: str, size: int, lr: float) -> dict:
             return CopyLSTM(d_embed=64, hidden=size)
         return GatedRecurrence(d_model=64, d_state=size)
 
-    kw = dict(steps=STATE_STEPS, lr=lr, warmup=100, schedule="cosine",
-              eval_every=STATE_STEPS, progress=False)
+    kw = dict(
+        steps=STATE_STEPS,
+        lr=lr,
+        warmup=100,
+        schedule="cosine",
+        eval_every=STATE_STEPS,
+        progress=False,
+    )
     t0 = time.perf_counter()
     lengths = list(range(1, MAX_LEN + 1))
     if name == "LSTM":
@@ -108,8 +128,15 @@ def _state_job(name: str, size: int, lr: float) -> dict:
         train(ens, batch, **kw)
         models = [m.eval() for m in ens.members()]
     acc = [accuracy_by_length(m, lengths, size=300, seed=5000) for m in models]
-    return {"model": name, "size": size, "state_floats": models[0].state_floats, "lr": lr,
-            "lengths": lengths, "acc": acc, "seconds": time.perf_counter() - t0}
+    return {
+        "model": name,
+        "size": size,
+        "state_floats": models[0].state_floats,
+        "lr": lr,
+        "lengths": lengths,
+        "acc": acc,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def tuned(records: list, name: str) -> float:
@@ -140,19 +167,28 @@ def main() -> None:
             data["lr"] = [f.result() for f in futs]
             data["tuned_lr"] = {n: tuned(data["lr"], n) for n in MODEL_NAMES}
             print(json.dumps(data["tuned_lr"]), flush=True)
-            OUT.write_text(json.dumps(data, indent=1))      # part "lr" survives a failure
+            OUT.write_text(json.dumps(data, indent=1))  # part "lr" survives a failure
         if "state" in parts:
-            futs = [pool.submit(_state_job, n, s, data["tuned_lr"][n])
-                    for n, sizes in STATE_SIZES.items() for s in sizes]
+            futs = [
+                pool.submit(_state_job, n, s, data["tuned_lr"][n])
+                for n, sizes in STATE_SIZES.items()
+                for s in sizes
+            ]
             data["state"] = [f.result() for f in futs]
     data["meta"] = {
-        "script": "scripts/copying_sweeps.py", "seqtheory": seqtheory.__version__,
-        "torch": torch.__version__, "python": platform.python_version(),
+        "script": "scripts/copying_sweeps.py",
+        "seqtheory": seqtheory.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "device": f"CPU ({cpu_name()}), one thread per run, {args.jobs} runs in parallel",
-        "seconds": round(time.perf_counter() - t_start, 1), "parts": parts,
-        "lrs": list(LRS), "tune_seeds": list(TUNE_SEEDS), "max_len": MAX_LEN,
-        "state_steps": STATE_STEPS, "state_sizes": STATE_SIZES,
+        "seconds": round(time.perf_counter() - t_start, 1),
+        "parts": parts,
+        "lrs": list(LRS),
+        "tune_seeds": list(TUNE_SEEDS),
+        "max_len": MAX_LEN,
+        "state_steps": STATE_STEPS,
+        "state_sizes": STATE_SIZES,
     }
     OUT.write_text(json.dumps(data, indent=1))
     print(f"wrote {OUT} in {data['meta']['seconds']:.0f} s")

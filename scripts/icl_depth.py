@@ -29,6 +29,7 @@ it in Colab too: seqtheory.core.runtime.load_data("icl_depth.json")). Each run i
 file
 is reproducible on the same machine and library version.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,10 +58,8 @@ ARCHITECTURES = {
     "4 layers, attention-only": dict(n_layers=4, attn_only=True),
     # the same attention-only models without any LayerNorm: separates depth from the
     # normalisation that the constant-depth construction relies on
-    "2 layers, attention-only, no LayerNorm": dict(n_layers=2, attn_only=True,
-                                                   layer_norm=False),
-    "4 layers, attention-only, no LayerNorm": dict(n_layers=4, attn_only=True,
-                                                   layer_norm=False),
+    "2 layers, attention-only, no LayerNorm": dict(n_layers=2, attn_only=True, layer_norm=False),
+    "4 layers, attention-only, no LayerNorm": dict(n_layers=4, attn_only=True, layer_norm=False),
 }
 RUN = Sizes(cpu=dict(steps=2000, seeds=(0, 1, 2)), full=dict(steps=8000, seeds=(0, 1, 2)))
 
@@ -68,29 +67,37 @@ RUN = Sizes(cpu=dict(steps=2000, seeds=(0, 1, 2)), full=dict(steps=8000, seeds=(
 def _parts(data: dict) -> list[dict]:
     """The parts (seeds, architectures, date, device) that one output file holds."""
     meta = data["meta"]
-    archs = meta.get("architectures") or sorted({r["architecture"] for r in data["runs"]},
-                                                key=list(ARCHITECTURES).index)
+    archs = meta.get("architectures") or sorted(
+        {r["architecture"] for r in data["runs"]}, key=list(ARCHITECTURES).index
+    )
     orders = sorted({r["order"] for r in data["runs"]})
-    if "parts" in meta:             # an already merged file: keep its own record
+    if "parts" in meta:  # an already merged file: keep its own record
         return [{"architectures": archs, "orders": orders, **p} for p in meta["parts"]]
-    return [{"seeds": meta["size"]["seeds"], "architectures": archs, "orders": orders,
-             "date": meta.get("date", "not recorded"),
-             "device": meta.get("device", "not recorded")}]
+    return [
+        {
+            "seeds": meta["size"]["seeds"],
+            "architectures": archs,
+            "orders": orders,
+            "date": meta.get("date", "not recorded"),
+            "device": meta.get("device", "not recorded"),
+        }
+    ]
 
 
 def merge(paths: list[Path]) -> None:
     """Combine the runs of several output files (seeds or architectures) into OUT."""
     parts = [json.loads(Path(p).read_text()) for p in paths]
     meta = dict(parts[0]["meta"])
-    meta["size"] = {**meta["size"],
-                    "seeds": sorted({s for p in parts for s in p["meta"]["size"]["seeds"]})}
+    meta["size"] = {
+        **meta["size"],
+        "seeds": sorted({s for p in parts for s in p["meta"]["size"]["seeds"]}),
+    }
     meta["seconds"] = round(sum(p["meta"].get("seconds", 0) for p in parts), 1)
     meta["parts"] = [q for p in parts for q in _parts(p)]
     meta.pop("architectures", None)
     meta.pop("orders", None)
     runs = [r for p in parts for r in p["runs"]]
-    runs.sort(key=lambda r: (r["order"], list(ARCHITECTURES).index(r["architecture"]),
-                             r["seed"]))
+    runs.sort(key=lambda r: (r["order"], list(ARCHITECTURES).index(r["architecture"]), r["seed"]))
     OUT.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1, default=str))
     print(f"wrote {OUT} (seeds {meta['size']['seeds']}, {len(runs)} runs)")
 
@@ -99,8 +106,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", help="comma-separated seeds (default: the run size's)")
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--architectures",
-                        help="comma-separated indices into ARCHITECTURES (default: all)")
+    parser.add_argument(
+        "--architectures", help="comma-separated indices into ARCHITECTURES (default: all)"
+    )
     parser.add_argument("--orders", default="1,2,3", help="comma-separated Markov orders")
     parser.add_argument("--merge", nargs="+", type=Path, help="merge these outputs into OUT")
     parser.add_argument("--device", default="cpu", help="where to train: cpu, cuda, ...")
@@ -124,32 +132,49 @@ def main() -> None:
             for seed in size["seeds"]:
                 setup = base.replace(order=order, **changes)
                 start = time.perf_counter()
-                run = run_icl(setup, seed=seed, desc=f"order {order}, {arch}",
-                                progress=False, device=device)
+                run = run_icl(
+                    setup, seed=seed, desc=f"order {order}, {arch}", progress=False, device=device
+                )
                 bayes, lower = ngram_name(order + 1), ngram_name(order)
                 steps, kl_bayes = run.history.metric(f"KL({bayes}||model)")
-                runs.append({
-                    "order": order, "architecture": arch, "seed": seed,
-                    "parameters": run.model.num_params(),
-                    "seconds": round(time.perf_counter() - start, 1),
-                    "steps": steps.tolist(),
-                    "loss": run.history.metric("loss")[1].tolist(),
-                    "kl_bayes": kl_bayes.tolist(),
-                    "kl_lower": run.history.metric(f"KL({lower}||model)")[1].tolist(),
-                    "reference_loss": run.evaluator.reference_loss,
-                    "bayes": bayes, "lower": lower,
-                })
-                print(f"order {order} | {arch:26s} | seed {seed} | final KL to {bayes}: "
-                      f"{kl_bayes[-1]:.3f} | {runs[-1]['seconds']} s", flush=True)
-    meta = {"script": "scripts/icl_depth.py", "seqtheory": seqtheory.__version__,
-            "torch": torch.__version__, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": f"CPU ({cpu_name()}), {threads} thread(s)" if device.type == "cpu"
-            else f"{torch.cuda.get_device_name(device)} GPU" if device.type == "cuda"
-            else str(device),
-            "seconds": round(time.perf_counter() - t0, 1),
-            "setup": {k: v for k, v in base.__dict__.items()}, "size": size,
-            "architectures": archs, "orders": args.orders}
+                runs.append(
+                    {
+                        "order": order,
+                        "architecture": arch,
+                        "seed": seed,
+                        "parameters": run.model.num_params(),
+                        "seconds": round(time.perf_counter() - start, 1),
+                        "steps": steps.tolist(),
+                        "loss": run.history.metric("loss")[1].tolist(),
+                        "kl_bayes": kl_bayes.tolist(),
+                        "kl_lower": run.history.metric(f"KL({lower}||model)")[1].tolist(),
+                        "reference_loss": run.evaluator.reference_loss,
+                        "bayes": bayes,
+                        "lower": lower,
+                    }
+                )
+                print(
+                    f"order {order} | {arch:26s} | seed {seed} | final KL to {bayes}: "
+                    f"{kl_bayes[-1]:.3f} | {runs[-1]['seconds']} s",
+                    flush=True,
+                )
+    meta = {
+        "script": "scripts/icl_depth.py",
+        "seqtheory": seqtheory.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "device": f"CPU ({cpu_name()}), {threads} thread(s)"
+        if device.type == "cpu"
+        else f"{torch.cuda.get_device_name(device)} GPU"
+        if device.type == "cuda"
+        else str(device),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "setup": {k: v for k, v in base.__dict__.items()},
+        "size": size,
+        "architectures": archs,
+        "orders": args.orders,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1, default=str))
     print(f"wrote {args.out}")

@@ -11,6 +11,7 @@ read off (seqtheory.incontext.switch_step).  Model and optimiser: the chapter's 
 
 writes src/seqtheory/data/icl_graded.json after every run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,44 +38,65 @@ NAMES = ("uniform", "unigram", "bigram")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--fractions", default=",".join(map(str, FRACTIONS)),
-                        help="shares p of doubly stochastic chains to train on")
+    parser.add_argument(
+        "--fractions",
+        default=",".join(map(str, FRACTIONS)),
+        help="shares p of doubly stochastic chains to train on",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="JSON to write")
     add_run_arguments(parser)
     args = parser.parse_args()
     if args.merge:
         merged = merge_parts(args.merge, args.out, key=lambda r: (r["seed"], -r["ds_fraction"]))
-        merged["meta"]["fractions"] = sorted({r["ds_fraction"] for r in merged["runs"]},
-                                             reverse=True)
+        merged["meta"]["fractions"] = sorted(
+            {r["ds_fraction"] for r in merged["runs"]}, reverse=True
+        )
         args.out.write_text(json.dumps(merged, default=str))
         return
     threads = setup_threads()
     base = SETUP.pick("cpu").replace(k=2, steps=STEPS)
-    meta = {"script": "scripts/icl_graded.py", "seqtheory": seqtheory.__version__,
-            "torch": torch.__version__, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": device_label(torch.device("cpu"), threads),
-            "setup": {k: v for k, v in base.__dict__.items()},
-            "fractions": list(FRACTIONS), "eval": "dirichlet, k=2, alpha=1", "seeds": []}
+    meta = {
+        "script": "scripts/icl_graded.py",
+        "seqtheory": seqtheory.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "device": device_label(torch.device("cpu"), threads),
+        "setup": {k: v for k, v in base.__dict__.items()},
+        "fractions": list(FRACTIONS),
+        "eval": "dirichlet, k=2, alpha=1",
+        "seeds": [],
+    }
     runs = []
     for seed in (int(s) for s in args.seeds.split(",")):
         for p in (float(f) for f in args.fractions.split(",")):
             setup = base.replace(prior="graded", ds_fraction=p)
             start, cpu = time.perf_counter(), time.process_time()
-            run = run_icl(setup, seed=seed, eval_n=256, progress=False, eval_setup=base,
-                            stop_after_switch=args.patience or None)
+            run = run_icl(
+                setup,
+                seed=seed,
+                eval_n=256,
+                progress=False,
+                eval_setup=base,
+                stop_after_switch=args.patience or None,
+            )
             h = run.history
-            rec = {"ds_fraction": p, "seed": seed, "derived_seed": derive_seed(seed),
-                   "seconds": round(time.perf_counter() - start, 1),
-                   "cpu_seconds": round(time.process_time() - cpu, 1),
-                   "switch": switch_step(h), "steps": h.metric("loss")[0].tolist(),
-                   "loss": h.metric("loss")[1].tolist(),
-                   "reference_loss": run.evaluator.reference_loss,
-                   **{f"KL({n}||model)": h.metric(f"KL({n}||model)")[1].tolist()
-                      for n in NAMES}}
+            rec = {
+                "ds_fraction": p,
+                "seed": seed,
+                "derived_seed": derive_seed(seed),
+                "seconds": round(time.perf_counter() - start, 1),
+                "cpu_seconds": round(time.process_time() - cpu, 1),
+                "switch": switch_step(h),
+                "steps": h.metric("loss")[0].tolist(),
+                "loss": h.metric("loss")[1].tolist(),
+                "reference_loss": run.evaluator.reference_loss,
+                **{f"KL({n}||model)": h.metric(f"KL({n}||model)")[1].tolist() for n in NAMES},
+            }
             runs.append(rec)
-            print(f"seed {seed} p {p}: switch {rec['switch']}, {rec['cpu_seconds']} CPU s",
-                  flush=True)
+            print(
+                f"seed {seed} p {p}: switch {rec['switch']}, {rec['cpu_seconds']} CPU s", flush=True
+            )
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps({"meta": meta, "runs": runs}, default=str))
         meta["seeds"].append(seed)

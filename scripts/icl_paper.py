@@ -17,6 +17,7 @@ per seed, all on the same GPU (tiny models leave it mostly idle), then merged:
         --seeds $s --out part$s.json & done; wait
     python scripts/icl_paper.py --merge part*.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,12 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--out", type=Path, default=OUT, help="JSON to write")
     parser.add_argument("--device", default="cpu", help="where to train: cpu, cuda, ...")
-    parser.add_argument("--concurrent", type=int, default=1,
-                        help="how many such processes share the device (recorded in meta)")
+    parser.add_argument(
+        "--concurrent",
+        type=int,
+        default=1,
+        help="how many such processes share the device (recorded in meta)",
+    )
     add_run_arguments(parser)
     args = parser.parse_args()
     if args.merge:
@@ -53,29 +58,49 @@ def main() -> None:
         return
     threads = setup_threads()
     device = check_device("--device", args.device)
-    meta = {"script": "scripts/icl_paper.py", "seqtheory": seqtheory.__version__,
-            "torch": torch.__version__, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": device_label(device, threads), "patience": args.patience,
-            "concurrent": args.concurrent,
-            "setup": {k: v for k, v in PAPER.__dict__.items()}, "seeds": []}
+    meta = {
+        "script": "scripts/icl_paper.py",
+        "seqtheory": seqtheory.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "device": device_label(device, threads),
+        "patience": args.patience,
+        "concurrent": args.concurrent,
+        "setup": {k: v for k, v in PAPER.__dict__.items()},
+        "seeds": [],
+    }
     runs = []
     for seed in (int(s) for s in args.seeds.split(",")):
         start, cpu = time.perf_counter(), time.process_time()
-        run = run_icl(PAPER, seed=seed, eval_n=256, progress=False, desc=f"seed {seed}",
-                        stop_after_switch=args.patience or None, device=device)
+        run = run_icl(
+            PAPER,
+            seed=seed,
+            eval_n=256,
+            progress=False,
+            desc=f"seed {seed}",
+            stop_after_switch=args.patience or None,
+            device=device,
+        )
         h = run.history
-        rec = {"seed": seed, "derived_seed": derive_seed(seed),
-               "seconds": round(time.perf_counter() - start, 1),
-               "cpu_seconds": round(time.process_time() - cpu, 1),
-               "switch": switch_step(h), "steps": h.metric("loss")[0].tolist(),
-               "loss": h.metric("loss")[1].tolist(),
-               "reference_loss": run.evaluator.reference_loss,
-               **{f"KL({n}||model)": h.metric(f"KL({n}||model)")[1].tolist() for n in NAMES}}
+        rec = {
+            "seed": seed,
+            "derived_seed": derive_seed(seed),
+            "seconds": round(time.perf_counter() - start, 1),
+            "cpu_seconds": round(time.process_time() - cpu, 1),
+            "switch": switch_step(h),
+            "steps": h.metric("loss")[0].tolist(),
+            "loss": h.metric("loss")[1].tolist(),
+            "reference_loss": run.evaluator.reference_loss,
+            **{f"KL({n}||model)": h.metric(f"KL({n}||model)")[1].tolist() for n in NAMES},
+        }
         runs.append(rec)
         meta["seeds"].append(seed)
-        print(f"seed {seed}: switch {rec['switch']}, final loss {rec['loss'][-1]:.3f}, "
-              f"{rec['seconds']} s ({rec['cpu_seconds']} CPU s)", flush=True)
+        print(
+            f"seed {seed}: switch {rec['switch']}, final loss {rec['loss'][-1]:.3f}, "
+            f"{rec['seconds']} s ({rec['cpu_seconds']} CPU s)",
+            flush=True,
+        )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"meta": meta, "runs": runs}, default=str))
 

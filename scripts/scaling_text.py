@@ -16,6 +16,7 @@ seqtheory.core.runtime.load_data("scaling_text.json")) after every seed. Seeds g
 seqtheory's base-seed helper; the chapter trains one of these runs live (seed 0 at
 n = text_ablation_n) and checks it against this file.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -41,14 +42,22 @@ def main() -> None:
     setup = SETUP.pick("cpu")
     corpus = CharCorpus(load_shakespeare())
     kw = setup.text_kwargs()
-    meta = {"script": "scripts/scaling_text.py", "seqtheory": seqtheory.__version__,
-            "torch": torch.__version__, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": f"CPU ({cpu_name()}), {threads} thread(s)",
-            "train_char_model": {k: v for k, v in kw.items() if k != "progress"},
-            "sizes": list(setup.text_sizes), "widths": list(setup.text_widths),
-            "ablation_n": setup.text_ablation_n, "n_docs": setup.text_docs,
-            "positions": list(POSITIONS), "seeds": [], "derived_seeds": []}
+    meta = {
+        "script": "scripts/scaling_text.py",
+        "seqtheory": seqtheory.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "device": f"CPU ({cpu_name()}), {threads} thread(s)",
+        "train_char_model": {k: v for k, v in kw.items() if k != "progress"},
+        "sizes": list(setup.text_sizes),
+        "widths": list(setup.text_widths),
+        "ablation_n": setup.text_ablation_n,
+        "n_docs": setup.text_docs,
+        "positions": list(POSITIONS),
+        "seeds": [],
+        "derived_seeds": [],
+    }
     runs = []
     for seed in setup.text_seeds:
         jobs = [(n, kw["d_model"]) for n in setup.text_sizes]
@@ -57,22 +66,33 @@ def main() -> None:
             start = time.perf_counter()
             res = train_char_model(corpus, n, **{**kw, "d_model": width}, seed=seed)
             model = res.model
-            rec = {"seed": seed, "n": n, "d_model": width, "test_loss": res.test_loss,
-                   "val_loss": res.val_loss, "best_step": res.best_step,
-                   "params": res.params,
-                   "id": activation_dimension(model, corpus, n_docs=setup.text_docs)}
+            rec = {
+                "seed": seed,
+                "n": n,
+                "d_model": width,
+                "test_loss": res.test_loss,
+                "val_loss": res.val_loss,
+                "best_step": res.best_step,
+                "params": res.params,
+                "id": activation_dimension(model, corpus, n_docs=setup.text_docs),
+            }
             if n == setup.text_ablation_n and width == kw["d_model"]:
-                rec["layer_id"] = [activation_dimension(model, corpus, layer=i,
-                                                        n_docs=setup.text_docs)
-                                   for i in range(3)]
-                rec["position_id"] = [activation_dimension(model, corpus, positions=[p],
-                                                           n_docs=3600)
-                                      for p in POSITIONS]
+                rec["layer_id"] = [
+                    activation_dimension(model, corpus, layer=i, n_docs=setup.text_docs)
+                    for i in range(3)
+                ]
+                rec["position_id"] = [
+                    activation_dimension(model, corpus, positions=[p], n_docs=3600)
+                    for p in POSITIONS
+                ]
             rec["seconds"] = round(time.perf_counter() - start, 1)
             runs.append(rec)
-            print(f"seed {seed} | n={n:6d} | d_model={width:3d} | test {rec['test_loss']:.3f}"
-                  f" | best step {rec['best_step']} | ID {rec['id']:.2f} | "
-                  f"{rec['seconds']} s", flush=True)
+            print(
+                f"seed {seed} | n={n:6d} | d_model={width:3d} | test {rec['test_loss']:.3f}"
+                f" | best step {rec['best_step']} | ID {rec['id']:.2f} | "
+                f"{rec['seconds']} s",
+                flush=True,
+            )
         meta["sweep_seconds"] = round(sum(r["seconds"] for r in runs), 1)
         meta["seeds"].append(seed)
         meta["derived_seeds"].append(derive_seed(seed))

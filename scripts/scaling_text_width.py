@@ -24,6 +24,7 @@ rounded to 0.1 s); with one thread per run and no more runs than cores it is clo
 sweep's CPU time. ``wall_seconds`` is the wall-clock time of the whole sweep. Each run's
 record also has ``cpu_seconds`` (its process's CPU time, ``time.process_time``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,7 @@ OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "scal
 WIDTHS = (8, 16, 32, 64, 128)
 SEEDS = (0, 1, 2)
 STEPS = 4000
-CHECK = (8, 300)      # (d_model, steps) of the short run the chapter repeats live
+CHECK = (8, 300)  # (d_model, steps) of the short run the chapter repeats live
 
 
 def one(job: tuple[int, int, int]) -> dict:
@@ -57,15 +58,25 @@ def one(job: tuple[int, int, int]) -> dict:
     kw = setup.text_kwargs(steps=steps, d_model=width, n_heads=2)
     start, cpu_start = time.perf_counter(), time.process_time()
     res = train_char_model(corpus, n, **kw, seed=seed)
-    rec = {"seed": seed, "d_model": width, "n": n, "steps": steps,
-           "test_loss": res.test_loss, "val_loss": res.val_loss,
-           "best_step": res.best_step, "params": res.params,
-           "id": activation_dimension(res.model, corpus, n_docs=setup.text_docs)}
+    rec = {
+        "seed": seed,
+        "d_model": width,
+        "n": n,
+        "steps": steps,
+        "test_loss": res.test_loss,
+        "val_loss": res.val_loss,
+        "best_step": res.best_step,
+        "params": res.params,
+        "id": activation_dimension(res.model, corpus, n_docs=setup.text_docs),
+    }
     rec["seconds"] = round(time.perf_counter() - start, 1)  # this run's wall-clock time
     rec["cpu_seconds"] = round(time.process_time() - cpu_start, 1)
-    print(f"seed {seed} | d_model={width:3d} | params {rec['params']:6d} | test "
-          f"{rec['test_loss']:.3f} | best step {rec['best_step']} | ID {rec['id']:.2f} | "
-          f"{rec['seconds']} s", flush=True)
+    print(
+        f"seed {seed} | d_model={width:3d} | params {rec['params']:6d} | test "
+        f"{rec['test_loss']:.3f} | best step {rec['best_step']} | ID {rec['id']:.2f} | "
+        f"{rec['seconds']} s",
+        flush=True,
+    )
     return rec
 
 
@@ -92,20 +103,24 @@ def main() -> None:
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         done = list(pool.map(one, jobs))
-    runs, checks = done[:-len(seeds)], done[-len(seeds):]
-    meta = {"script": "scripts/scaling_text_width.py", "seqtheory": seqtheory.__version__,
-            "torch": torch.__version__, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": f"CPU ({cpu_name()}), 1 thread per run, {args.jobs} runs at a time",
-            "train_char_model": {k: v for k, v in kw.items()
-                                 if k not in ("progress", "d_model")},
-            "widths": list(widths), "seeds": list(seeds),
-            "check": {"d_model": check[0], "steps": check[1]},
-            "derived_seeds": [derive_seed(s) for s in seeds],
-            # sum of the runs' own wall-clock times (see the docstring), and the sweep's
-            "sweep_seconds": round(sum(r["seconds"] for r in done), 1),
-            "cpu_seconds": round(sum(r["cpu_seconds"] for r in done), 1),
-            "wall_seconds": round(time.perf_counter() - start, 1)}
+    runs, checks = done[: -len(seeds)], done[-len(seeds) :]
+    meta = {
+        "script": "scripts/scaling_text_width.py",
+        "seqtheory": seqtheory.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "device": f"CPU ({cpu_name()}), 1 thread per run, {args.jobs} runs at a time",
+        "train_char_model": {k: v for k, v in kw.items() if k not in ("progress", "d_model")},
+        "widths": list(widths),
+        "seeds": list(seeds),
+        "check": {"d_model": check[0], "steps": check[1]},
+        "derived_seeds": [derive_seed(s) for s in seeds],
+        # sum of the runs' own wall-clock times (see the docstring), and the sweep's
+        "sweep_seconds": round(sum(r["seconds"] for r in done), 1),
+        "cpu_seconds": round(sum(r["cpu_seconds"] for r in done), 1),
+        "wall_seconds": round(time.perf_counter() - start, 1),
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "runs": runs, "checks": checks}, indent=1))
     print(f"wrote {out}", flush=True)

@@ -12,6 +12,7 @@ run (same seed, same data stream), so the chapter checks its live run against th
 
 writes src/seqtheory/data/tokenization_race.json (seqtheory.core.runtime.load_data).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,16 +47,29 @@ def main() -> None:
         runs[kind] = []
         for s, h, seen in zip(seeds, hists, result.chars_seen[kind], strict=True):
             steps, bits = h.metric("bits/char")
-            runs[kind].append({"seed": s, "steps": steps.tolist(), "bits_per_char": bits.tolist(),
-                               "chars_seen": [int(seen[i]) for i in steps],
-                               "ms_per_step": h.seconds / len(h.steps) * 1e3})
+            runs[kind].append(
+                {
+                    "seed": s,
+                    "steps": steps.tolist(),
+                    "bits_per_char": bits.tolist(),
+                    "chars_seen": [int(seen[i]) for i in steps],
+                    "ms_per_step": h.seconds / len(h.steps) * 1e3,
+                }
+            )
     data = {
-        "meta": {"script": "scripts/tokenization_race.py", "steps": args.steps,
-                 "seeds": list(seeds), "base_seed": base_seed(),
-                 "date": datetime.date.today().isoformat(), "device": cpu_name(),
-                 "threads": torch.get_num_threads(), "torch": torch.__version__,
-                 "python": platform.python_version(), "seqtheory": seqtheory.__version__,
-                 "seconds": round(time.perf_counter() - start, 1)},
+        "meta": {
+            "script": "scripts/tokenization_race.py",
+            "steps": args.steps,
+            "seeds": list(seeds),
+            "base_seed": base_seed(),
+            "date": datetime.date.today().isoformat(),
+            "device": cpu_name(),
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "seqtheory": seqtheory.__version__,
+            "seconds": round(time.perf_counter() - start, 1),
+        },
         "unigram_bits": result.unigram_bits,
         "runs": runs,
     }

@@ -22,6 +22,7 @@ seqtheory.core.runtime.load_data("width_frontier.json")) after every width. Its 
 checkout's commit (``git rev-parse HEAD``; None outside a git checkout; the shipped file
 has no such field).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,31 +64,61 @@ def main() -> None:
     threads = setup_threads()
     dev = check_device("--device", args.device)
     cfg = WIDTH_LUCK_SETUP.pick("cpu")
-    device = (f"GPU ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda"
-              else f"CPU ({cpu_name()}), {threads} thread(s)")
+    device = (
+        f"GPU ({torch.cuda.get_device_name(dev)})"
+        if dev.type == "cuda"
+        else f"CPU ({cpu_name()}), {threads} thread(s)"
+    )
     combos = [(m, init, r) for m in SAMPLES for init in INITS for r in range(args.seeds)]
-    meta = {"script": "scripts/width_frontier.py", "seqtheory": seqtheory.__version__,
-            "torch": torch.__version__, "python": platform.python_version(),
-            "git_commit": git_commit(),
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "device": device, "setup": dataclasses.asdict(cfg), "samples": list(SAMPLES),
-            "widths": [], "inits": list(INITS), "seeds": args.seeds, "steps": args.steps,
-            "eval_every": EVAL_EVERY, "seed_offset": SEED_OFFSET,
-            "derived_seeds": {}, "seconds": {}}
+    meta = {
+        "script": "scripts/width_frontier.py",
+        "seqtheory": seqtheory.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "git_commit": git_commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "device": device,
+        "setup": dataclasses.asdict(cfg),
+        "samples": list(SAMPLES),
+        "widths": [],
+        "inits": list(INITS),
+        "seeds": args.seeds,
+        "steps": args.steps,
+        "eval_every": EVAL_EVERY,
+        "seed_offset": SEED_OFFSET,
+        "derived_seeds": {},
+        "seconds": {},
+    }
     # successes[init][width][m] = per evaluation, how many of the seeds reach cfg.success
-    out = {"meta": meta, "eval_steps": None, "successes": {i: {} for i in INITS},
-           "final_accuracy": {i: {} for i in INITS}}
+    out = {
+        "meta": meta,
+        "eval_steps": None,
+        "successes": {i: {} for i in INITS},
+        "final_accuracy": {i: {} for i in INITS},
+    }
     for w in widths:
         start = time.perf_counter()
         g = make_generator(SEED_OFFSET + w)
-        nets = ParityMLPs(cfg.n, [w] * len(combos),
-                          sparsity=[cfg.sparsity if i == "sparse" else None for _, i, _ in combos],
-                          generator=g, device=dev)           # drawn on the CPU, moved to dev
-        run = train_offline(nets, list(range(cfg.k)), [m for m, _, _ in combos],
-                            steps=args.steps, batch_size=cfg.batch_size, lr=cfg.lr,
-                            weight_decay=cfg.weight_decay, eval_every=EVAL_EVERY,
-                            generator=g, progress=False)
-        hit = run.accuracy >= cfg.success                                 # (E, M)
+        nets = ParityMLPs(
+            cfg.n,
+            [w] * len(combos),
+            sparsity=[cfg.sparsity if i == "sparse" else None for _, i, _ in combos],
+            generator=g,
+            device=dev,
+        )  # drawn on the CPU, moved to dev
+        run = train_offline(
+            nets,
+            list(range(cfg.k)),
+            [m for m, _, _ in combos],
+            steps=args.steps,
+            batch_size=cfg.batch_size,
+            lr=cfg.lr,
+            weight_decay=cfg.weight_decay,
+            eval_every=EVAL_EVERY,
+            generator=g,
+            progress=False,
+        )
+        hit = run.accuracy >= cfg.success  # (E, M)
         out["eval_steps"] = run.steps.tolist()
         for init in INITS:
             out["successes"][init][str(w)] = {}
@@ -95,16 +126,19 @@ def main() -> None:
             for m in SAMPLES:
                 cols = [j for j, c in enumerate(combos) if c[0] == m and c[1] == init]
                 out["successes"][init][str(w)][str(m)] = hit[:, cols].sum(1).tolist()
-                out["final_accuracy"][init][str(w)][str(m)] = \
-                    np.round(run.accuracy[-1, cols], 4).tolist()
+                out["final_accuracy"][init][str(w)][str(m)] = np.round(
+                    run.accuracy[-1, cols], 4
+                ).tolist()
         secs = round(time.perf_counter() - start, 1)
         meta["widths"].append(w)
         meta["derived_seeds"][str(w)] = derive_seed(SEED_OFFSET + w)
         meta["seconds"][str(w)] = secs
-        rates = {i: [int(out["successes"][i][str(w)][str(m)][-1]) for m in SAMPLES]
-                 for i in INITS}
-        print(f"width {w:5d} | {secs:7.1f} s | successes at step {args.steps} "
-              f"(of {args.seeds}) over m={SAMPLES}: {rates}", flush=True)
+        rates = {i: [int(out["successes"][i][str(w)][str(m)][-1]) for m in SAMPLES] for i in INITS}
+        print(
+            f"width {w:5d} | {secs:7.1f} s | successes at step {args.steps} "
+            f"(of {args.seeds}) over m={SAMPLES}: {rates}",
+            flush=True,
+        )
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(out, separators=(",", ":")))
     print(f"wrote {args.out}", flush=True)

@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.chain_of_thought: chain formats, the linear AR model."""
+
 import numpy as np
 import pytest
 import torch
@@ -44,30 +45,37 @@ def test_binary_and_unary_chains_are_threshold_gates():
     n = 7
     x = all_bit_strings(n)
     count = x.sum(dim=1)
-    b = parity_chain(x, "binary")[:, n:]                     # MSB first, 3 digits for n=7
+    b = parity_chain(x, "binary")[:, n:]  # MSB first, 3 digits for n=7
     assert chain_length(n, "binary") == 3 == b.shape[1]
     assert chain_length(12, "binary") == 4 and chain_length(15, "binary") == 4
     assert chain_length(16, "binary") == 5
     assert torch.equal(b[:, 0] * 4 + b[:, 1] * 2 + b[:, 2], count)
     assert torch.equal(b[:, 1], ((count - 4 * b[:, 0]) >= 2).long())
     u = parity_chain(x, "unary")[:, n:]
-    signs = torch.tensor([(-1) ** j for j in range(n)])      # u_1 - u_2 + u_3 - ...
+    signs = torch.tensor([(-1) ** j for j in range(n)])  # u_1 - u_2 + u_3 - ...
     assert torch.equal(u[:, :n], (count[:, None] >= torch.arange(1, n + 1)).long())
     assert torch.equal(u[:, -1], ((u[:, :n] * signs).sum(dim=1) >= 1).long())
 
 
 def test_shared_weights_depend_only_on_the_distance():
     torch.manual_seed(0)
-    model = NextTokenNet(6, models=2, shared=True)             # linear, tied weights
+    model = NextTokenNet(6, models=2, shared=True)  # linear, tied weights
     assert model.w.shape == (2, 6, 2, 2) and model.b.shape == (2, 1, 2)
     x = torch.randint(0, 2, (5, 6))
-    onehot = torch.nn.functional.one_hot(x, 2).float()          # (B, T, V)
+    onehot = torch.nn.functional.one_hot(x, 2).float()  # (B, T, V)
     with torch.no_grad():
-        want = torch.stack([
-            torch.stack([model.b[m, 0] + sum(onehot[:, s] @ model.w[m, t - s]
-                                             for s in range(t + 1))
-                         for t in range(6)], dim=1)
-            for m in range(2)])                                  # (M, B, T, V)
+        want = torch.stack(
+            [
+                torch.stack(
+                    [
+                        model.b[m, 0] + sum(onehot[:, s] @ model.w[m, t - s] for s in range(t + 1))
+                        for t in range(6)
+                    ],
+                    dim=1,
+                )
+                for m in range(2)
+            ]
+        )  # (M, B, T, V)
     assert torch.allclose(model(x), want, atol=1e-6)
     mlp = NextTokenNet(6, hidden=3, models=2, shared=True)
     assert mlp.out.shape == (2, 1, 3, 2) and mlp(x).shape == (2, 5, 6, 2)
@@ -94,8 +102,9 @@ def test_linear_model_is_causal_and_batched_models_are_independent():
 def test_a_linear_model_learns_the_threshold_chain_of_a_short_parity():
     x = all_bit_strings(4)
     setup = CoTSetup(n=4, seeds=2, steps=300, batch_size=64, train_size=8)
-    model, hist = train_chain_models("threshold", None, x, setup,
-                                     generator=torch.Generator().manual_seed(0), progress=False)
+    model, hist = train_chain_models(
+        "threshold", None, x, setup, generator=torch.Generator().manual_seed(0), progress=False
+    )
     assert answer_accuracy(model, x, "threshold").min() == 1.0
     assert generate(model, x[:3], 8).shape == (2, 3, 8)
     assert len(hist.loss) == 300
@@ -112,7 +121,7 @@ def test_generate_is_the_shared_greedy_decoder():
         for _ in range(4):
             seqs = torch.cat([seqs, model(seqs)[:, :, -1].argmax(-1, keepdim=True)], dim=2)
     assert torch.equal(generate(model, x, 4), seqs[:, :, 5:])
-    assert model.training                                     # mode restored
+    assert model.training  # mode restored
     assert greedy_decode(model, x[None].expand(2, -1, -1), 4, stop=0).shape[-1] <= 4
     with pytest.raises(TypeError, match="model must be a NextTokenNet"):
         generate(torch.nn.Linear(2, 2), x, 2)
@@ -121,20 +130,28 @@ def test_generate_is_the_shared_greedy_decoder():
 @pytest.mark.parametrize("hidden", [None, 6])
 @pytest.mark.parametrize("shared", [False, True])
 def test_next_logits_are_the_forward_pass_at_the_last_position(hidden, shared):
-    model = NextTokenNet(9, vocab=3, hidden=hidden, models=2, shared=shared,
-                         generator=torch.Generator().manual_seed(2))
+    model = NextTokenNet(
+        9,
+        vocab=3,
+        hidden=hidden,
+        models=2,
+        shared=shared,
+        generator=torch.Generator().manual_seed(2),
+    )
     with torch.no_grad():
-        model.b.normal_(generator=torch.Generator().manual_seed(3))    # position-dependent
+        model.b.normal_(generator=torch.Generator().manual_seed(3))  # position-dependent
         for T in (1, 4, 9):
             ids = torch.randint(0, 3, (2, 5, T), generator=torch.Generator().manual_seed(T))
-            torch.testing.assert_close(model.next_logits(ids), model(ids)[:, :, -1],
-                                       rtol=1e-6, atol=1e-6)
-            torch.testing.assert_close(model.next_logits(ids[0]), model(ids[0])[:, :, -1],
-                                       rtol=1e-6, atol=1e-6)
+            torch.testing.assert_close(
+                model.next_logits(ids), model(ids)[:, :, -1], rtol=1e-6, atol=1e-6
+            )
+            torch.testing.assert_close(
+                model.next_logits(ids[0]), model(ids[0])[:, :, -1], rtol=1e-6, atol=1e-6
+            )
     with pytest.raises(ValueError, match="idx must be"):
-        model.next_logits(torch.zeros(2, 5, 10, dtype=torch.long))       # longer than seq_len
+        model.next_logits(torch.zeros(2, 5, 10, dtype=torch.long))  # longer than seq_len
     with pytest.raises(ValueError, match="idx must be"):
-        model.next_logits(torch.zeros(3, 5, 4, dtype=torch.long))        # 3 models, not 2
+        model.next_logits(torch.zeros(3, 5, 4, dtype=torch.long))  # 3 models, not 2
 
 
 def test_answer_accuracy_in_chunks_equals_one_batch(monkeypatch):
@@ -143,9 +160,9 @@ def test_answer_accuracy_in_chunks_equals_one_batch(monkeypatch):
     model = NextTokenNet(12, hidden=5, models=3, generator=torch.Generator().manual_seed(4))
     x = all_bit_strings(6)
     whole = answer_accuracy(model, x, "running")
-    monkeypatch.setattr(cot, "_EVAL_CHUNK", 7)                   # 64 strings in 10 chunks
+    monkeypatch.setattr(cot, "_EVAL_CHUNK", 7)  # 64 strings in 10 chunks
     assert torch.equal(answer_accuracy(model, x, "running"), whole)
-    assert 0 < whole.max() and whole.min() < 1                   # not a constant answer
+    assert 0 < whole.max() and whole.min() < 1  # not a constant answer
 
 
 TINY = CoTSetup(n=4, seeds=2, hidden=4, train_size=10, batch_size=8, steps=5, long_factor=2)
@@ -154,10 +171,12 @@ TINY = CoTSetup(n=4, seeds=2, hidden=4, train_size=10, batch_size=8, steps=5, lo
 def test_chain_models_are_seeded_and_leave_the_global_rng_alone():
     state = torch.random.get_rng_state()
     x = all_bit_strings(4)
-    m1, _ = train_chain_models("binary", 3, x, TINY, generator=torch.Generator().manual_seed(2),
-                               progress=False)
-    m2, _ = train_chain_models("binary", 3, x, TINY, generator=torch.Generator().manual_seed(2),
-                               progress=False)
+    m1, _ = train_chain_models(
+        "binary", 3, x, TINY, generator=torch.Generator().manual_seed(2), progress=False
+    )
+    m2, _ = train_chain_models(
+        "binary", 3, x, TINY, generator=torch.Generator().manual_seed(2), progress=False
+    )
     assert torch.equal(m1.w, m2.w) and torch.equal(m1.out, m2.out)
     NextTokenNet(6, hidden=3, generator=torch.Generator().manual_seed(0))
     assert torch.equal(torch.random.get_rng_state(), state)
@@ -173,8 +192,9 @@ def test_run_is_deterministic_and_returns_every_row():
     assert isinstance(r1, CoTResult) and r1.device == "cpu" and r1.seed == 3
     assert set(r1.models) == {(f, k) for f in FORMATS for k in ("linear", "MLP")}
     assert r1.train_x.shape == (10, 4) and r1.test_x.shape == (6, 4)
-    assert torch.equal(torch.sort(torch.cat([r1.train_x, r1.test_x]) @ (2 ** torch.arange(4)))[0],
-                       torch.arange(16))
+    assert torch.equal(
+        torch.sort(torch.cat([r1.train_x, r1.test_x]) @ (2 ** torch.arange(4)))[0], torch.arange(16)
+    )
     for key, model in r1.models.items():
         assert torch.equal(model.w, r2.models[key].w)
         assert r1.test_acc[key].shape == (2,)
@@ -185,7 +205,8 @@ def test_run_is_deterministic_and_returns_every_row():
     assert r1.support.shape == (TINY.subset_size,) == (2,) and (np.diff(r1.support) > 0).all()
     assert set(r1.support_test) == set(SUPPORT_FORMATS)
     assert (r1.support == r2.support).all() and all(
-        (r1.support_test[f] == r2.support_test[f]).all() for f in SUPPORT_FORMATS)
+        (r1.support_test[f] == r2.support_test[f]).all() for f in SUPPORT_FORMATS
+    )
     r3 = run(TINY, seed=4, progress=False)
     assert not torch.equal(r3.models[("none", "linear")].w, r1.models[("none", "linear")].w)
 
@@ -229,10 +250,10 @@ def test_setup_validation():
 
 def test_chains_over_a_support_are_the_chains_of_those_bits():
     x = all_bit_strings(6)
-    a = [4, 1, 3]                                             # any order; used sorted
+    a = [4, 1, 3]  # any order; used sorted
     for fmt in FORMATS:
         seq = parity_chain(x, fmt, support=a)
-        assert torch.equal(seq[:, :6], x)                     # the prompt: every bit
+        assert torch.equal(seq[:, :6], x)  # the prompt: every bit
         assert torch.equal(seq[:, 6:], parity_chain(x[:, [1, 3, 4]], fmt)[:, 3:])
         assert seq.shape[1] == 6 + chain_length(3, fmt)
         assert torch.equal(seq[:, -1], x[:, [1, 3, 4]].sum(dim=1) % 2)
@@ -245,8 +266,15 @@ def test_a_linear_model_learns_the_parity_of_a_hidden_subset_with_a_chain():
     x = all_bit_strings(6)
     setup = CoTSetup(n=6, seeds=2, steps=300, batch_size=64, train_size=32)
     a = torch.tensor([0, 2, 5])
-    model, _ = train_chain_models("threshold", None, x, setup, support=a,
-                                  generator=torch.Generator().manual_seed(0), progress=False)
+    model, _ = train_chain_models(
+        "threshold",
+        None,
+        x,
+        setup,
+        support=a,
+        generator=torch.Generator().manual_seed(0),
+        progress=False,
+    )
     assert model.seq_len == 6 + 2 * 3 - 1
     assert answer_accuracy(model, x, "threshold", a).min() == 1.0
     # the same model scored against the parity of every bit is right only by chance

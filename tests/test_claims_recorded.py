@@ -5,6 +5,7 @@ written by ``python -m booktools.robustness --record``: here each recorded run m
 every claim of the default run size, each claim must have been measured under at least
 ``MIN_SEEDS`` base seeds, and each section of a table must be verified by its chapter.
 """
+
 import re
 from pathlib import Path
 
@@ -23,7 +24,8 @@ def test_chapter_page_verifies_every_section(name):
     verified = set(re.findall(r"verify\(chapter\.claims\(\"(\w+)\"", source))
     assert set(table.sections()) <= verified, (
         f"sections of {name}'s table that its page never verifies: "
-        f"{sorted(set(table.sections()) - verified)}")
+        f"{sorted(set(table.sections()) - verified)}"
+    )
 
 
 @pytest.mark.parametrize("name", chapters.names())
@@ -32,7 +34,8 @@ def test_recorded_values_satisfy_every_claim(name):
     runs = table.recorded()["runs"]
     assert len(runs) >= MIN_SEEDS, (
         f"{name}: {len(runs)} recorded base seeds, need {MIN_SEEDS} "
-        "(python -m booktools.robustness --record --chapters {name} --seeds 0-9)")
+        "(python -m booktools.robustness --record --chapters {name} --seeds 0-9)"
+    )
     problems = []
     for claim in table.claims:
         if not claim.applies("cpu"):
@@ -42,8 +45,10 @@ def test_recorded_values_satisfy_every_claim(name):
             if values is None:
                 problems.append(f"{claim.id}: section not recorded under seed {seed}")
             elif not claim.holds(values):
-                problems.append(f"{claim.id} under seed {seed}: {claim.describe(values)} "
-                                f"(needs {claim.condition})")
+                problems.append(
+                    f"{claim.id} under seed {seed}: {claim.describe(values)} "
+                    f"(needs {claim.condition})"
+                )
     assert not problems, "\n".join(problems)
 
 

@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.copying: the task, accuracy, the fixed-state models."""
+
 import numpy as np
 import pytest
 import torch
@@ -38,11 +39,11 @@ def test_copy_batch_layout(lo, extra, seed):
     for row, tgt in zip(x.tolist(), y.tolist(), strict=True):
         L = row.index(SEP) - 1
         assert lo <= L <= hi and row[0] == BOS
-        s = row[1:L + 1]
-        assert row[L + 2:2 * L + 2] == s                # the second copy
+        s = row[1 : L + 1]
+        assert row[L + 2 : 2 * L + 2] == s  # the second copy
         counted = [t for t in tgt if t != IGNORE_INDEX]
-        assert counted == s + [EOS]                     # only the copy and EOS count
-        assert all(t == PAD for t in row[2 * L + 3:])
+        assert counted == s + [EOS]  # only the copy and EOS count
+        assert all(t == PAD for t in row[2 * L + 3 :])
     assert seq.shape[1] == 2 * hi + 3
 
 
@@ -103,7 +104,7 @@ def test_gated_recurrence_matches_its_sequential_definition():
     block = model.blocks[0]
     x = torch.randn(3, 9, 16)
     z = block.ln1(x)
-    a = torch.sigmoid(block.gate(z))               # input-dependent decay
+    a = torch.sigmoid(block.gate(z))  # input-dependent decay
     u = block.inp(z)
     h, hs = torch.zeros(3, 8), []
     for t in range(9):
@@ -125,7 +126,7 @@ def test_gated_decay_is_mambas_zero_order_hold_step_with_a_minus_one():
     block = GatedRecurrence(d_model=8, d_state=6, layers=1).blocks[0]
     x = torch.randn(2, 7, 8)
     z = block.ln1(x)
-    delta = torch.nn.functional.softplus(-block.gate(z))               # (B, T, N)
+    delta = torch.nn.functional.softplus(-block.gate(z))  # (B, T, N)
     A = -1.0
     a, write = torch.exp(delta * A), (torch.exp(delta * A) - 1) / A * block.inp(z)
     h, hs = torch.zeros(2, 6), []
@@ -141,9 +142,8 @@ def test_hard_alibi_windows_include_the_position_itself():
     torch.manual_seed(0)
     model = copy_models(SETUP.cpu)["hard-ALiBi"]
     idx = copy_batch(2, 6, generator=torch.Generator().manual_seed(0))[0]
-    pat = model.attention_patterns(idx)[0][0]                        # (H, T, T) layer 1
-    q, k = torch.meshgrid(torch.arange(idx.shape[1]), torch.arange(idx.shape[1]),
-                          indexing="ij")
+    pat = model.attention_patterns(idx)[0][0]  # (H, T, T) layer 1
+    q, k = torch.meshgrid(torch.arange(idx.shape[1]), torch.arange(idx.shape[1]), indexing="ij")
     for h, w in enumerate((1, 2, 3, 4)):
         assert (pat[h][(q - k >= w) | (k > q)] == 0).all()
         assert (pat[h][(q - k >= 0) & (q - k < w)] > 0).all()
@@ -170,12 +170,13 @@ def test_encode_decode_greedy_copy_and_bounds():
     assert decode(encode("abc")[0]) == "^abc|"
     with pytest.raises(ValueError, match="letters a-z"):
         encode("Abc")
-    class Echo(torch.nn.Module):   # a perfect copier: after SEP the letters, then EOS
-        def forward(self, idx):                                       # (1, t)
+
+    class Echo(torch.nn.Module):  # a perfect copier: after SEP the letters, then EOS
+        def forward(self, idx):  # (1, t)
             sep = int((idx[0] == SEP).nonzero()[0])
             out = torch.full((*idx.shape, VOCAB_SIZE), -10.0)
             for t in range(sep, idx.shape[1]):
-                j = t - sep + 1                                       # letter to write next
+                j = t - sep + 1  # letter to write next
                 out[0, t, idx[0, j] if j < sep else EOS] = 10.0
             return out
 
@@ -186,8 +187,18 @@ def test_encode_decode_greedy_copy_and_bounds():
         copy_batch(2, 5, 3)
 
 
-TINY = dict(min_len=2, max_len=3, test_len=4, d_model=8, batch_size=4, steps=6, warmup=2,
-            eval_every=3, eval_size=5, seeds=(0, 3))
+TINY = dict(
+    min_len=2,
+    max_len=3,
+    test_len=4,
+    d_model=8,
+    batch_size=4,
+    steps=6,
+    warmup=2,
+    eval_every=3,
+    eval_size=5,
+    seeds=(0, 3),
+)
 
 
 def test_run_trains_every_seed_and_matches_a_single_run():
@@ -195,8 +206,11 @@ def test_run_trains_every_seed_and_matches_a_single_run():
     from seqtheory.copying import STREAMS, CopyResult, CopySetup, copy_model, run, train_copier
     from seqtheory.core.seeds import make_generator
 
-    setup = CopySetup(**TINY, lrs=(("LSTM", 1e-2), ("gated recurrence", 2e-3)),
-                      names=("transformer", "LSTM", "gated recurrence"))
+    setup = CopySetup(
+        **TINY,
+        lrs=(("LSTM", 1e-2), ("gated recurrence", 2e-3)),
+        names=("transformer", "LSTM", "gated recurrence"),
+    )
     assert setup.lr_for("LSTM") == 1e-2 and setup.lr_for("transformer") == setup.lr
     result = run(setup, seed=0, device="cpu", progress=False)
     assert isinstance(result, CopyResult) and result.device == "cpu" and result.seed == 0
@@ -208,8 +222,14 @@ def test_run_trains_every_seed_and_matches_a_single_run():
         assert len(r.models) == 2 and len(r.histories) == (2 if name == "LSTM" else 1)
         assert all(not m.training for m in r.models)
         alone = copy_model(name, setup, seed=3)
-        hist = train_copier(alone, setup, lr=setup.lr_for(name), seed=0,
-                            generator=make_generator(STREAMS.seed("data", 3)), progress=False)
+        hist = train_copier(
+            alone,
+            setup,
+            lr=setup.lr_for(name),
+            seed=0,
+            generator=make_generator(STREAMS.seed("data", 3)),
+            progress=False,
+        )
         np.testing.assert_allclose(r.acc_train_len[:, 1], hist.metric("acc_train_len")[1])
         for k, v in alone.state_dict().items():
             torch.testing.assert_close(r.models[1].state_dict()[k], v, rtol=1e-4, atol=1e-5)
@@ -219,9 +239,10 @@ def test_streams_name_the_logical_seeds():
     from seqtheory.copying import STREAMS, run
 
     assert run.streams is STREAMS
-    assert [STREAMS.seed(name, 7) for name in ("weights", "by_length", "tests", "planted",
-                                               "strings", "data")] == \
-        [7, 7, 1007, 2007, 3007, 10_007]
+    assert [
+        STREAMS.seed(name, 7)
+        for name in ("weights", "by_length", "tests", "planted", "strings", "data")
+    ] == [7, 7, 1007, 2007, 3007, 10_007]
 
 
 def test_stacked_lstm_runs_each_member_as_it_runs_alone():
@@ -238,7 +259,7 @@ def test_stacked_lstm_runs_each_member_as_it_runs_alone():
         for k, v in a.state_dict().items():
             assert torch.equal(v, m.state_dict()[k]), k
     g = torch.Generator().manual_seed(1)
-    x = torch.stack([copy_batch(4, 2, 6, generator=g)[0] for _ in range(3)])   # (3, 4, T)
+    x = torch.stack([copy_batch(4, 2, 6, generator=g)[0] for _ in range(3)])  # (3, 4, T)
     out = ens(x)
     assert out.shape == (3, 4, x.shape[-1], VOCAB_SIZE)
     shared = ens(x[0], shared=True)
@@ -246,10 +267,11 @@ def test_stacked_lstm_runs_each_member_as_it_runs_alone():
         torch.testing.assert_close(out[m], model(x[m]), rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(shared[m], model(x[0]), rtol=1e-5, atol=1e-6)
     wide = ens.wide_weights()["weight_hh_l0"].view(4, 3, 16, 3, 16)
-    assert not wide[:, 0, :, 1].any() and wide[:, 1, :, 1].any()   # block-diagonal
-    out.sum().backward()            # gradients reach every member's own parameters
-    assert all(p.grad is not None and p.grad.flatten(1).norm(dim=1).min() > 0
-               for p in ens.parameters())
+    assert not wide[:, 0, :, 1].any() and wide[:, 1, :, 1].any()  # block-diagonal
+    out.sum().backward()  # gradients reach every member's own parameters
+    assert all(
+        p.grad is not None and p.grad.flatten(1).norm(dim=1).min() > 0 for p in ens.parameters()
+    )
 
 
 def test_run_with_the_stacked_lstm_matches_the_lstm_seed_by_seed(monkeypatch):
@@ -266,8 +288,9 @@ def test_run_with_the_stacked_lstm_matches_the_lstm_seed_by_seed(monkeypatch):
     assert len(alone.histories) == 2 and len(stacked.histories) == 1
     np.testing.assert_array_equal(stacked.acc_train_len, alone.acc_train_len)
     np.testing.assert_array_equal(stacked.acc_test_len, alone.acc_test_len)
-    np.testing.assert_allclose(stacked.histories[0].losses(),
-                               np.stack([h.losses() for h in alone.histories], 1), rtol=1e-5)
+    np.testing.assert_allclose(
+        stacked.histories[0].losses(), np.stack([h.losses() for h in alone.histories], 1), rtol=1e-5
+    )
     for m1, m2 in zip(stacked.models, alone.models, strict=True):
         assert not m1.training and isinstance(m1, copying.CopyLSTM)
         for k, v in m2.state_dict().items():
@@ -312,8 +335,9 @@ def test_run_is_deterministic_and_leaves_the_global_rng_alone():
             for k, v in m1.state_dict().items():
                 assert torch.equal(v, m2.state_dict()[k]), (name, k)
         w = next(iter(a.models[0].state_dict()))
-        assert not torch.equal(a.models[0].state_dict()[w],
-                               other.runs[name].models[0].state_dict()[w])
+        assert not torch.equal(
+            a.models[0].state_dict()[w], other.runs[name].models[0].state_dict()[w]
+        )
 
 
 def test_building_a_model_leaves_the_global_rng_alone_and_is_reproducible():
@@ -343,7 +367,7 @@ def test_plot_learning_curves_takes_the_result():
 
     result = run(CopySetup(**TINY, names=("hard-ALiBi",)), seed=0, progress=False)
     ax = plot_learning_curves(result)
-    assert len(ax.lines) == 3                   # two seeds and the median
+    assert len(ax.lines) == 3  # two seeds and the median
     with pytest.raises(TypeError, match="result must be a CopyResult"):
         plot_learning_curves({})
 
@@ -382,8 +406,8 @@ def test_copy_setup_and_run_refuse_bad_input():
 def test_greedy_copy_writes_until_eos_through_the_shared_decoder():
     text = "copy"
 
-    class Oracle(torch.nn.Module):              # writes the text, then EOS, then junk
-        def forward(self, idx):                  # (B, T) -> (B, T, V)
+    class Oracle(torch.nn.Module):  # writes the text, then EOS, then junk
+        def forward(self, idx):  # (B, T) -> (B, T, V)
             answer = encode(text)[0].tolist()[1:-1] + [EOS, 0, 0, 0]
             nxt = answer[idx.shape[1] - len(text) - 2]
             logits = torch.zeros(*idx.shape, 30)
@@ -397,12 +421,12 @@ def test_greedy_copy_writes_until_eos_through_the_shared_decoder():
 class _Oracle(torch.nn.Module):
     """Predicts every next token of ``<BOS> s <SEP> s <EOS>`` right."""
 
-    def forward(self, idx):                                              # (B, T)
+    def forward(self, idx):  # (B, T)
         B, T = idx.shape
         L = (T - 2) // 2
-        s = idx[:, 1:L + 1]
+        s = idx[:, 1 : L + 1]
         nxt = torch.cat([idx[:, 1:], torch.full((B, 1), EOS)], dim=1)
-        nxt[:, L + 1:2 * L + 1] = s
+        nxt[:, L + 1 : 2 * L + 1] = s
         nxt[:, 2 * L + 1] = EOS
         return torch.nn.functional.one_hot(nxt, VOCAB_SIZE).float()
 
@@ -411,18 +435,18 @@ class _BigramLookup(torch.nn.Module):
     """Copies by looking up the last two letters written in the first copy (first match):
     wrong exactly where a bigram repeats ambiguously."""
 
-    def forward(self, idx):                                              # (B, T)
+    def forward(self, idx):  # (B, T)
         B, T = idx.shape
         L = (T - 2) // 2
         out = torch.full((B, T), EOS)
         for b in range(B):
-            s = idx[b, 1:L + 1].tolist()
-            for i in range(L):                      # position L + 1 + i writes letter i
+            s = idx[b, 1 : L + 1].tolist()
+            for i in range(L):  # position L + 1 + i writes letter i
                 if i < 2:
                     out[b, L + 1 + i] = s[i]
                     continue
-                key = s[i - 2:i]
-                j = next(k for k in range(2, L + 1) if s[k - 2:k] == key)
+                key = s[i - 2 : i]
+                j = next(k for k in range(2, L + 1) if s[k - 2 : k] == key)
                 out[b, L + 1 + i] = s[j] if j < L else EOS
         return torch.nn.functional.one_hot(out, VOCAB_SIZE).float()
 
@@ -463,7 +487,7 @@ def test_planted_repeat_batch_plants_an_ambiguous_ngram(n):
     assert x.shape == (50, 22)
     s = x[:, 1:11]
     if n:
-        assert torch.equal(s[:, 5:5 + n], s[:, 1:1 + n])
+        assert torch.equal(s[:, 5 : 5 + n], s[:, 1 : 1 + n])
         assert (s[:, 5 + n] != s[:, 1 + n]).all()
     assert (x[:, 11] == SEP).all() and torch.equal(x[:, 12:22], s)
     with pytest.raises(ValueError, match="n must be <= length // 2 - 1 = 4"):
@@ -497,9 +521,9 @@ def test_lookup_rows_hold_the_string_the_query_and_the_first_answer():
             parts = decode(row[1:end]).split("|")
             s, q = (parts[0], parts[1]) if key == "suffix" else (parts[1], parts[0])
             assert len(q) == 2 and 5 <= len(s) <= 12 and q in s[:-1]
-            first = next(i for i in range(len(s) - 2) if s[i:i + 2] == q)
-            assert decode([answer]) == s[first + 2]          # after the first occurrence
-            assert all(t == PAD for t in row[end + 2:])
+            first = next(i for i in range(len(s) - 2) if s[i : i + 2] == q)
+            assert decode([answer]) == s[first + 2]  # after the first occurrence
+            assert all(t == PAD for t in row[end + 2 :])
 
 
 def test_lookup_refuses_bad_arguments():

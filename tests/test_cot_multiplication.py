@@ -1,4 +1,5 @@
 """Unit tests for the multiplication part of seqtheory.chain_of_thought."""
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -26,39 +27,41 @@ def test_worked_example():
     a, b = torch.tensor([47]), torch.tensor([86])
     assert multiplication_tokens(a, b, 2, "none").tolist() == [[4, 7, 8, 6, 4, 0, 4, 2]]
     assert multiplication_tokens(a, b, 2, "products").tolist() == [
-        [4, 7, 8, 6, 4, 2, 5, 6, 2, 4, 3, 2, 4, 0, 4, 2]]
+        [4, 7, 8, 6, 4, 2, 5, 6, 2, 4, 3, 2, 4, 0, 4, 2]
+    ]
     # 42, 56, 42 + 560 = 602, 24, 602 + 240 = 842, 32, 842 + 3200 = 4042
     assert multiplication_tokens(a, b, 2, "sums").tolist() == [
-        [4, 7, 8, 6, 4, 2, 5, 6, 6, 0, 2, 2, 4, 0, 8, 4, 2, 3, 2, 4, 0, 4, 2]]
+        [4, 7, 8, 6, 4, 2, 5, 6, 6, 0, 2, 2, 4, 0, 8, 4, 2, 3, 2, 4, 0, 4, 2]
+    ]
 
 
 @given(digits=st.integers(1, 3), seed=st.integers(0, 1000))
 @settings(max_examples=25, deadline=None)
 def test_sequences_hold_the_prompt_the_products_and_the_answer(digits, seed):
     g = torch.Generator().manual_seed(seed)
-    a = torch.randint(0, 10 ** digits, (30,), generator=g)
-    b = torch.randint(0, 10 ** digits, (30,), generator=g)
+    a = torch.randint(0, 10**digits, (30,), generator=g)
+    b = torch.randint(0, 10**digits, (30,), generator=g)
     D = digits
     for fmt in MULT_FORMATS:
         seq = multiplication_tokens(a, b, D, fmt)
         assert seq.shape == (30, 2 * D + multiplication_length(D, fmt))
         assert seq.min() >= 0 and seq.max() <= 9
-        assert torch.equal(_number(seq[:, :D]), a) and torch.equal(_number(seq[:, D:2 * D]), b)
-        assert torch.equal(_number(seq[:, -2 * D:]), a * b)
-    prod = multiplication_tokens(a, b, D, "products")[:, 2 * D:-2 * D]   # (B, 2 D*D)
-    pairs = [(a // 10 ** i % 10) * (b // 10 ** j % 10) for i in range(D) for j in range(D)]
+        assert torch.equal(_number(seq[:, :D]), a) and torch.equal(_number(seq[:, D : 2 * D]), b)
+        assert torch.equal(_number(seq[:, -2 * D :]), a * b)
+    prod = multiplication_tokens(a, b, D, "products")[:, 2 * D : -2 * D]  # (B, 2 D*D)
+    pairs = [(a // 10**i % 10) * (b // 10**j % 10) for i in range(D) for j in range(D)]
     for k, p in enumerate(pairs):
-        assert torch.equal(_number(prod[:, 2 * k:2 * k + 2]), p)
+        assert torch.equal(_number(prod[:, 2 * k : 2 * k + 2]), p)
     # the running sums add one shifted product at a time
-    sums = multiplication_tokens(a, b, D, "sums")[:, 2 * D:-2 * D]
+    sums = multiplication_tokens(a, b, D, "sums")[:, 2 * D : -2 * D]
     pos, total = 0, torch.zeros_like(a)
     scales = [10 ** (i + j) for i in range(D) for j in range(D)]
     for k, (p, s) in enumerate(zip(pairs, scales, strict=True)):
-        assert torch.equal(_number(sums[:, pos:pos + 2]), p)
+        assert torch.equal(_number(sums[:, pos : pos + 2]), p)
         pos, total = pos + 2, total + p * s
         if 1 <= k < D * D - 1:
-            width = len(str(sum(81 * t for t in scales[:k + 1])))
-            assert torch.equal(_number(sums[:, pos:pos + width]), total)
+            width = len(str(sum(81 * t for t in scales[: k + 1])))
+            assert torch.equal(_number(sums[:, pos : pos + width]), total)
             pos += width
     assert pos == sums.shape[1]
 
@@ -79,14 +82,16 @@ def test_split_covers_every_pair_once():
 
 
 def test_training_is_seeded_and_learns_one_digit_products():
-    setup = MultSetup(digits=1, train_frac=0.9, seeds=2, hidden=16, batch_size=64,
-                      steps=300)
+    setup = MultSetup(digits=1, train_frac=0.9, seeds=2, hidden=16, batch_size=64, steps=300)
     a = torch.arange(10).repeat_interleave(10)
     b = torch.arange(10).repeat(10)
-    runs = [train_multiplication_models(a, b, setup, "products",
-                                        generator=torch.Generator().manual_seed(0),
-                                        progress=False)[0] for _ in range(2)]
-    assert torch.equal(runs[0].w, runs[1].w)                  # same seed, same bits
+    runs = [
+        train_multiplication_models(
+            a, b, setup, "products", generator=torch.Generator().manual_seed(0), progress=False
+        )[0]
+        for _ in range(2)
+    ]
+    assert torch.equal(runs[0].w, runs[1].w)  # same seed, same bits
     assert multiplication_accuracy(runs[0], a, b, 1, "products").min() >= 0.95
     steps = multiplication_step_accuracy(runs[0], a, b, 1, "products")
     assert steps.shape == (2, multiplication_length(1, "products"))
@@ -131,9 +136,9 @@ def test_step_accuracy_of_a_constant_model_is_each_positions_token_frequency(fmt
     with torch.no_grad():
         model.w.zero_()
         model.b.zero_()
-        model.b[torch.arange(10), :, torch.arange(10)] = 1.0    # model m always says m
-    got = multiplication_step_accuracy(model, a, b, 2, fmt)     # (10, written tokens)
-    written = seqs[:, 4:]                                       # (B, written tokens)
+        model.b[torch.arange(10), :, torch.arange(10)] = 1.0  # model m always says m
+    got = multiplication_step_accuracy(model, a, b, 2, fmt)  # (10, written tokens)
+    written = seqs[:, 4:]  # (B, written tokens)
     want = (written[None] == torch.arange(10)[:, None, None]).float().mean(dim=1)
     assert got.shape == (10, multiplication_length(2, fmt))
     assert torch.allclose(got, want)
@@ -153,7 +158,7 @@ def test_run_multiplication_is_deterministic_and_leaves_the_global_rng_alone():
     assert torch.equal(torch.random.get_rng_state(), state)
     r2 = run_multiplication(TINY, seed=2, device="cpu", progress=False)
     assert isinstance(r1, MultResult) and r1.device == "cpu" and r1.seed == 2
-    assert len(r1.a_train) == 65 and len(r1.a_test) == 16        # 81 pairs of 1..9
+    assert len(r1.a_train) == 65 and len(r1.a_test) == 16  # 81 pairs of 1..9
     for fmt in MULT_FORMATS:
         assert torch.equal(r1.models[fmt].w, r2.models[fmt].w)
         assert (r1.test_acc[fmt] == r2.test_acc[fmt]).all() and r1.train_acc[fmt].shape == (2,)
@@ -170,8 +175,10 @@ def test_run_multiplication_draws_from_its_named_stream():
     r = run_multiplication(TINY, Experiment.make(seed=2, progress=False))
     assert isinstance(r, RunInfo) and (r.setup, r.seed, r.device) == (TINY, 2, "cpu")
     split = multiplication_split(TINY, generator=make_generator(1, base=2))
-    assert all(torch.equal(x, y) for x, y in
-               zip((r.a_train, r.b_train, r.a_test, r.b_test), split, strict=True))
+    assert all(
+        torch.equal(x, y)
+        for x, y in zip((r.a_train, r.b_train, r.a_test, r.b_test), split, strict=True)
+    )
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

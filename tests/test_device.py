@@ -3,6 +3,7 @@
 On a GPU machine without the notebook-test plugins (nbval, pytest-xdist), which the
 repository's pytest options name: ``python -m pytest -o addopts="" tests/test_device.py``.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,8 +46,14 @@ def test_cpu_losses_recorded_every_step():
     seed_everything(0)
     model = Transformer(TransformerConfig(vocab_size=5, max_len=12, n_layers=1, d_model=8))
     seen = []
-    hist = train(model, _batch, steps=7, eval_every=3, progress=False,
-                 callbacks=[lambda s, m, loss: seen.append(loss)])
+    hist = train(
+        model,
+        _batch,
+        steps=7,
+        eval_every=3,
+        progress=False,
+        callbacks=[lambda s, m, loss: seen.append(loss)],
+    )
     assert hist.steps == list(range(1, 8)) and len(hist.loss) == 7
     assert all(isinstance(v, float) for v in seen) and seen == hist.loss
 
@@ -60,11 +67,13 @@ def test_gpu_training_matches_cpu_batches_and_records_all_losses():
     runs = {}
     for device in ("cpu", "cuda"):
         seed_everything(0)
-        model = Transformer(TransformerConfig(vocab_size=5, max_len=12, n_layers=1,
-                                              d_model=8)).to(device)
+        model = Transformer(TransformerConfig(vocab_size=5, max_len=12, n_layers=1, d_model=8)).to(
+            device
+        )
         seen = []
-        hist = train(model, _batch, callbacks=[lambda s, m, loss, seen=seen: seen.append(loss)],
-                     **cfg)
+        hist = train(
+            model, _batch, callbacks=[lambda s, m, loss, seen=seen: seen.append(loss)], **cfg
+        )
         runs[device] = (hist, seen)
     cpu, gpu = runs["cpu"][0], runs["cuda"][0]
     assert gpu.steps == cpu.steps and len(gpu.loss) == 9
@@ -75,8 +84,9 @@ def test_gpu_training_matches_cpu_batches_and_records_all_losses():
 
 @cuda
 def test_train_icl_on_gpu():
-    run = train_icl(PAPER.replace(steps=60, eval_every=20), seed=0, eval_n=32,
-                    progress=False, device="cuda")
+    run = train_icl(
+        PAPER.replace(steps=60, eval_every=20), seed=0, eval_n=32, progress=False, device="cuda"
+    )
     assert next(run.model.parameters()).device.type == "cuda"
     steps, loss = run.history.metric("loss")
     assert steps.tolist() == [0, 20, 40, 60] and all(math.isfinite(v) for v in loss)

@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.incontext: evaluator, attention statistics, switch, minimal model."""
+
 import numpy as np
 import pytest
 import torch
@@ -47,12 +48,12 @@ def test_evaluator_on_a_transformer_reports_attention():
     mean over sequences: recomputed here by explicit loops over the model's patterns."""
     setup = SMALL.replace(n_heads=2)
     model = setup.model()
-    with torch.no_grad():                       # patterns far from uniform, heads unlike
+    with torch.no_grad():  # patterns far from uniform, heads unlike
         for p in model.parameters():
             p.mul_(4.0)
     ev = ICLEvaluator(setup, n=16)
     out = ev(model)
-    A1, A2 = (a.double() for a in model.attention_patterns(ev.x))      # (B, H, T, T)
+    A1, A2 = (a.double() for a in model.attention_patterns(ev.x))  # (B, H, T, T)
     x, (B, H, T, _) = ev.x, A1.shape
     prev = torch.zeros(B, H, dtype=torch.float64)
     match = torch.zeros(B, H, dtype=torch.float64)
@@ -62,11 +63,14 @@ def test_evaluator_on_a_transformer_reports_attention():
         used = [t for t in range(T) if rows[t]]
         match[b] = sum(A2[b, :, t, rows[t]].sum(-1) for t in used) / len(used)
     assert out["layer-1 previous-token attention"] == pytest.approx(
-        prev.max(1).values.mean().item(), abs=1e-6)
+        prev.max(1).values.mean().item(), abs=1e-6
+    )
     assert out["layer-2 induction attention"] == pytest.approx(
-        match.max(1).values.mean().item(), abs=1e-6)
-    assert abs(out["layer-2 induction attention"] - out["layer-1 previous-token attention"]) \
-        > 1e-3                                                 # the two are not one number
+        match.max(1).values.mean().item(), abs=1e-6
+    )
+    assert (
+        abs(out["layer-2 induction attention"] - out["layer-1 previous-token attention"]) > 1e-3
+    )  # the two are not one number
 
 
 def test_induction_attention_counts_matching_keys():
@@ -75,7 +79,7 @@ def test_induction_attention_counts_matching_keys():
     A = torch.zeros(1, 1, 5, 5)
     A[0, 0, :, 0] = 1.0
     A[0, 0, 4] = torch.tensor([0.0, 0.5, 0.0, 0.5, 0.0])
-    A[0, 0, 2] = torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0])   # query 2 (token 0): s = 1 matches
+    A[0, 0, 2] = torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0])  # query 2 (token 0): s = 1 matches
     score = induction_attention(A, x)
     # queries with a match: t = 2 (mass 0) and t = 4 (mass 1); others have no matching key
     assert score.item() == pytest.approx(0.5)
@@ -84,12 +88,14 @@ def test_induction_attention_counts_matching_keys():
 
 
 def test_switch_step():
-    h = History(evals=[
-        {"step": 0, "KL(bigram||model)": 0.2, "KL(unigram||model)": 0.1},
-        {"step": 10, "KL(bigram||model)": 0.1, "KL(unigram||model)": 0.02},
-        {"step": 20, "KL(bigram||model)": 0.05, "KL(unigram||model)": 0.06},
-        {"step": 30, "KL(bigram||model)": 0.01, "KL(unigram||model)": 0.09},
-    ])
+    h = History(
+        evals=[
+            {"step": 0, "KL(bigram||model)": 0.2, "KL(unigram||model)": 0.1},
+            {"step": 10, "KL(bigram||model)": 0.1, "KL(unigram||model)": 0.02},
+            {"step": 20, "KL(bigram||model)": 0.05, "KL(unigram||model)": 0.06},
+            {"step": 30, "KL(bigram||model)": 0.01, "KL(unigram||model)": 0.09},
+        ]
+    )
     assert switch_step(h) == 20
     h.evals[-1]["KL(bigram||model)"] = 0.5
     assert switch_step(h) is None
@@ -102,8 +108,8 @@ def test_minimal_model_starts_at_unigram_and_can_express_bigram():
     p0 = m(x).exp()
     freq = torch.nn.functional.one_hot(x, 3).float().cumsum(1)
     freq = freq / freq.sum(-1, keepdim=True)
-    assert torch.allclose(p0, freq, atol=1e-4)          # w = 0, W = 0: prefix frequencies
-    with torch.no_grad():                                 # the induction solution
+    assert torch.allclose(p0, freq, atol=1e-4)  # w = 0, W = 0: prefix frequencies
+    with torch.no_grad():  # the induction solution
         m.w.fill_(-30.0)
         m.w[1] = 30.0
         m.W.copy_(40.0 * torch.eye(3))
@@ -139,9 +145,12 @@ def test_plot_phases_draws_one_curve_per_strategy():
 
     from seqtheory.incontext import plot_phases
 
-    h = History(evals=[{"step": s, "KL(uniform||model)": u, "KL(unigram||model)": g,
-                        "KL(bigram||model)": b}
-                       for s, u, g, b in [(0, .01, .1, .2), (10, .1, .02, .1), (20, .2, .1, .01)]])
+    h = History(
+        evals=[
+            {"step": s, "KL(uniform||model)": u, "KL(unigram||model)": g, "KL(bigram||model)": b}
+            for s, u, g, b in [(0, 0.01, 0.1, 0.2), (10, 0.1, 0.02, 0.1), (20, 0.2, 0.1, 0.01)]
+        ]
+    )
     ax = plot_phases(h)
     assert [line.get_label() for line in ax.lines] == ["uniform", "unigram", "bigram"]
     assert ax.get_yscale() == "log" and len(ax.patches) == 3
@@ -154,13 +163,14 @@ def test_phases_and_rise_step():
     from seqtheory.incontext import phases, rise_step
 
     steps = np.array([0, 50, 100, 150, 200])
-    curves = {"uniform": np.array([0.0, 0.2, 0.3, 0.4, 0.5]),
-              "unigram": np.array([0.1, 0.01, 0.02, 0.3, 0.4]),
-              "bigram": np.array([0.3, 0.2, 0.1, 0.01, 0.005])}
-    assert phases(steps, curves) == [("uniform", 0, 0), ("unigram", 50, 100),
-                                     ("bigram", 150, 200)]
+    curves = {
+        "uniform": np.array([0.0, 0.2, 0.3, 0.4, 0.5]),
+        "unigram": np.array([0.1, 0.01, 0.02, 0.3, 0.4]),
+        "bigram": np.array([0.3, 0.2, 0.1, 0.01, 0.005]),
+    }
+    assert phases(steps, curves) == [("uniform", 0, 0), ("unigram", 50, 100), ("bigram", 150, 200)]
     values = np.array([0.1, 0.1, 0.2, 0.5, 0.6])
-    assert rise_step(steps, values, start=1) == 150        # half-way: 0.35
+    assert rise_step(steps, values, start=1) == 150  # half-way: 0.35
     assert rise_step(steps, values, start=1, frac=0.2) == 100
     assert rise_step(steps, values[::-1], start=0) is None
     with pytest.raises(ValueError):
@@ -189,9 +199,13 @@ def test_trigram_setup_is_second_order_with_two_layer_one_heads():
 def test_history_from_record_round_trips_and_validates():
     from seqtheory.incontext import history_from_record
 
-    rec = {"steps": [0, 50, 100], "loss": [1.1, 1.0, 0.9],
-           "KL(uniform||model)": [0.0, 0.1, 0.2], "KL(unigram||model)": [0.1, 0.01, 0.1],
-           "KL(bigram||model)": [0.2, 0.1, 0.01]}
+    rec = {
+        "steps": [0, 50, 100],
+        "loss": [1.1, 1.0, 0.9],
+        "KL(uniform||model)": [0.0, 0.1, 0.2],
+        "KL(unigram||model)": [0.1, 0.01, 0.1],
+        "KL(bigram||model)": [0.2, 0.1, 0.01],
+    }
     h = history_from_record(rec)
     assert h.metric("loss")[0].tolist() == [0, 50, 100]
     assert switch_step(h) == 100
@@ -208,8 +222,13 @@ def test_paper_setup_is_the_authors_configuration_and_full_uses_it():
 
     assert SETUP.pick("full") == PAPER
     cfg = PAPER.train_config(snapshot_steps=(0,))
-    assert (cfg.lr, cfg.betas, cfg.weight_decay, cfg.decay, cfg.grad_clip) == \
-        (5e-4, (0.9, 0.95), 0.1, "linear", None)
+    assert (cfg.lr, cfg.betas, cfg.weight_decay, cfg.decay, cfg.grad_clip) == (
+        5e-4,
+        (0.9, 0.95),
+        0.1,
+        "linear",
+        None,
+    )
     mc = PAPER.model_config()
     assert (mc.pos_encoding, mc.dropout, mc.n_layers, mc.d_model) == ("relative", 0.1, 2, 16)
     # the CPU default keeps the library defaults
@@ -220,7 +239,7 @@ def test_paper_setup_is_the_authors_configuration_and_full_uses_it():
 def test_graded_setup_samples_its_prior_and_evaluates_elsewhere():
     g = SMALL.replace(k=2, prior="graded", ds_fraction=0.0)
     x, P = g.sample(16, torch.Generator().manual_seed(0))
-    assert torch.equal(P[:, 0], P[:, 1])                       # i.i.d. tokens
+    assert torch.equal(P[:, 0], P[:, 1])  # i.i.d. tokens
     res = run(g, seed=0, eval_n=8, progress=False, eval_setup=SMALL.replace(k=2))
     assert res.evaluator.setup.prior == "dirichlet"
     with pytest.raises(TypeError, match="eval_setup"):
@@ -232,12 +251,12 @@ def test_predict_next_only_at_trained_positions():
 
     s = SMALL.replace(steps=3)
     res = run(s, seed=0, eval_n=8, progress=False)
-    assert s.input_len == s.T - 1 == 19   # training inputs: the first T - 1 tokens
+    assert s.input_len == s.T - 1 == 19  # training inputs: the first T - 1 tokens
     x, _ = s.sample(4, torch.Generator().manual_seed(1))
     p = predict_next(res.model, s, x[:, : s.input_len])
     assert p.shape == (4, 3) and torch.allclose(p.sum(-1), torch.ones(4, dtype=p.dtype))
     with pytest.raises(ValueError, match="1..19 tokens"):
-        predict_next(res.model, s, x)             # T tokens: position T - 1 is untrained
+        predict_next(res.model, s, x)  # T tokens: position T - 1 is untrained
 
 
 def test_last_position_embedding_gets_no_gradient():
@@ -245,8 +264,8 @@ def test_last_position_embedding_gets_no_gradient():
     res = run(s, seed=0, eval_n=8, progress=False, snapshot_every=3)
     w0 = res.history.snapshots[0]["pos_emb.weight"]
     w3 = res.history.snapshots[3]["pos_emb.weight"]
-    assert torch.equal(w0[s.T - 1], w3[s.T - 1])               # position T - 1: untouched
-    assert not torch.equal(w0[s.T - 2], w3[s.T - 2])           # position T - 2: trained
+    assert torch.equal(w0[s.T - 1], w3[s.T - 1])  # position T - 1: untouched
+    assert not torch.equal(w0[s.T - 2], w3[s.T - 2])  # position T - 2: trained
 
 
 def test_run_can_stop_once_the_switch_has_held(monkeypatch):
@@ -256,7 +275,7 @@ def test_run_can_stop_once_the_switch_has_held(monkeypatch):
     monkeypatch.setattr(ICLEvaluator, "__call__", always_bigram)
     s = SMALL.replace(steps=40, eval_every=2)
     res = run(s, seed=0, eval_n=8, progress=False, stop_after_switch=4)
-    assert 4 < res.history.steps[-1] < 10                  # stopped long before 40
+    assert 4 < res.history.steps[-1] < 10  # stopped long before 40
     full = run(s, seed=0, eval_n=8, progress=False)
     assert full.history.steps[-1] == 40
     with pytest.raises(ValueError, match="stop_after_switch"):
@@ -281,7 +300,7 @@ def test_run_is_the_old_seed_everything_stream():
     runs before the global seeding moved inside seeded()."""
     from seqtheory import derive_seed, seed_everything, train
 
-    seed_everything(0)                     # base seed 0: logical seed 0 is the seed itself
+    seed_everything(0)  # base seed 0: logical seed 0 is the seed itself
     model = SMALL.model()
     hist = train(model, SMALL.batch, SMALL.train_config(), progress=False)
     assert run(SMALL, seed=0, progress=False, eval_n=8).history.loss == hist.loss
@@ -307,8 +326,13 @@ def test_run_takes_a_context_and_draws_from_its_named_streams():
     from seqtheory.core.experiment import Experiment, RunInfo
     from seqtheory.incontext import STREAMS
 
-    assert {n: STREAMS.seed(n) for n in STREAMS.names} == \
-        {"training": 0, "weights": 0, "heldout": 1234, "data": 10_000, "dropout": 20_000}
+    assert {n: STREAMS.seed(n) for n in STREAMS.names} == {
+        "training": 0,
+        "weights": 0,
+        "heldout": 1234,
+        "data": 10_000,
+        "dropout": 20_000,
+    }
     a = run(SMALL, Experiment.make(seed=3, progress=False), eval_n=8)
     assert isinstance(a, RunInfo) and (a.setup, a.seed, a.device) == (SMALL, 3, "cpu")
     assert a.history.loss == run(SMALL, seed=3, progress=False, eval_n=8).history.loss
@@ -327,8 +351,10 @@ def test_building_a_model_leaves_the_global_rng_alone():
 def test_train_icl_is_run():
     from seqtheory.incontext import train_icl
 
-    assert train_icl(SMALL, progress=False, eval_n=8).history.loss == \
-        run(SMALL, seed=0, progress=False, eval_n=8).history.loss
+    assert (
+        train_icl(SMALL, progress=False, eval_n=8).history.loss
+        == run(SMALL, seed=0, progress=False, eval_n=8).history.loss
+    )
 
 
 def test_run_seeds_trains_members_as_one_program():
@@ -348,8 +374,12 @@ def test_run_seeds_trains_members_as_one_program():
     assert np.array_equal(a.history.losses(), again.history.losses())
     assert len(a.switch_steps()) == 2
     untrained = run_seeds(tiny.replace(steps=1, lr=1e-12), seeds=(0,), progress=False, eval_n=8)
-    torch.testing.assert_close(untrained.ensemble.member(0).tok_emb.weight,
-                               tiny.model(seed=0).tok_emb.weight, rtol=1e-6, atol=1e-9)
+    torch.testing.assert_close(
+        untrained.ensemble.member(0).tok_emb.weight,
+        tiny.model(seed=0).tok_emb.weight,
+        rtol=1e-6,
+        atol=1e-9,
+    )
     with pytest.raises(ValueError, match="seeds"):
         run_seeds(tiny, seeds=(0, 0), progress=False)
     with pytest.raises(TypeError, match="seeds"):

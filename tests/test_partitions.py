@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.partitions: generator, CNF encoding, recovery, scoring, GD."""
+
 import math
 
 import numpy as np
@@ -46,12 +47,11 @@ def _satisfies(clauses, labels, g, layout):
 def test_planted_partition_is_a_model_and_a_wrong_one_is_not(g_known):
     pb = planted_problem(12, 3, 2, seed=3)
     x, y = sample(pb, 300, seed=5)
-    clauses, layout = encode_cnf(x, y, 12, 3, g=pb.g if g_known else None,
-                                 symmetry_breaking=False)
+    clauses, layout = encode_cnf(x, y, 12, 3, g=pb.g if g_known else None, symmetry_breaking=False)
     assert _satisfies(clauses, pb.labels, pb.g, layout)
     wrong = pb.labels.copy()
     n = int(np.flatnonzero(wrong[0] == 0)[0])
-    wrong[0, n] = 1                                   # move one token to another class
+    wrong[0, n] = 1  # move one token to another class
     assert not _satisfies(clauses, wrong, pb.g, layout)
 
 
@@ -95,8 +95,16 @@ def test_coverage_probability_matches_simulation():
 def test_gradient_descent_recovers_with_many_samples():
     pbs = [planted_problem(12, 3, 2, seed=s) for s in range(2)]
     data = [sample(pb, 1200, seed=s) for s, pb in enumerate(pbs)]
-    fit = train_embeddings([d[0] for d in data], [d[1] for d in data], 12, 2,
-                           m=3, steps=600, lr=0.05, snapshot_every=300)
+    fit = train_embeddings(
+        [d[0] for d in data],
+        [d[1] for d in data],
+        12,
+        2,
+        m=3,
+        steps=600,
+        lr=0.05,
+        snapshot_every=300,
+    )
     E, losses = fit.embeddings, fit.losses.mean(1)
     assert E.shape == (2, 2, 12, 3) and losses[-1] < 0.1 * losses[0]
     assert sorted(fit.snapshots) == [0, 300, 600] and fit.snapshots[0].shape == E.shape
@@ -129,8 +137,7 @@ def test_train_embeddings_is_full_batch_adam(dense):
     from seqtheory.partitions import _contract, _predict_all
 
     pbs = [planted_problem(5, 2, 3, seed=s) for s in range(3)]
-    data = [sample(pb, n, seed=s) for s, (pb, n) in enumerate(zip(pbs, (30, 50, 70),
-                                                                     strict=True))]
+    data = [sample(pb, n, seed=s) for s, (pb, n) in enumerate(zip(pbs, (30, 50, 70), strict=True))]
     xs, ys = [d[0] for d in data], [d[1] for d in data]
     fit = train_embeddings(xs, ys, 5, 3, m=2, steps=25, lr=0.05, seed=4, dense=dense)
     R, S, I, N = 3, 70, 3, 5  # noqa: E741
@@ -155,8 +162,9 @@ def test_train_embeddings_is_full_batch_adam(dense):
             f = _predict_all(E, T)
             loss_r = ((C * f - 2 * Ysum) * f).sum(1) + const
         else:
-            loss_r = (W * (_contract([E[:, i][runs, X[:, :, i]] for i in range(I)], T)
-                           - Y) ** 2).sum(1)
+            loss_r = (
+                W * (_contract([E[:, i][runs, X[:, :, i]] for i in range(I)], T) - Y) ** 2
+            ).sum(1)
         opt.zero_grad()
         loss_r.sum().backward()
         opt.step()
@@ -168,8 +176,16 @@ def test_train_embeddings_is_full_batch_adam(dense):
 def test_run_gradient_descent_reports_per_instance_scores():
     from seqtheory.partitions import PartitionSetup, run_gradient_descent
 
-    setup = PartitionSetup(gd_sizes=(12,), gd_N=12, gd_cs=(2, 30), gd_runs=3, I=2,
-                           gd_steps=300, gd_lr=0.05, gd_snapshot_every=150)
+    setup = PartitionSetup(
+        gd_sizes=(12,),
+        gd_N=12,
+        gd_cs=(2, 30),
+        gd_runs=3,
+        I=2,
+        gd_steps=300,
+        gd_lr=0.05,
+        gd_snapshot_every=150,
+    )
     out = run_gradient_descent(setup, seed=0, device="cpu", progress=False)
     assert out.setup is setup and out.seed == 0 and out.device == "cpu" and out.seconds > 0
     for c in (2, 30):
@@ -180,8 +196,8 @@ def test_run_gradient_descent_reports_per_instance_scores():
         assert sorted(cell.fit.snapshots) == [0, 150, 300]
         assert cell.final_loss.shape == (3,) and cell.fit.losses.shape == (300, 3)
         assert len(cell.samples) == 3 and cell.labels.shape == (3, 2, 12)
-    assert out[12, 30].final_loss.max() < 0.05           # recovered: near the planted 0
-    assert out[12, 30].recovery == 1.0                   # S = 30 N ln N: plenty
+    assert out[12, 30].final_loss.max() < 0.05  # recovered: near the planted 0
+    assert out[12, 30].recovery == 1.0  # S = 30 N ln N: plenty
     assert out[12, 2].ari < out[12, 30].ari
 
 
@@ -203,8 +219,7 @@ def test_kmeans_separates_obvious_clusters():
         (lambda: sample(planted_problem(10), 5, noise=2.0), ValueError, "noise must be <="),
         (lambda: encode_cnf(np.zeros((3, 2), int), np.zeros(2), 4, 3), ValueError, "shape"),
         (lambda: encode_cnf(np.full((2, 2), 9), np.zeros(2), 4, 3), ValueError, "0..3"),
-        (lambda: encode_cnf(np.zeros((2, 2), int), np.array([0, 2]), 4, 3), ValueError,
-         "binary"),
+        (lambda: encode_cnf(np.zeros((2, 2), int), np.array([0, 2]), 4, 3), ValueError, "binary"),
     ],
 )
 def test_bad_arguments(call, err, match):
@@ -215,7 +230,7 @@ def test_bad_arguments(call, err, match):
 def test_colouring_reduction_consistency_equals_proper_colouring():
     from seqtheory.partitions import colouring_instance, random_graph, solver_effort
 
-    rng = np.random.default_rng(1)          # a graph with a planted 3-colouring
+    rng = np.random.default_rng(1)  # a graph with a planted 3-colouring
     colour = np.arange(30) % 3
     pairs = rng.integers(0, 30, (200, 2))
     edges = np.unique(np.sort(pairs[colour[pairs[:, 0]] != colour[pairs[:, 1]]], 1), axis=0)
@@ -223,20 +238,28 @@ def test_colouring_reduction_consistency_equals_proper_colouring():
     res = solve_partitions(x, y, 30, 3, g=g, shared=True, check_unique=False)
     assert res.status == "satisfiable"
     found = res.labels[0]
-    assert all(found[u] != found[v] for u, v in edges)          # a proper colouring
+    assert all(found[u] != found[v] for u, v in edges)  # a proper colouring
     k4 = np.array([(a, b) for a in range(4) for b in range(a + 1, 4)])
-    assert solve_partitions(*colouring_instance(k4, 4)[:2], 4, 3,
-                            g=colouring_instance(k4, 4)[2], shared=True).status \
-        == "unsatisfiable"                                        # K4 is not 3-colourable
-    k4_four = solve_partitions(*colouring_instance(k4, 4, K=4)[:2], 4, 4,
-                               g=colouring_instance(k4, 4, K=4)[2], shared=True,
-                               check_unique=False)
-    assert k4_four.status == "satisfiable"                       # but 4-colourable:
-    assert len(set(k4_four.labels[0].tolist())) == 4              # every vertex its own class
+    assert (
+        solve_partitions(
+            *colouring_instance(k4, 4)[:2], 4, 3, g=colouring_instance(k4, 4)[2], shared=True
+        ).status
+        == "unsatisfiable"
+    )  # K4 is not 3-colourable
+    k4_four = solve_partitions(
+        *colouring_instance(k4, 4, K=4)[:2],
+        4,
+        4,
+        g=colouring_instance(k4, 4, K=4)[2],
+        shared=True,
+        check_unique=False,
+    )
+    assert k4_four.status == "satisfiable"  # but 4-colourable:
+    assert len(set(k4_four.labels[0].tolist())) == 4  # every vertex its own class
     gx, gy, gg = colouring_instance(random_graph(60, 4.6, seed=0), 60)
     effort = solver_effort(gx, gy, 60, 3, g=gg, shared=True)
     full = solve_partitions(gx, gy, 60, 3, g=gg, shared=True, check_unique=False)
-    assert effort["status"] == full.status                     # the same decision
+    assert effort["status"] == full.status  # the same decision
     tight = solver_effort(gx, gy, 60, 3, g=gg, shared=True, max_conflicts=1)
     assert effort["conflicts"] > 1 and tight["status"] == "unknown"  # a budget it needs
     assert len(random_graph(50, 4.0, seed=2)) == 100
@@ -250,7 +273,7 @@ def test_uniqueness_is_up_to_the_relabellings_that_leave_g_unchanged():
     pb = planted_problem(32, 3, 3, seed=13)
     sigmas = g_symmetries(pb.g)
     assert len(sigmas) > 1 and all(np.array_equal(s, np.arange(3)) for s in sigmas[0])
-    for sig in sigmas:                                    # each really leaves g unchanged
+    for sig in sigmas:  # each really leaves g unchanged
         assert np.array_equal(pb.g[np.ix_(*sig)], pb.g)
     x, y = sample(pb, samples_for(16, 32), seed=10_013)
     res = solve_partitions(x, y, 32, 3, g=pb.g)
@@ -284,7 +307,7 @@ def test_recovery_threshold_is_the_smallest_recovering_prefix():
         assert not (ok[1].status == "unique" and same_partition(ok[1].labels, pb.labels))
         # the g-unknown path (plain bisection with fresh solves) agrees in kind
         assert recovery_threshold(pb, s_max, seed=7 + t, g_known=False) >= S
-    assert recovery_threshold(planted_problem(24, 3, 3, seed=0), 10) == 11   # never
+    assert recovery_threshold(planted_problem(24, 3, 3, seed=0), 10) == 11  # never
     out = run_thresholds(PartitionSetup(sizes=(12,), trials=3), seed=0, progress=False)
     assert out.thresholds[12].shape == (3,) and len(out.problems[12]) == 3
     assert out.rate_at(12, 100.0) == 1.0 and out.s50().shape == (1,)
@@ -315,8 +338,7 @@ def test_separation_rates_and_survival_prediction():
 def test_train_embeddings_per_run_losses():
     pbs = [planted_problem(6, 2, 2, seed=s) for s in range(2)]
     data = [sample(pb, 80, seed=s) for s, pb in enumerate(pbs)]
-    fit = train_embeddings([d[0] for d in data], [d[1] for d in data], 6, 2, m=2, steps=20,
-                           lr=0.05)
+    fit = train_embeddings([d[0] for d in data], [d[1] for d in data], 6, 2, m=2, steps=20, lr=0.05)
     assert fit.losses.shape == (20, 2)
     assert np.allclose(fit.losses.mean(1), fit.history.loss, atol=1e-6)
 
@@ -325,10 +347,23 @@ def test_train_embeddings_per_run_losses():
 def _tiny_setup():
     from seqtheory.partitions import PartitionSetup
 
-    return PartitionSetup(sizes=(10,), trials=2, colouring_sizes=(24,), colouring_graphs=1,
-                          colouring_n=24, colouring_degrees=(4.6,), effort_sizes=(10,),
-                          effort_cs=(1.0,), effort_trials=1, gd_sizes=(10,), gd_N=10,
-                          gd_cs=(8,), gd_runs=2, gd_steps=20, gd_snapshot_every=10)
+    return PartitionSetup(
+        sizes=(10,),
+        trials=2,
+        colouring_sizes=(24,),
+        colouring_graphs=1,
+        colouring_n=24,
+        colouring_degrees=(4.6,),
+        effort_sizes=(10,),
+        effort_cs=(1.0,),
+        effort_trials=1,
+        gd_sizes=(10,),
+        gd_N=10,
+        gd_cs=(8,),
+        gd_runs=2,
+        gd_steps=20,
+        gd_snapshot_every=10,
+    )
 
 
 def _same(a, b):
@@ -336,8 +371,10 @@ def _same(a, b):
     import dataclasses
 
     if dataclasses.is_dataclass(a):
-        return all(f.name == "seconds" or _same(getattr(a, f.name), getattr(b, f.name))
-                   for f in dataclasses.fields(a))
+        return all(
+            f.name == "seconds" or _same(getattr(a, f.name), getattr(b, f.name))
+            for f in dataclasses.fields(a)
+        )
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)):
@@ -355,10 +392,10 @@ def test_experiments_are_deterministic(name):
     a = run(_tiny_setup(), seed=0, device="cpu", progress=False)
     b = run(_tiny_setup(), seed=0, device="cpu", progress=False)
     assert a.seed == 0 and a.device == "cpu"
-    if name == "run_effort":                 # solver seconds vary; the conflicts do not
+    if name == "run_effort":  # solver seconds vary; the conflicts do not
         a.by_size = {k: v[:, :2] for k, v in a.by_size.items()}
         b.by_size = {k: v[:, :2] for k, v in b.by_size.items()}
-    if name == "run_gradient_descent":       # the History's wall-clock time varies
+    if name == "run_gradient_descent":  # the History's wall-clock time varies
         for cell in (*a.cells.values(), *b.cells.values()):
             cell.fit.history.seconds = 0.0
     assert _same(a, b)
@@ -379,10 +416,10 @@ def test_experiments_follow_the_contract(name):
     b = run(_tiny_setup(), Experiment.make(seed=2, progress=False))
     assert isinstance(a, RunInfo) and a.setup == _tiny_setup() and a.seed == 2
     assert a.device == "cpu" and a.seconds >= 0
-    if name == "run_effort":                 # solver seconds vary; the conflicts do not
+    if name == "run_effort":  # solver seconds vary; the conflicts do not
         a.by_size = {k: v[:, :2] for k, v in a.by_size.items()}
         b.by_size = {k: v[:, :2] for k, v in b.by_size.items()}
-    if name == "run_gradient_descent":       # the History's wall-clock time varies
+    if name == "run_gradient_descent":  # the History's wall-clock time varies
         for cell in (*a.cells.values(), *b.cells.values()):
             cell.fit.history.seconds = 0.0
     assert _same(a, b)
@@ -396,15 +433,19 @@ def test_streams_are_the_logical_seeds_of_the_runs():
     from seqtheory.core.seeds import make_rng
     from seqtheory.partitions import STREAMS, recovery_threshold, run_thresholds, samples_for
 
-    assert (STREAMS.seed("problems", 4), STREAMS.seed("samples", 4),
-            STREAMS.seed("gd_samples", 4)) == (4, 10_004, 20_004)
+    assert (
+        STREAMS.seed("problems", 4),
+        STREAMS.seed("samples", 4),
+        STREAMS.seed("gd_samples", 4),
+    ) == (4, 10_004, 20_004)
     setup = _tiny_setup()
     out = run_thresholds(setup, seed=5, progress=False)
     for t, pb in enumerate(out.problems[10]):
         again = planted_problem(10, 3, 3, seed=make_rng(STREAMS.seed("problems", t), base=5))
         assert np.array_equal(pb.labels, again.labels) and np.array_equal(pb.g, again.g)
-        S = recovery_threshold(pb, samples_for(setup.c_max, 10),
-                               seed=make_rng(STREAMS.seed("samples", t), base=5))
+        S = recovery_threshold(
+            pb, samples_for(setup.c_max, 10), seed=make_rng(STREAMS.seed("samples", t), base=5)
+        )
         assert S == out.thresholds[10][t]
 
 
@@ -432,8 +473,7 @@ def test_building_and_training_leave_the_global_rng_alone():
     assert torch.equal(torch.random.get_rng_state(), state)
     assert torch.equal(a.E, Multilinear(2, 3, 5, 2, seed=3).E)
     pb = planted_problem(6, 2, 2, seed=0)
-    train_embeddings([sample(pb, 40, seed=0)[0]], [sample(pb, 40, seed=0)[1]], 6, 2, m=2,
-                     steps=5)
+    train_embeddings([sample(pb, 40, seed=0)[0]], [sample(pb, 40, seed=0)[1]], 6, 2, m=2, steps=5)
     assert torch.equal(torch.random.get_rng_state(), state)
 
 
@@ -498,7 +538,7 @@ def test_label_noise_changes_the_stated_fraction_of_labels(kind):
     x1, y1 = sample(pb, 20_000, seed=5, noise=0.3)
     assert np.array_equal(x0, x1)
     changed = float(np.mean(y0 != y1))
-    assert abs(changed - 0.3) < 0.015, changed            # 20,000 draws: sd 0.0032
+    assert abs(changed - 0.3) < 0.015, changed  # 20,000 draws: sd 0.0032
 
 
 def test_encode_cnf_gives_each_token_exactly_one_class():
@@ -527,9 +567,9 @@ def test_single_token_moves_are_exactly_the_consistent_one_token_changes():
         alt = pb.labels.copy()
         alt[i, n] = b
         consistent = (pb.g[tuple(alt[np.arange(3), x].T)] == y).all()
-        assert moves[i, n, b] == consistent                      # brute force agrees
+        assert moves[i, n, b] == consistent  # brute force agrees
     unseen = np.setdiff1d(np.arange(10), x[:, 1])
-    assert moves[1, unseen].sum() == 2 * unseen.size              # unseen: both wrong classes
+    assert moves[1, unseen].sum() == 2 * unseen.size  # unseen: both wrong classes
     assert single_token_moves(pb, *sample(pb, 5000, seed=6)).sum() == 0  # all ruled out
     with pytest.raises(ValueError, match="x must be"):
         single_token_moves(pb, x[:, :2], y)
@@ -576,9 +616,17 @@ def test_prefix_grid_is_the_searched_grid():
 def _several_instances():
     from seqtheory.partitions import PartitionSetup
 
-    return PartitionSetup(sizes=(8, 12), trials=3, colouring_sizes=(24, 30),
-                          colouring_graphs=2, colouring_n=24, colouring_degrees=(3.0, 4.6),
-                          effort_sizes=(8, 10), effort_cs=(1.0, 4.0), effort_trials=2)
+    return PartitionSetup(
+        sizes=(8, 12),
+        trials=3,
+        colouring_sizes=(24, 30),
+        colouring_graphs=2,
+        colouring_n=24,
+        colouring_degrees=(3.0, 4.6),
+        effort_sizes=(8, 10),
+        effort_cs=(1.0, 4.0),
+        effort_trials=2,
+    )
 
 
 def test_sat_experiments_give_the_same_results_on_one_and_two_workers():
@@ -590,10 +638,12 @@ def test_sat_experiments_give_the_same_results_on_one_and_two_workers():
     assert list(two.thresholds) == [8, 12] and _same(one, two)
     for N in (8, 12):
         assert np.array_equal(one.thresholds[N], two.thresholds[N])
-        assert all(np.array_equal(a.labels, b.labels) and np.array_equal(a.g, b.g)
-                   for a, b in zip(one.problems[N], two.problems[N], strict=True))
+        assert all(
+            np.array_equal(a.labels, b.labels) and np.array_equal(a.g, b.g)
+            for a, b in zip(one.problems[N], two.problems[N], strict=True)
+        )
     one, two = (run_effort(setup, seed=3, progress=False, workers=w) for w in (1, 2))
-    for result in (one, two):                # solver seconds are timings; conflicts are not
+    for result in (one, two):  # solver seconds are timings; conflicts are not
         result.by_size = {k: v[:, :2] for k, v in result.by_size.items()}
     assert _same(one, two) and list(two.by_c) == list(one.by_c)
 
@@ -665,13 +715,16 @@ def test_workers_default_to_every_core_under_full_and_to_no_pool_on_the_cpu(monk
 
 
 @pytest.mark.parametrize("name", ["run_thresholds", "run_effort"])
-@pytest.mark.parametrize("workers, err, match", [
-    (0, ValueError, "workers must be >= 1"),
-    (-2, ValueError, "workers must be >= 1"),
-    (1.5, TypeError, "workers must be an int"),
-    (True, TypeError, "workers must be an int"),
-    ("2", TypeError, "workers must be an int"),
-])
+@pytest.mark.parametrize(
+    "workers, err, match",
+    [
+        (0, ValueError, "workers must be >= 1"),
+        (-2, ValueError, "workers must be >= 1"),
+        (1.5, TypeError, "workers must be an int"),
+        (True, TypeError, "workers must be an int"),
+        ("2", TypeError, "workers must be an int"),
+    ],
+)
 def test_sat_experiments_reject_a_bad_number_of_workers(name, workers, err, match):
     import seqtheory.partitions as P
 

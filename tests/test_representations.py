@@ -1,5 +1,6 @@
 """Unit tests for seqtheory.representations: the universality chapter's experiment (setup,
 run, result, figures)."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -40,7 +41,7 @@ def small():
 def test_affine_fits_sees_an_affine_image(small):
     forest, data = small
     models = KinshipModels(forest.n, 3, seeds=(0, 1))
-    with torch.no_grad():   # seed 1's embedding an affine image of seed 0's
+    with torch.no_grad():  # seed 1's embedding an affine image of seed 0's
         models.embed[1] = models.embed[0] @ torch.randn(3, 3) + 1.0
     fits = affine_fits(models, (3,), (0, 1), torch.Generator().manual_seed(123))
     assert fits["across seeds"] == pytest.approx(np.ones((1, 2)))
@@ -51,8 +52,9 @@ def test_affine_fits_sees_an_affine_image(small):
         affine_fits(models, (3,), (0,), torch.Generator())
 
 
-TINY = RepresentationSetup(generations=3, dims=(2, 4), seeds=(0, 1), steps=40,
-                           stitch_steps=10, bilinear_dims=(3,))
+TINY = RepresentationSetup(
+    generations=3, dims=(2, 4), seeds=(0, 1), steps=40, stitch_steps=10, bilinear_dims=(3,)
+)
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +87,7 @@ def test_run_is_deterministic_and_returns_the_result(tiny_result):
     assert np.array_equal(r.starved[0.5], again.starved[0.5])
     assert r.histories["zoo, wd 0.0"].losses().shape == (TINY.steps, 4)
     # the models are the ones train_kinship makes from the same seeds
-    alone, _ = train_kinship(r.data, 4, (1,), hidden=TINY.hidden, steps=TINY.steps,
-                             progress=False)
+    alone, _ = train_kinship(r.data, 4, (1,), hidden=TINY.hidden, steps=TINY.steps, progress=False)
     Z = r.zoo[0.0]
     assert torch.allclose(Z.embedding(Z.index(4, 1)), alone.embedding(0), atol=1e-5)
 
@@ -158,7 +159,17 @@ def test_plots_take_the_result(tiny_result):
 
 def test_streams_name_the_logical_seeds_of_a_run():
     assert run.streams is STREAMS
-    assert [STREAMS.seed(name) for name in ("forest", "split", "relabel", "weights",
-                                            "other_graph", "stitch_random", "cka_random",
-                                            "affine_random")] == [0, 0, 1, 0, 100, 0, 7, 9]
+    assert [
+        STREAMS.seed(name)
+        for name in (
+            "forest",
+            "split",
+            "relabel",
+            "weights",
+            "other_graph",
+            "stitch_random",
+            "cka_random",
+            "affine_random",
+        )
+    ] == [0, 0, 1, 0, 100, 0, 7, 9]
     assert STREAMS.seed("forest", TINY.forest_seed) == TINY.forest_seed

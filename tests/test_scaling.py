@@ -1,5 +1,6 @@
 """Unit tests for seqtheory.scaling: power laws, the torus task, the learners and the
 chapter's experiments (the dimension estimators are in tests/test_dimension.py)."""
+
 import numpy as np
 import pytest
 import torch
@@ -44,28 +45,31 @@ from seqtheory.sources.dimension import mle_dimension
 @given(alpha=st.floats(0.05, 3.0), coef=st.floats(0.01, 100.0))
 def test_power_law_fit_recovers_exact_exponent(alpha, coef):
     n = np.array([100, 200, 400, 800, 1600])
-    fit = fit_power_law(n, coef * n ** -alpha)
+    fit = fit_power_law(n, coef * n**-alpha)
     assert fit.exponent == pytest.approx(alpha, abs=1e-9)
     assert fit.coef == pytest.approx(coef, rel=1e-6)
-    assert fit(n) == pytest.approx(coef * n ** -alpha, rel=1e-6)
+    assert fit(n) == pytest.approx(coef * n**-alpha, rel=1e-6)
 
 
 def test_power_law_fit_uncertainty_from_seeds():
     rng = np.random.default_rng(0)
     n = np.array([128, 256, 512, 1024, 2048])
-    noisy = (n ** -0.5)[:, None] * np.exp(0.1 * rng.standard_normal((5, 8)))
+    noisy = (n**-0.5)[:, None] * np.exp(0.1 * rng.standard_normal((5, 8)))
     fit = fit_power_law(n, noisy)
     assert abs(fit.exponent - 0.5) < 3 * fit.stderr + 0.02
     assert 0 < fit.stderr < 0.1
     assert "+/-" in str(fit)
 
 
-@pytest.mark.parametrize("x, y, msg", [
-    ([1.0], [1.0], "at least 2"),
-    ([1, 2, 3], [1, 2], "shape"),
-    ([1, 2, 3], [1, 0, 2], "positive"),
-    ([1, 2, np.nan], [1, 2, 3], "finite"),
-])
+@pytest.mark.parametrize(
+    "x, y, msg",
+    [
+        ([1.0], [1.0], "at least 2"),
+        ([1, 2, 3], [1, 2], "shape"),
+        ([1, 2, 3], [1, 0, 2], "positive"),
+        ([1, 2, np.nan], [1, 2, 3], "finite"),
+    ],
+)
 def test_power_law_fit_rejects_bad_input(x, y, msg):
     with pytest.raises(ValueError, match=msg):
         fit_power_law(x, y)
@@ -91,7 +95,7 @@ def test_torus_task_geometry_and_target(d):
     # isometric embedding: every point at the same distance from the origin
     assert np.allclose(np.linalg.norm(X.numpy(), axis=1), 1.0, atol=1e-5)
     assert abs(mle_dimension(X.numpy(), 20) - d) < 0.1 * d
-    assert abs(float(y.var()) - 1.0) < 0.25                      # unit-variance target
+    assert abs(float(y.var()) - 1.0) < 0.25  # unit-variance target
     # the target is periodic in every angle
     assert np.allclose(task.target(theta + 2 * np.pi), y.numpy(), atol=1e-4)
     _, y_noisy, _ = task.sample(3000, seed=1)
@@ -124,7 +128,7 @@ def test_knn_error_is_deterministic_and_beats_the_mean():
     task = TorusTask(d=2, D=16, max_freq=8)
     e = knn_error(task, 1000, seed=3)
     assert e == knn_error(task, 1000, seed=3)
-    assert e < 0.5           # the target has variance 1: predicting 0 scores ~1
+    assert e < 0.5  # the target has variance 1: predicting 0 scores ~1
 
 
 @pytest.mark.parametrize("kind", ["mlp", "transformer"])
@@ -151,8 +155,9 @@ def test_approximation_error_improves_with_width():
     assert params[1] > params[0] and errs[1, 0] < errs[0, 0]
     # several tasks and seeds in one batched program: (tasks, sizes, seeds)
     tasks = [task, TorusTask(d=2, D=16, max_freq=4)]
-    _, errs = approximation_error(tasks, "mlp", (4, 32), (0, 1), steps=300, pool=1024,
-                                  progress=False)
+    _, errs = approximation_error(
+        tasks, "mlp", (4, 32), (0, 1), steps=300, pool=1024, progress=False
+    )
     assert errs.shape == (2, 2, 2) and (errs[:, 1] < errs[:, 0]).all()
     with pytest.raises(ValueError, match="ambient"):
         approximation_error([task, TorusTask(d=1, D=8)], "mlp", (4,), progress=False)
@@ -160,13 +165,18 @@ def test_approximation_error_improves_with_width():
 
 def test_learning_curves_batch_members_with_their_own_data():
     tasks = [TorusTask(d=1, D=16, max_freq=4), TorusTask(d=2, D=16, max_freq=4)]
-    err = learning_curves(tasks, [64, 512], "mlp", (0, 1), size=16, steps=150,
-                          eval_every=50, progress=False)
+    err = learning_curves(
+        tasks, [64, 512], "mlp", (0, 1), size=16, steps=150, eval_every=50, progress=False
+    )
     assert err.shape == (2, 2, 2) and np.isfinite(err).all()
     # each member trains on its own samples: more data, lower error (mean over seeds)
     assert (err[:, 1].mean(-1) < err[:, 0].mean(-1)).all()
-    assert np.array_equal(err, learning_curves(tasks, [64, 512], "mlp", (0, 1), size=16,
-                                               steps=150, eval_every=50, progress=False))
+    assert np.array_equal(
+        err,
+        learning_curves(
+            tasks, [64, 512], "mlp", (0, 1), size=16, steps=150, eval_every=50, progress=False
+        ),
+    )
     # k-NN through the sweep is exactly knn_error
     knn = learning_curves(tasks, [300], "knn", (4,), progress=False)
     assert knn[1, 0, 0] == knn_error(tasks[1], 300, seed=4)
@@ -217,7 +227,7 @@ def test_relu_square_error_is_four_to_the_minus_depth_plus_one(depth):
     from seqtheory.scaling import relu_square
 
     x = np.linspace(0, 1, 4097)
-    err = np.abs(relu_square(x, depth) - x ** 2)
+    err = np.abs(relu_square(x, depth) - x**2)
     assert err.max() == pytest.approx(4.0 ** -(depth + 1), rel=1e-6)
     assert relu_square(x, depth)[0] == 0 and relu_square(x, depth)[-1] == pytest.approx(1)
 
@@ -237,17 +247,20 @@ def test_floor_fit_recovers_floor_and_exponent(alpha, floor, coef):
     from seqtheory.scaling import fit_power_law_floor
 
     n = np.geomspace(100, 1e6, 12)
-    fit = fit_power_law_floor(n, floor + coef * n ** -alpha, grid=2000)
+    fit = fit_power_law_floor(n, floor + coef * n**-alpha, grid=2000)
     assert fit.exponent == pytest.approx(alpha, abs=0.05)
-    assert fit.floor == pytest.approx(floor, abs=0.02 * (floor + coef * 1e6 ** -alpha) + 1e-3)
-    assert np.allclose(fit(n), floor + coef * n ** -alpha, rtol=0.02)
+    assert fit.floor == pytest.approx(floor, abs=0.02 * (floor + coef * 1e6**-alpha) + 1e-3)
+    assert np.allclose(fit(n), floor + coef * n**-alpha, rtol=0.02)
 
 
-@pytest.mark.parametrize("x, y, msg", [
-    ([1, 2], [1, 2], "length >= 3"),
-    ([1, 2, 3], [1, 2], "length >= 3"),
-    ([1, 2, 3], [1, -2, 3], "positive"),
-])
+@pytest.mark.parametrize(
+    "x, y, msg",
+    [
+        ([1, 2], [1, 2], "length >= 3"),
+        ([1, 2, 3], [1, 2], "length >= 3"),
+        ([1, 2, 3], [1, -2, 3], "positive"),
+    ],
+)
 def test_floor_fit_rejects_bad_input(x, y, msg):
     from seqtheory.scaling import fit_power_law_floor
 
@@ -258,7 +271,7 @@ def test_floor_fit_rejects_bad_input(x, y, msg):
 def test_torus_target_in_chunks_is_the_target_at_once():
     task = TorusTask(d=4, max_freq=8, seed=0)
     theta = np.random.default_rng(0).uniform(0, 2 * np.pi, (9000, 4))
-    at_once = (np.cos(theta @ task.freqs.T + task.phases) @ task.amps)
+    at_once = np.cos(theta @ task.freqs.T + task.phases) @ task.amps
     assert np.allclose(task.target(theta), at_once, rtol=0, atol=1e-12)
     assert np.array_equal(task.target(theta)[5000:], task.target(theta[5000:]))
 
@@ -267,10 +280,10 @@ def test_beta_sweep_settings():
     cpu = SETUP.pick("cpu")
     assert cpu.beta_max_freq > cpu.max_freq and len(cpu.betas) >= 3
     task = TorusTask(d=cpu.beta_dim, beta=cpu.betas[0], max_freq=cpu.beta_max_freq)
-    assert task.cutoff == cpu.beta_max_freq   # the cutoff is not lowered by n_modes
+    assert task.cutoff == cpu.beta_max_freq  # the cutoff is not lowered by n_modes
     # on the 4-torus the cap of 4,096 modes lowers Experiment 2's cutoff of 8 to 4
     top = TorusTask(d=4, max_freq=cpu.max_freq)
-    assert top.cutoff == 4 and len(top.amps) == (9 ** 4 - 1) // 2
+    assert top.cutoff == 4 and len(top.amps) == (9**4 - 1) // 2
 
 
 def test_archived_width_sweep_loads_as_arrays():
@@ -288,9 +301,18 @@ def test_archived_width_sweep_loads_as_arrays():
 
 # ------------------------------------------------------------------ the experiment shape
 
-TINY = ScalingSetup(torus_dims=(1, 2), sizes=(32, 64, 128), knn_seeds=(0, 1), mlp_seeds=(0, 1),
-                    net_steps=20, betas=(0.5, 2.0), beta_seeds=(0,), widths=(4, 8),
-                    width_dims=(1, 2), approx_seeds=(0, 1))
+TINY = ScalingSetup(
+    torus_dims=(1, 2),
+    sizes=(32, 64, 128),
+    knn_seeds=(0, 1),
+    mlp_seeds=(0, 1),
+    net_steps=20,
+    betas=(0.5, 2.0),
+    beta_seeds=(0,),
+    widths=(4, 8),
+    width_dims=(1, 2),
+    approx_seeds=(0, 1),
+)
 
 
 def test_experiments_are_deterministic_on_the_cpu():
@@ -302,8 +324,9 @@ def test_experiments_are_deterministic_on_the_cpu():
         assert np.array_equal(a.errors[name], b.errors[name])
     assert a.seed_exponents("MLP", 1).shape == (2,)
     # another base seed draws other samples and networks
-    assert not np.array_equal(a.errors["kNN"], run_data_sweep(
-        TINY, seed=1, device="cpu", progress=False).errors["kNN"])
+    assert not np.array_equal(
+        a.errors["kNN"], run_data_sweep(TINY, seed=1, device="cpu", progress=False).errors["kNN"]
+    )
     m1 = run_model_sweep(TINY, seed=0, device="cpu", progress=False)
     m2 = run_model_sweep(TINY, seed=0, device="cpu", progress=False)
     assert isinstance(m1, ModelSweepResult) and m1.kinds == ["mlp"]
@@ -325,10 +348,14 @@ def test_experiments_are_deterministic_on_the_cpu():
 def test_base_seed_zero_keeps_the_logical_seeds():
     # seed 0 is the book's default run: the sweep is learning_curves with the setup's seeds
     tasks = list(torus_tasks(TINY, seed=0).values())
-    knn = run_data_sweep(ScalingSetup(torus_dims=(1, 2), sizes=(32, 64), knn_seeds=(0, 1),
-                                      data_learners=("kNN",)), seed=0, progress=False)
-    assert np.array_equal(knn.errors["kNN"], learning_curves(tasks, [32, 64], "knn", (0, 1),
-                                                              progress=False))
+    knn = run_data_sweep(
+        ScalingSetup(torus_dims=(1, 2), sizes=(32, 64), knn_seeds=(0, 1), data_learners=("kNN",)),
+        seed=0,
+        progress=False,
+    )
+    assert np.array_equal(
+        knn.errors["kNN"], learning_curves(tasks, [32, 64], "knn", (0, 1), progress=False)
+    )
 
 
 def test_streams_name_the_logical_seeds_of_the_sweeps():
@@ -336,17 +363,19 @@ def test_streams_name_the_logical_seeds_of_the_sweeps():
     # its test set 20_000; one network per (seed, task, size)
     from seqtheory.scaling import _network_seed
 
-    assert [STREAMS.seed(name, 3) for name in ("targets", "samples", "tests", "networks")] \
-        == [3, 3, 10_003, 3]
+    assert [STREAMS.seed(name, 3) for name in ("targets", "samples", "tests", "networks")] == [
+        3,
+        3,
+        10_003,
+        3,
+    ]
     assert (STREAMS.seed("pool"), STREAMS.seed("pool_tests")) == (30_000, 20_000)
     assert _network_seed(2, 1, 4) == 2_001_004 and _network_seed(1, 3) == 1_003_000
-    assert all(run.streams is STREAMS for run in (run_data_sweep, run_beta_sweep,
-                                                  run_model_sweep))
+    assert all(run.streams is STREAMS for run in (run_data_sweep, run_beta_sweep, run_model_sweep))
 
 
 def test_experiments_take_a_context_and_start_with_the_run_header():
-    setup = ScalingSetup(torus_dims=(1,), sizes=(32, 64), knn_seeds=(0,),
-                         data_learners=("kNN",))
+    setup = ScalingSetup(torus_dims=(1,), sizes=(32, 64), knn_seeds=(0,), data_learners=("kNN",))
     a = run_data_sweep(setup, seed=3, progress=False)
     b = run_data_sweep(setup, Experiment.make(seed=3, progress=False))
     assert isinstance(a, RunInfo) and (a.setup, a.seed, a.device) == (setup, 3, "cpu")
@@ -356,13 +385,17 @@ def test_experiments_take_a_context_and_start_with_the_run_header():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
-@pytest.mark.parametrize("call", [
-    lambda: run_data_sweep(TINY, device="cuda", progress=False),
-    lambda: run_beta_sweep(TINY, device="cuda", progress=False),
-    lambda: run_model_sweep(TINY, device="cuda", progress=False),
-    lambda: approximation_error(TorusTask(d=1), "mlp", (4,), steps=1, progress=False,
-                                device="cuda"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: run_data_sweep(TINY, device="cuda", progress=False),
+        lambda: run_beta_sweep(TINY, device="cuda", progress=False),
+        lambda: run_model_sweep(TINY, device="cuda", progress=False),
+        lambda: approximation_error(
+            TorusTask(d=1), "mlp", (4,), steps=1, progress=False, device="cuda"
+        ),
+    ],
+)
 def test_unavailable_device_is_a_clear_error(call):
     with pytest.raises(ValueError, match="device"):
         call()

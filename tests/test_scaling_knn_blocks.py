@@ -1,5 +1,6 @@
 """The k-NN learner's blocked neighbour search, the targets on a device, and the block-wise
 draw of the networks' mini-batches (seqtheory.scaling)."""
+
 import numpy as np
 import pytest
 import torch
@@ -23,7 +24,7 @@ def _unblocked_knn_error(X, y, Xt, yt, ks=None):
     if ks:
         ks = [k for k in ks if k < n]
     else:
-        ks = [2 ** i for i in range(16) if 2 ** i <= max(n // 8, 1)]
+        ks = [2**i for i in range(16) if 2**i <= max(n // 8, 1)]
     d_tr = torch.cdist(X, X)
     d_tr.fill_diagonal_(float("inf"))
     csum = y[d_tr.topk(max(ks), largest=False).indices].cumsum(1)
@@ -33,8 +34,9 @@ def _unblocked_knn_error(X, y, Xt, yt, ks=None):
     return float(((y[nt].mean(1) - yt) ** 2).mean())
 
 
-@pytest.mark.parametrize("d, n, ks", [(1, 50, None), (2, 300, None), (4, 203, (1, 3, 9, 40)),
-                                      (2, 64, (2, 5, 64, 100))])
+@pytest.mark.parametrize(
+    "d, n, ks", [(1, 50, None), (2, 300, None), (4, 203, (1, 3, 9, 40)), (2, 64, (2, 5, 64, 100))]
+)
 def test_blocked_knn_equals_the_search_on_the_whole_matrix(d, n, ks):
     task = TorusTask(d=d, D=16, max_freq=8, seed=1)
     X, y, _ = task.sample(n, 3)
@@ -52,15 +54,18 @@ def test_knn_sweep_is_the_same_for_every_block_size_and_device_cpu():
     assert learning_curves([task], [500], "knn", (2,), progress=False, device="cpu")[0, 0, 0] == a
 
 
-@pytest.mark.parametrize("kwargs, err, match", [
-    (dict(block=0), ValueError, "block"),
-    (dict(block=2.5), TypeError, "block"),
-    (dict(block=True), TypeError, "block"),
-    (dict(device="tpu-of-dreams"), ValueError, "device"),
-    (dict(device=3), TypeError, "device"),
-    (dict(n_test=0), ValueError, "n_test"),
-    (dict(ks=(100, 200)), ValueError, "ks"),
-])
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(block=0), ValueError, "block"),
+        (dict(block=2.5), TypeError, "block"),
+        (dict(block=True), TypeError, "block"),
+        (dict(device="tpu-of-dreams"), ValueError, "device"),
+        (dict(device=3), TypeError, "device"),
+        (dict(n_test=0), ValueError, "n_test"),
+        (dict(ks=(100, 200)), ValueError, "ks"),
+    ],
+)
 def test_knn_error_rejects_bad_arguments(kwargs, err, match):
     with pytest.raises(err, match=match):
         knn_error(TorusTask(d=1, max_freq=4), 50, **kwargs)
@@ -83,8 +88,10 @@ def test_mini_batches_drawn_in_blocks_of_steps_are_those_drawn_step_by_step(monk
     task = TorusTask(d=1, D=16, max_freq=4)
     train = [task.sample(n, s)[:2] for n, s in ((40, 1), (90, 2))]
     test = [task.sample(64, 9, noisy=False)[:2]] * 2
+
     def run():
         return fit_regressors("mlp", 16, 4, train, test, init_seeds=[3, 4], steps=23, batch=8)
+
     want = run()
     for draw in (1, 5, 23, 1000):
         monkeypatch.setattr(scaling, "_DRAW_STEPS", draw)
@@ -118,8 +125,9 @@ def test_mlps_of_all_widths_padded_into_one_program_match_the_width_by_width_run
     one_params, one = approximation_error(tasks[1], "mlp", (8, 4), (3,), **kw)
     assert one.shape == (2, 1)
     monkeypatch.setattr(scaling, "_PADDED_MLP_DEVICES", ("cuda",))
-    assert np.allclose(one, approximation_error(tasks[1], "mlp", (8, 4), (3,), **kw)[1],
-                       rtol=1e-5, atol=0)
+    assert np.allclose(
+        one, approximation_error(tasks[1], "mlp", (8, 4), (3,), **kw)[1], rtol=1e-5, atol=0
+    )
 
 
 def test_padded_mlps_hold_each_width_in_its_first_units():
@@ -133,7 +141,7 @@ def test_padded_mlps_hold_each_width_in_its_first_units():
         assert torch.equal(p[head], q)
         rest = p[:2].detach().clone()
         rest[head] = 0
-        assert not rest.any()                               # zeros outside the width-4 units
+        assert not rest.any()  # zeros outside the width-4 units
     x = torch.randn(4, 3, 16)
-    wide = model(x)                                          # (4, 3)
+    wide = model(x)  # (4, 3)
     assert torch.allclose(wide[:2], alone(x[:2]), rtol=1e-6, atol=1e-7)

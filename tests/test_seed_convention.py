@@ -8,6 +8,7 @@ should rule (the bits would differ between the two calls), or if it offsets logi
 the base seed and derives them under the environment again (``seed + k`` under base ``b``: the
 two calls then draw different streams), or if the base seed is ignored (same bits for 0 and 3).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -28,7 +29,7 @@ def test_experiment_seed_defaults_to_the_environment(monkeypatch):
     with pytest.raises(ValueError, match="seed"):
         experiment_seed(-1)
     with pytest.raises(ValueError, match="seed"):
-        experiment_seed(2 ** 63)
+        experiment_seed(2**63)
 
 
 def test_base_argument_ignores_the_environment(monkeypatch):
@@ -54,53 +55,81 @@ def _same_run(monkeypatch, fn, arrays):
     assert explicit.seed == from_env.seed == BASE
     for a, b in zip(arrays(explicit), arrays(from_env), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    assert any(not np.array_equal(np.asarray(a), np.asarray(c))
-               for a, c in zip(arrays(explicit), arrays(other), strict=True))
+    assert any(
+        not np.array_equal(np.asarray(a), np.asarray(c))
+        for a, c in zip(arrays(explicit), arrays(other), strict=True)
+    )
 
 
 def test_tasks_run(monkeypatch):
     from seqtheory.tasks import SETUP, run
 
-    tiny = replace(SETUP.cpu, steps=4, eval_every=2, seeds_eval_every=2, eval_n=8,
-                   batch_size=4, seeds=(0, 1))
-    _same_run(monkeypatch, lambda s: run(tiny, seed=s, progress=False),
-              lambda r: [r.history.loss, r.ensemble_history.loss, r.eval_x])
+    tiny = replace(
+        SETUP.cpu, steps=4, eval_every=2, seeds_eval_every=2, eval_n=8, batch_size=4, seeds=(0, 1)
+    )
+    _same_run(
+        monkeypatch,
+        lambda s: run(tiny, seed=s, progress=False),
+        lambda r: [r.history.loss, r.ensemble_history.loss, r.eval_x],
+    )
 
 
 def test_copying_run(monkeypatch):
     from seqtheory.copying import CopySetup, run
 
-    tiny = CopySetup(min_len=2, max_len=3, test_len=4, d_model=8, batch_size=4, steps=4,
-                     warmup=2, eval_every=2, eval_size=5, seeds=(0, 1),
-                     names=("transformer", "LSTM"))
-    _same_run(monkeypatch, lambda s: run(tiny, seed=s, progress=False),
-              lambda r: [h.loss for run_ in r.runs.values() for h in run_.histories])
+    tiny = CopySetup(
+        min_len=2,
+        max_len=3,
+        test_len=4,
+        d_model=8,
+        batch_size=4,
+        steps=4,
+        warmup=2,
+        eval_every=2,
+        eval_size=5,
+        seeds=(0, 1),
+        names=("transformer", "LSTM"),
+    )
+    _same_run(
+        monkeypatch,
+        lambda s: run(tiny, seed=s, progress=False),
+        lambda r: [h.loss for run_ in r.runs.values() for h in run_.histories],
+    )
 
 
 def test_chain_of_thought_run(monkeypatch):
     from seqtheory.chain_of_thought import CoTSetup, run
 
-    tiny = CoTSetup(n=4, seeds=2, hidden=4, train_size=10, batch_size=8, steps=3,
-                    long_factor=1)
-    _same_run(monkeypatch, lambda s: run(tiny, seed=s, progress=False),
-              lambda r: [r.train_x, *[h.loss for h in r.histories.values()]])
+    tiny = CoTSetup(n=4, seeds=2, hidden=4, train_size=10, batch_size=8, steps=3, long_factor=1)
+    _same_run(
+        monkeypatch,
+        lambda s: run(tiny, seed=s, progress=False),
+        lambda r: [r.train_x, *[h.loss for h in r.histories.values()]],
+    )
 
 
 def test_tokenization_trap(monkeypatch):
     from seqtheory.tokenization import SETUP, run_trap
 
-    tiny = replace(SETUP.cpu, trap_steps=3, control_steps=3, trap_length=8, batch_size=4,
-                   trap_seeds=(0, 1))
-    _same_run(monkeypatch, lambda s: run_trap(tiny, seed=s, progress=False),
-              lambda r: [h.loss for h in r.histories.values()])
+    tiny = replace(
+        SETUP.cpu, trap_steps=3, control_steps=3, trap_length=8, batch_size=4, trap_seeds=(0, 1)
+    )
+    _same_run(
+        monkeypatch,
+        lambda s: run_trap(tiny, seed=s, progress=False),
+        lambda r: [h.loss for h in r.histories.values()],
+    )
 
 
 def test_scaling_beta_sweep(monkeypatch):
     from seqtheory.scaling import ScalingSetup, run_beta_sweep
 
     tiny = ScalingSetup(sizes=(32, 64, 128), betas=(0.5, 2.0), beta_seeds=(0, 1))
-    _same_run(monkeypatch, lambda s: run_beta_sweep(tiny, seed=s, progress=False),
-              lambda r: [r.exponents, r.control_exponents])
+    _same_run(
+        monkeypatch,
+        lambda s: run_beta_sweep(tiny, seed=s, progress=False),
+        lambda r: [r.exponents, r.control_exponents],
+    )
 
 
 def test_representations_task(monkeypatch):
@@ -113,22 +142,30 @@ def test_representations_task(monkeypatch):
             self.task = kinship_task(tiny, seed=seed)
             self.seed = experiment_seed(seed)
 
-    _same_run(monkeypatch, Task,
-              lambda t: [t.task.forest.parent, t.task.data.train, t.task.other_forest.parent])
+    _same_run(
+        monkeypatch,
+        Task,
+        lambda t: [t.task.forest.parent, t.task.data.train, t.task.other_forest.parent],
+    )
 
 
 def test_incontext_run(monkeypatch):
     from seqtheory.incontext import ICLSetup, run
 
     tiny = ICLSetup(k=3, T=12, steps=3, eval_every=3, batch_size=4)
-    _same_run(monkeypatch, lambda s: run(tiny, seed=s, progress=False, eval_n=4),
-              lambda r: [r.history.loss, r.evaluator.x])
+    _same_run(
+        monkeypatch,
+        lambda s: run(tiny, seed=s, progress=False, eval_n=4),
+        lambda r: [r.history.loss, r.evaluator.x],
+    )
 
 
 def test_incontext_run_seeds(monkeypatch):
     from seqtheory.incontext import ICLSetup, run_seeds
 
     tiny = ICLSetup(k=3, T=12, steps=4, eval_every=2, batch_size=4)
-    _same_run(monkeypatch,
-              lambda s: run_seeds(tiny, seeds=(0, 1), seed=s, progress=False, eval_n=8),
-              lambda r: [r.history.losses()])
+    _same_run(
+        monkeypatch,
+        lambda s: run_seeds(tiny, seeds=(0, 1), seed=s, progress=False, eval_n=8),
+        lambda r: [r.history.losses()],
+    )

@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.similarity: CKA, affine stitching and its controls."""
+
 import numpy as np
 import pytest
 import torch
@@ -41,11 +42,11 @@ def test_property_cka_invariances(seed, scale):
     Q, _ = np.linalg.qr(rng.standard_normal((6, 6)))
     for cka in (linear_cka, debiased_cka):
         base = cka(X, Y)
-        assert cka(X @ Q, Y) == pytest.approx(base, rel=1e-7, abs=1e-9)     # orthogonal
+        assert cka(X @ Q, Y) == pytest.approx(base, rel=1e-7, abs=1e-9)  # orthogonal
         assert cka(scale * X, Y) == pytest.approx(base, rel=1e-7, abs=1e-9)  # isotropic
-        assert cka(Y, X) == pytest.approx(base, rel=1e-9, abs=1e-12)         # symmetric
+        assert cka(Y, X) == pytest.approx(base, rel=1e-9, abs=1e-12)  # symmetric
         assert cka(X, X) == pytest.approx(1.0)
-    A = rng.standard_normal((6, 6))                 # a general linear map changes CKA
+    A = rng.standard_normal((6, 6))  # a general linear map changes CKA
     assert abs(linear_cka(X @ A, Y) - linear_cka(X, Y)) > 1e-6
 
 
@@ -63,19 +64,24 @@ def _gram_unbiased_hsic(K, L):
     n = K.shape[0]
     K, L = K - np.diag(np.diag(K)), L - np.diag(np.diag(L))
     one = np.ones(n)
-    return (np.trace(K @ L) + (one @ K @ one) * (one @ L @ one) / ((n - 1) * (n - 2))
-            - 2 * (one @ K @ L @ one) / (n - 2)) / (n * (n - 3))
+    return (
+        np.trace(K @ L)
+        + (one @ K @ one) * (one @ L @ one) / ((n - 1) * (n - 2))
+        - 2 * (one @ K @ L @ one) / (n - 2)
+    ) / (n * (n - 3))
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(5, 60), p=st.integers(1, 12),
-       q=st.integers(1, 12))
+@given(
+    seed=st.integers(0, 10_000), n=st.integers(5, 60), p=st.integers(1, 12), q=st.integers(1, 12)
+)
 def test_property_debiased_cka_matches_gram_form(seed, n, p, q):
     rng = np.random.default_rng(seed)
     X, Y = rng.standard_normal((n, p)), rng.standard_normal((n, q)) + 0.3
     K, L = X @ X.T, Y @ Y.T
-    slow = _gram_unbiased_hsic(K, L) / np.sqrt(_gram_unbiased_hsic(K, K)
-                                               * _gram_unbiased_hsic(L, L))
+    slow = _gram_unbiased_hsic(K, L) / np.sqrt(
+        _gram_unbiased_hsic(K, K) * _gram_unbiased_hsic(L, L)
+    )
     assert debiased_cka(X, Y) == pytest.approx(slow, rel=1e-8, abs=1e-10)
 
 
@@ -109,11 +115,10 @@ def small():
 
 def test_training_fits_and_stitching_controls(small):
     forest, data = small
-    models, hist = train_kinship(data, (6,), (0, 1), steps=400, weight_decay=0.1,
-                                 progress=False)
+    models, hist = train_kinship(data, (6,), (0, 1), steps=400, weight_decay=0.1, progress=False)
     assert hist.final("train acc").mean() > 0.95
-    assert hist.metric("held-out acc")[1].shape == (5, 2)         # (evals, models)
-    assert hist.losses().shape == (400, 2)                          # one loss per model
+    assert hist.metric("held-out acc")[1].shape == (5, 2)  # (evals, models)
+    assert hist.losses().shape == (400, 2)  # one loss per model
     own = accuracy(models, data)
     # stitching a model into itself recovers its own accuracy (least-squares start)
     self_st = stitch([models.embedding(0), models.embedding(1)], models, data, steps=20)
@@ -128,15 +133,17 @@ def test_training_fits_and_stitching_controls(small):
     assert set(res) == {"own", "across seeds", "random"}
     assert (res["random"] < res["own"]).all()
     cka = cka_across_seeds(models)
-    assert set(cka) == {6} and cka[6].shape == (1,)                 # one pair of seeds
+    assert set(cka) == {6} and cka[6].shape == (1,)  # one pair of seeds
     assert cka[6][0] == pytest.approx(debiased_cka(models.embedding(0), models.embedding(1)))
     out = compare_models(models, 1, models, 0, data, steps=50)
     assert out["mapped"].shape == (forest.n, 6)
-    mapped = torch.as_tensor(out["mapped"], dtype=torch.float32)[None]       # (1, n, 6)
-    assert out["stitched"] == pytest.approx(                   # B's decoder on A's mapped
-        accuracy(models.select(0), data, embed=mapped)[0])     # embedding, recomputed
+    mapped = torch.as_tensor(out["mapped"], dtype=torch.float32)[None]  # (1, n, 6)
+    assert out["stitched"] == pytest.approx(  # B's decoder on A's mapped
+        accuracy(models.select(0), data, embed=mapped)[0]
+    )  # embedding, recomputed
     assert out["stitched train"] == pytest.approx(
-        accuracy(models.select(0), data, "train", embed=mapped)[0])
+        accuracy(models.select(0), data, "train", embed=mapped)[0]
+    )
 
 
 def test_stitch_errors(small):
@@ -156,8 +163,7 @@ def test_stitch_errors(small):
 
 def test_nonlinear_stitch_and_restarts(small):
     forest, data = small
-    models, _ = train_kinship(data, (4,), (0, 1), steps=300, weight_decay=0.1,
-                              progress=False)
+    models, _ = train_kinship(data, (4,), (0, 1), steps=300, weight_decay=0.1, progress=False)
     E = [models.embedding(1), models.embedding(0)]
     nl = stitch(E, models, data, steps=5, kind="mlp", hidden=4, lr=1e-9)
     aff = stitch(E, models, data, steps=5, lr=1e-9)
@@ -165,9 +171,9 @@ def test_nonlinear_stitch_and_restarts(small):
     assert torch.allclose(nl.mapped, aff.mapped, atol=1e-4)
     rs = stitch_restarts(E, models, data, restarts=2, steps=40, seed=3)
     again = stitch_restarts(E, models, data, restarts=2, steps=40, seed=3)
-    assert np.array_equal(rs.test_acc, again.test_acc)          # deterministic
+    assert np.array_equal(rs.test_acc, again.test_acc)  # deterministic
     lstsq = stitch(E, models, data, steps=40)
-    assert (rs.loss <= lstsq.loss + 1e-6).all()                 # best by training loss
+    assert (rs.loss <= lstsq.loss + 1e-6).all()  # best by training loss
     with pytest.raises(ValueError, match="kind must be one of"):
         stitch(E, models, data, kind="kernel")
     with pytest.raises(ValueError, match="restarts must be >= 1"):
@@ -181,8 +187,9 @@ def test_stitching_trains_the_map_beyond_its_least_squares_start():
     # trained keeps its starting loss
     data = kinship_data(FamilyForest.generate(2, 3, (2, 3), seed=0), 0.8, seed=0)
     zoo, _ = train_kinship(data, (4,), (0,), steps=100, progress=False)
-    src = [torch.randn(data.n_people, 4, generator=torch.Generator().manual_seed(s))
-           for s in range(3)]
+    src = [
+        torch.randn(data.n_people, 4, generator=torch.Generator().manual_seed(s)) for s in range(3)
+    ]
     start = stitch(src, zoo, data, steps=1)
     trained = stitch(src, zoo, data, steps=100)
     assert np.all(trained.loss < 0.75 * start.loss), (start.loss, trained.loss)

@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.tasks: the "meet the model" experiment's setup and run."""
+
 from dataclasses import replace
 
 import numpy as np
@@ -7,8 +8,9 @@ import torch
 
 from seqtheory.tasks import SETUP, PreviousTokenSetup, evaluate, previous_token_batch, run
 
-TINY = replace(SETUP.cpu, steps=6, eval_every=3, seeds_eval_every=3, eval_n=16,
-               batch_size=8, seeds=(1, 2))
+TINY = replace(
+    SETUP.cpu, steps=6, eval_every=3, seeds_eval_every=3, eval_n=16, batch_size=8, seeds=(1, 2)
+)
 
 
 def test_run_is_deterministic_and_leaves_the_global_rng_alone():
@@ -23,7 +25,7 @@ def test_run_is_deterministic_and_leaves_the_global_rng_alone():
     assert a.history.loss != c.history.loss
     assert (a.seed, a.device, a.setup) == (0, "cpu", TINY) and a.seconds > 0
     assert sorted(a.history.snapshots) == [0, 3, 6]
-    assert a.ensemble_history.metric("accuracy")[1].shape == (3, 2)   # (evals, seeds)
+    assert a.ensemble_history.metric("accuracy")[1].shape == (3, 2)  # (evals, seeds)
     assert a.eval_x.device.type == "cpu" and a.eval_x.shape == (16, TINY.seq_len)
 
 
@@ -32,8 +34,12 @@ def test_run_takes_a_context_and_draws_from_its_named_streams():
     from seqtheory.core.seeds import make_generator
     from seqtheory.tasks import STREAMS
 
-    assert {n: STREAMS.seed(n) for n in STREAMS.names} == \
-        {"weights": 0, "heldout": 50, "data": 200, "member_data": 100}
+    assert {n: STREAMS.seed(n) for n in STREAMS.names} == {
+        "weights": 0,
+        "heldout": 50,
+        "data": 200,
+        "member_data": 100,
+    }
     a = run(TINY, Experiment.make(seed=2, progress=False))
     assert isinstance(a, RunInfo) and (a.seed, a.device) == (2, "cpu")
     assert a.history.loss == run(TINY, seed=2, progress=False).history.loss
@@ -70,8 +76,11 @@ def test_evaluate_scores_a_perfect_copier():
         def forward(self, idx, return_cache=False):
             logits = torch.full((*idx.shape, 5), -30.0)
             logits[:, 1:].scatter_(-1, idx[:, :-1, None], 30.0)
-            cache = type("C", (), {"attn": [torch.eye(10).roll(-1, 1).tril()[None, None]
-                                            .expand(4, 1, 10, 10)]})()
+            cache = type(
+                "C",
+                (),
+                {"attn": [torch.eye(10).roll(-1, 1).tril()[None, None].expand(4, 1, 10, 10)]},
+            )()
             return logits, cache
 
     out = evaluate(Copier(), x, y)

@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.text: the shipped corpus, splits, training and activation ID."""
+
 import hashlib
 import json
 from importlib import resources
@@ -58,12 +59,21 @@ def test_corpus_rejects_bad_input(corpus):
 
 
 def test_training_beats_uniform_and_picks_best_checkpoint(corpus):
-    res = train_char_model(corpus, 20_000, d_model=16, n_heads=2, context=16,
-                           steps=150, eval_every=50, progress=False, device="cpu")
+    res = train_char_model(
+        corpus,
+        20_000,
+        d_model=16,
+        n_heads=2,
+        context=16,
+        steps=150,
+        eval_every=50,
+        progress=False,
+        device="cpu",
+    )
     assert isinstance(res, CharModelResult) and res.device == "cpu" and res.seed == 0
     assert res.test_loss < np.log(corpus.vocab_size) - 0.5
-    steps, val = res.history.metric("val loss")               # the checkpoint kept is the
-    assert res.best_step == steps[int(np.argmin(val))]          # best validation step
+    steps, val = res.history.metric("val loss")  # the checkpoint kept is the
+    assert res.best_step == steps[int(np.argmin(val))]  # best validation step
     assert res.val_loss == pytest.approx(float(np.min(val)))
     assert 0 < res.params < res.model.num_params()
     assert not res.model.training
@@ -73,20 +83,28 @@ def test_training_beats_uniform_and_picks_best_checkpoint(corpus):
 
 def test_training_is_deterministic_and_leaves_the_global_rng_alone(corpus):
     state = torch.random.get_rng_state()
-    kw = dict(d_model=8, n_heads=2, context=16, steps=20, eval_every=10, progress=False,
-              seed=3, device="cpu")
+    kw = dict(
+        d_model=8,
+        n_heads=2,
+        context=16,
+        steps=20,
+        eval_every=10,
+        progress=False,
+        seed=3,
+        device="cpu",
+    )
     a, b = train_char_model(corpus, 5000, **kw), train_char_model(corpus, 5000, **kw)
     assert torch.equal(state, torch.random.get_rng_state())
     assert a.test_loss == b.test_loss and a.best_step == b.best_step
-    for (k, v), w in zip(a.model.state_dict().items(), b.model.state_dict().values(),
-                            strict=True):
+    for (k, v), w in zip(a.model.state_dict().items(), b.model.state_dict().values(), strict=True):
         assert torch.equal(v, w), k
 
 
 def test_streams_name_the_logical_seeds_of_a_char_model(corpus):
     # the initialisation is index seed, the training windows index seed * 100_003 + step
-    assert [STREAMS.seed(name) for name in ("weights", "val_windows", "test_windows",
-                                            "train_windows")] == [0, 1, 2, 0]
+    assert [
+        STREAMS.seed(name) for name in ("weights", "val_windows", "test_windows", "train_windows")
+    ] == [0, 1, 2, 0]
     with pytest.raises(ValueError, match="seed"):
         train_char_model(corpus, 5000, seed=-1, progress=False)
 
@@ -99,8 +117,9 @@ def test_unavailable_device_is_a_clear_error(corpus):
 
 def test_hidden_states_and_activation_dimension(corpus):
     torch.manual_seed(0)
-    model = Transformer(TransformerConfig(vocab_size=corpus.vocab_size, max_len=32,
-                                          d_model=16, n_heads=2))
+    model = Transformer(
+        TransformerConfig(vocab_size=corpus.vocab_size, max_len=32, d_model=16, n_heads=2)
+    )
     docs = corpus.windows("test", 10, 32)
     assert hidden_states(model, docs).shape == (320, 16)
     assert hidden_states(model, docs, layer=0, position=3).shape == (10, 16)

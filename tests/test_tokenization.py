@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.tokenization: round trips, BPE vs HuggingFace, LZW greedy parse."""
+
 import math
 
 import numpy as np
@@ -21,8 +22,9 @@ symbols = st.lists(st.integers(0, 2), min_size=0, max_size=300).map(np.array)
 
 
 def source(n=20_000, order=2, seed=1):
-    return sample_switching(1, n, 0.8, 0.8, order=order,
-                            generator=torch.Generator().manual_seed(seed))[0]
+    return sample_switching(
+        1, n, 0.8, 0.8, order=order, generator=torch.Generator().manual_seed(seed)
+    )[0]
 
 
 @settings(max_examples=40, deadline=None)
@@ -52,7 +54,7 @@ def greedy_longest_prefix(lzw, seq):
     out, i, seq = [], 0, seq.tolist()
     while i < len(seq):
         j = i + 1
-        while j < len(seq) and tuple(seq[i:j + 1]) in table:
+        while j < len(seq) and tuple(seq[i : j + 1]) in table:
             j += 1
         out.append(table[tuple(seq[i:j])])
         i = j
@@ -79,12 +81,14 @@ def test_lzw_parses_lz78_style_not_the_textbook_lzw_restart():
 
 def test_bpe_matches_huggingface_tokenizers_on_a_chunked_corpus():
     import tokenizers  # a cross-check must not skip: tokenizers is in requirements.txt
+
     x = source().numpy()
-    chunks = [x[i:i + 200] for i in range(0, x.size, 200)]
+    chunks = [x[i : i + 200] for i in range(0, x.size, 200)]
     text = ["".join(map(str, c.tolist())) for c in chunks]
     hf = tokenizers.Tokenizer(tokenizers.models.BPE())
-    trainer = tokenizers.trainers.BpeTrainer(vocab_size=64, initial_alphabet=["0", "1"],
-                                             show_progress=False, special_tokens=[])
+    trainer = tokenizers.trainers.BpeTrainer(
+        vocab_size=64, initial_alphabet=["0", "1"], show_progress=False, special_tokens=[]
+    )
     hf.train_from_iterator(text, trainer)
     ours = BPE.train(chunks, 64)
     assert {ours.token_string(i) for i in range(64)} == set(hf.get_vocab())
@@ -101,26 +105,29 @@ def test_bpe_on_empty_data():
 def test_bpe_details():
     x = source(10_000).numpy()
     bpe, seen = BPE.train(x, 32, snapshots=[2, 8, 32])
-    assert np.array_equal(seen[32], bpe.encode(x))              # training = encoding
+    assert np.array_equal(seen[32], bpe.encode(x))  # training = encoding
     assert np.array_equal(seen[8], bpe.truncate(8).encode(x))  # prefixes of the merges
-    pairs = np.bincount(x[:-1] * 2 + x[1:], minlength=4)       # the most frequent pair
+    pairs = np.bincount(x[:-1] * 2 + x[1:], minlength=4)  # the most frequent pair
     assert bpe.merges[0] == divmod(int(np.argmax(pairs)), 2) and pairs.max() > pairs.min()
     enc = bpe.encode(x, snapshots=[8, 32])
     assert np.array_equal(enc[8], seen[8])
-    assert np.array_equal(BPE.train(np.array([0, 0, 0]), 3).encode(np.array([0, 0, 0])),
-                          np.array([2, 0]))                       # runs merge left to right
+    assert np.array_equal(
+        BPE.train(np.array([0, 0, 0]), 3).encode(np.array([0, 0, 0])), np.array([2, 0])
+    )  # runs merge left to right
     assert token_lengths(bpe).max() > 1
 
 
 def test_unigram_cross_entropy_per_symbol():
     # tokens 0 and 1, each standing for 2 symbols; the model puts 3/4 on token 0
-    bits = unigram_cross_entropy([0, 0, 0, 1], [0, 1], vocab_size=2, n_test_symbols=4,
-                                 smoothing=0.0)
+    bits = unigram_cross_entropy(
+        [0, 0, 0, 1], [0, 1], vocab_size=2, n_test_symbols=4, smoothing=0.0
+    )
     assert bits == pytest.approx((-np.log2(0.75) - np.log2(0.25)) / 4)
     blocks = FixedBlocks(2)
     x = source(4000, order=2).numpy()  # order 2: pairs of bits carry no information together
-    ce = unigram_cross_entropy(blocks.encode(x[:2000]), blocks.encode(x[2000:]),
-                               blocks.vocab_size, 2000)
+    ce = unigram_cross_entropy(
+        blocks.encode(x[:2000]), blocks.encode(x[2000:]), blocks.vocab_size, 2000
+    )
     assert abs(ce - 1.0) < 0.02
 
 
@@ -133,8 +140,7 @@ def test_unigram_cross_entropy_per_symbol():
         (lambda: LZW.train(np.array([0.5]), 4), TypeError, "integer"),
         (lambda: FixedBlocks(0), ValueError, "r must be >= 1"),
         (lambda: BPE(2).decode([5]), ValueError, "token ids"),
-        (lambda: BPE(2, [(0, 1)]).encode(np.array([0, 1]), snapshots=[8]), ValueError,
-         "no merges"),
+        (lambda: BPE(2, [(0, 1)]).encode(np.array([0, 1]), snapshots=[8]), ValueError, "no merges"),
     ],
 )
 def test_bad_arguments(call, err, match):
@@ -154,9 +160,10 @@ def test_encode_rows_and_token_batch():
     assert inputs.shape == targets.shape == symbols.shape == (4, 20)
     assert torch.equal(inputs[:, 1:], targets[:, :-1])
     assert torch.equal(symbols, torch.from_numpy(token_lengths(bpe))[targets])
-    short = token_batch(bpe, rows[:, :10], 20)[1]            # rows run out of tokens
-    assert (short == -100).any() and (token_batch(bpe, rows[:, :10], 20)[2][short == -100]
-                                      == 0).all()
+    short = token_batch(bpe, rows[:, :10], 20)[1]  # rows run out of tokens
+    assert (short == -100).any() and (
+        token_batch(bpe, rows[:, :10], 20)[2][short == -100] == 0
+    ).all()
     blocks = FixedBlocks(3)
     assert np.array_equal(encode_rows(blocks, rows)[1], blocks.encode(rows[1].numpy()))
 
@@ -167,7 +174,7 @@ def test_unigram_sweep_rows():
     x, y = source(30_000, order=2).numpy(), source(30_000, order=2, seed=5).numpy()
     rows = unigram_sweep(x, y, (4, 16, 12))
     got = {(r["tokenizer"], r["d"]) for r in rows}
-    assert ("blocks", 12) not in got and ("blocks", 16) in got   # blocks need d = 2^r
+    assert ("blocks", 12) not in got and ("blocks", 16) in got  # blocks need d = 2^r
     assert {("BPE", 4), ("BPE", 16), ("LZW", 12)} <= got
     bpe16 = BPE.train(x, 16)
     direct = unigram_cross_entropy(bpe16.encode(x), bpe16.encode(y), 16, y.size)
@@ -183,7 +190,7 @@ def test_switching_sampler_matches_sample_switching(batch, T, k):
 
     sample = switching_sampler(batch, T, 0.5, 0.8, order=k)
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
-    for _ in range(3):                                        # the same stream, draw by draw
+    for _ in range(3):  # the same stream, draw by draw
         assert torch.equal(sample(g1), sample_switching(batch, T, 0.5, 0.8, order=k, generator=g2))
     with pytest.raises(ValueError, match="batch must be"):
         switching_sampler(0, T, 0.5, 0.8)
@@ -207,7 +214,7 @@ def test_switching_sampler_reads_nothing_back_from_the_device():
 
     sample = switching_sampler(6, 33, 0.5, 0.8, order=2)
     g = torch.Generator().manual_seed(0)
-    sample(g)                                            # the first draw may set things up
+    sample(g)  # the first draw may set things up
     with Reads() as reads:
         sample(g)
     assert reads.ops and torch.ops.aten._local_scalar_dense.default not in reads.ops
@@ -219,8 +226,16 @@ def trap_ensemble(M=3, T=12, tie=True):
     from seqtheory.core.ensemble import Ensemble
     from seqtheory.core.models import Transformer, TransformerConfig
 
-    cfg = TransformerConfig(vocab_size=2, max_len=T, n_layers=1, n_heads=1, d_model=8,
-                            attn_only=True, layer_norm=False, tie_weights=tie)
+    cfg = TransformerConfig(
+        vocab_size=2,
+        max_len=T,
+        n_layers=1,
+        n_heads=1,
+        d_model=8,
+        attn_only=True,
+        layer_norm=False,
+        tie_weights=tie,
+    )
     return Ensemble(lambda: Transformer(cfg), seeds=list(range(M)), base=0).eval()
 
 
@@ -233,9 +248,11 @@ def test_trap_eval_loss_in_chunks_equals_the_whole_batch_at_once(chunk):
     ens = trap_ensemble(T=12, tie=chunk % 2 == 0)
     held = sample_switching(40, 13, 0.5, 0.8, generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
-        logits = ens(held[:, :-1], shared=True)                         # (3, 40, 12, 2)
-        whole = [torch.nn.functional.cross_entropy(m.flatten(0, 1), held[:, 1:].flatten())
-                 .item() for m in logits]
+        logits = ens(held[:, :-1], shared=True)  # (3, 40, 12, 2)
+        whole = [
+            torch.nn.functional.cross_entropy(m.flatten(0, 1), held[:, 1:].flatten()).item()
+            for m in logits
+        ]
     got = trap_eval_loss(ens, held, chunk)
     assert got == whole and trap_eval_loss(ens, held) == whole
     assert len(set(got)) == 3 and all(0.3 < v < 1.5 for v in got)
@@ -253,8 +270,9 @@ def test_trap_eval_loss_default_chunk_keeps_the_scores_within_the_budget(monkeyp
     whole = tok.trap_eval_loss(ens, held)
     calls = []
     forward = ens.forward
-    monkeypatch.setattr(ens, "forward", lambda *a, **k: calls.append(a[0].shape[0])
-                        or forward(*a, **k))
+    monkeypatch.setattr(
+        ens, "forward", lambda *a, **k: calls.append(a[0].shape[0]) or forward(*a, **k)
+    )
     monkeypatch.setattr(tok, "TRAP_EVAL_SCORES", 3 * 2 * 6 * 6)
     assert tok.trap_eval_loss(ens, held) == whole and calls == [3, 3, 3, 1]
 
@@ -307,11 +325,15 @@ def textbook_bpe(chunks, d, alphabet):
     return merges, texts
 
 
-corpora = st.integers(2, 4).flatmap(lambda A: st.tuples(
-    st.just(A),
-    st.lists(st.lists(st.integers(0, A - 1), max_size=60).map(np.array), min_size=1,
-             max_size=5),
-    st.integers(A, A + 30)))
+corpora = st.integers(2, 4).flatmap(
+    lambda A: st.tuples(
+        st.just(A),
+        st.lists(
+            st.lists(st.integers(0, A - 1), max_size=60).map(np.array), min_size=1, max_size=5
+        ),
+        st.integers(A, A + 30),
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -339,7 +361,7 @@ def test_bpe_train_matches_textbook_on_runs_and_a_markov_source():
     assert bpe.merges == merges and len(merges) >= 4
     assert all(seen[s].tolist() == t for s, t in texts.items())
     x = source(6_000, order=4).numpy()
-    chunks = [x[i:i + 300] for i in range(0, x.size, 300)]
+    chunks = [x[i : i + 300] for i in range(0, x.size, 300)]
     merges, _ = textbook_bpe(chunks, 120, 2)
     assert BPE.train(chunks, 120).merges == merges and len(merges) == 118
 
@@ -348,15 +370,16 @@ def test_bpe_train_matches_textbook_on_runs_and_a_markov_source():
 def empirical_block_entropy(x, r):
     """Plug-in entropy per symbol of the r-bit blocks of a long stream (Monte Carlo)."""
     blocks = FixedBlocks(r).encode(x[: x.size // r * r])
-    counts = np.bincount(blocks, minlength=2 ** r).astype(float)
+    counts = np.bincount(blocks, minlength=2**r).astype(float)
     freq = counts[counts > 0] / counts.sum()
     return float(-(freq * np.log2(freq)).sum() / r)
 
 
 @pytest.mark.parametrize("k,p,q", [(1, 0.8, 0.8), (2, 0.2, 0.3), (3, 0.5, 0.8)])
 def test_block_unigram_entropy_matches_monte_carlo(k, p, q):
-    x = sample_switching(1, 600_000, p, q, order=k,
-                         generator=torch.Generator().manual_seed(7))[0].numpy()
+    x = sample_switching(1, 600_000, p, q, order=k, generator=torch.Generator().manual_seed(7))[
+        0
+    ].numpy()
     r = np.arange(1, 9)
     exact = block_unigram_entropy(p, q, k, r)
     mc = np.array([empirical_block_entropy(x, int(ri)) for ri in r])
@@ -373,13 +396,15 @@ def test_block_unigram_entropy_closed_form():
     # r <= k: the character-level unigram loss h(pi_1), for p != q too
     for r in (1, 2, 3):
         assert block_unigram_entropy(0.2, 0.3, 3, r) == pytest.approx(
-            switching_unigram_entropy(0.2, 0.3))
+            switching_unigram_entropy(0.2, 0.3)
+        )
     # r >= k: H + k (U - H) / r, vectorised over r; tends to H
     r = np.array([4, 8, 100])
     assert np.allclose(block_unigram_entropy(0.8, 0.8, 4, r), H + 4 * (U - H) / r)
     assert isinstance(block_unigram_entropy(0.8, 0.8, 4, 6), float)
     assert block_unigram_entropy(0.8, 0.8, 1, 10, base=np.e) == pytest.approx(
-        block_unigram_entropy(0.8, 0.8, 1, 10) * np.log(2))
+        block_unigram_entropy(0.8, 0.8, 1, 10) * np.log(2)
+    )
 
 
 def test_block_unigram_entropy_validates():
@@ -394,21 +419,23 @@ def test_block_unigram_entropy_validates():
 def test_race_is_seeded_and_counts_characters():
     from seqtheory.tokenization import SETUP, race
 
-    small = SETUP.cpu.__class__(n_symbols=20_000, char_length=32, token_length=8,
-                                batch_size=4)
+    small = SETUP.cpu.__class__(n_symbols=20_000, char_length=32, token_length=8, batch_size=4)
     a = race(small, steps=4, seeds=(0,), eval_every=2, progress=False)
     b = race(small, steps=4, seeds=(0,), eval_every=2, progress=False)
     for kind in ("characters", "tokens"):
-        assert np.array_equal(a.histories[kind][0].metric("bits/char")[1],
-                              b.histories[kind][0].metric("bits/char")[1])
+        assert np.array_equal(
+            a.histories[kind][0].metric("bits/char")[1], b.histories[kind][0].metric("bits/char")[1]
+        )
         assert a.chars_seen[kind][0].shape == (5,)
     assert np.all(np.diff(a.chars_seen["characters"][0]) == 4 * 32)
     assert np.all(a.chars_seen["tokens"][0][1:] >= 4 * 8)
     assert 0.5 < a.unigram_bits < 1.5
     assert (a.seed, a.device, a.setup, a.seeds) == (0, "cpu", small, (0,)) and a.seconds > 0
     c = race(small, seed=1, device="cpu", steps=4, seeds=(0,), eval_every=2, progress=False)
-    assert not np.array_equal(a.histories["tokens"][0].metric("bits/char")[1],
-                              c.histories["tokens"][0].metric("bits/char")[1])
+    assert not np.array_equal(
+        a.histories["tokens"][0].metric("bits/char")[1],
+        c.histories["tokens"][0].metric("bits/char")[1],
+    )
     with pytest.raises(ValueError, match="kind"):
         race(small, steps=1, seeds=(0,), kinds=("words",), progress=False)
     if not torch.cuda.is_available():
@@ -421,8 +448,9 @@ def test_race_is_seeded_and_counts_characters():
 def test_trap_is_seeded_and_leaves_the_global_rng_alone():
     from seqtheory.tokenization import SETUP, TRAP_CONDITIONS, run_trap
 
-    small = SETUP.cpu.__class__(trap_steps=4, control_steps=2, trap_length=8, batch_size=4,
-                                trap_seeds=(0, 1))
+    small = SETUP.cpu.__class__(
+        trap_steps=4, control_steps=2, trap_length=8, batch_size=4, trap_seeds=(0, 1)
+    )
     state = torch.random.get_rng_state()
     a = run_trap(small, seed=0, device="cpu", progress=False)
     assert torch.equal(state, torch.random.get_rng_state())
@@ -444,9 +472,10 @@ def test_streams_name_the_logical_seeds():
     from seqtheory.tokenization import STREAMS, race, run_trap
 
     assert race.streams is STREAMS and run_trap.streams is STREAMS
-    assert [STREAMS.seed(name, 2) for name in ("weights", "race_heldout", "race_data",
-                                               "trap_heldout", "trap_data")] == \
-        [2, 2, 102, 11, 12]
+    assert [
+        STREAMS.seed(name, 2)
+        for name in ("weights", "race_heldout", "race_data", "trap_heldout", "trap_data")
+    ] == [2, 2, 102, 11, 12]
 
 
 def test_tokenization_setup_validates():
@@ -467,12 +496,12 @@ def _lz78_reference(seq, d, alphabet=2):
     i, n = 0, len(seq)
     while len(phrases) < d and i < n:
         j = i + 1
-        while j < n and tuple(seq[i:j + 1]) in phrases:
+        while j < n and tuple(seq[i : j + 1]) in phrases:
             j += 1
         if j >= n:
             break
-        phrases[tuple(seq[i:j + 1])] = len(phrases)
-        i = j + 1                      # the next phrase starts after the added symbol
+        phrases[tuple(seq[i : j + 1])] = len(phrases)
+        i = j + 1  # the next phrase starts after the added symbol
     return sorted(phrases, key=phrases.get)
 
 

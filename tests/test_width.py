@@ -1,6 +1,7 @@
 """Unit tests of the width-and-luck helpers in seqtheory.parity (coverage, support weight,
 Fisher's exact test, training on the model's device, the experiment's setup, run and
 result) and of the archived frontier."""
+
 import dataclasses
 import math
 
@@ -28,8 +29,17 @@ from seqtheory.parity import (
 )
 
 # a width-and-luck grid small enough for a unit test: 2 widths x 2 m x 2 inits x 2 seeds
-TINY = WidthLuckSetup(n=10, k=2, samples=(16, 200), widths=(8, 32), sparsity=4, seeds=2,
-                      steps=100, eval_every=50, test_size=200)
+TINY = WidthLuckSetup(
+    n=10,
+    k=2,
+    samples=(16, 200),
+    widths=(8, 32),
+    sparsity=4,
+    seeds=2,
+    steps=100,
+    eval_every=50,
+    test_size=200,
+)
 
 
 @given(st.integers(3, 40), st.integers(1, 5), st.integers(1, 40))
@@ -39,15 +49,15 @@ def test_coverage_distribution_is_a_distribution_with_the_lucky_tail(n, k, s):
     p = coverage_distribution(n, k, s)
     assert p.shape == (k + 1,) and np.all(p >= 0) and p.sum() == pytest.approx(1.0)
     assert p[k:].sum() == pytest.approx(lucky_neuron_probability(n, k, s))
-    assert p[k - 1:].sum() == pytest.approx(lucky_neuron_probability(n, k, s, overlap=k - 1))
+    assert p[k - 1 :].sum() == pytest.approx(lucky_neuron_probability(n, k, s, overlap=k - 1))
     mean = sum(j * q for j, q in enumerate(p))
-    assert mean == pytest.approx(k * s / n)                 # hypergeometric mean
+    assert mean == pytest.approx(k * s / n)  # hypergeometric mean
 
 
 def test_coverage_probability_grows_with_fan_in():
     p = [lucky_neuron_probability(30, 3, s) for s in range(3, 31)]
     assert np.all(np.diff(p) > 0) and p[-1] == 1.0
-    assert p[3] == pytest.approx(6 * 5 * 4 / (30 * 29 * 28))      # s = 6
+    assert p[3] == pytest.approx(6 * 5 * 4 / (30 * 29 * 28))  # s = 6
 
 
 def test_support_coverage_matches_sampled_initialisation():
@@ -103,8 +113,10 @@ def test_offline_training_is_deterministic_on_the_cpu():
     def run():
         g = torch.Generator().manual_seed(3)
         nets = ParityMLPs(10, [4, 4], sparsity=[3, None], generator=g)
-        return train_offline(nets, [0, 1], [16, 32], steps=10, eval_every=5, generator=g,
-                             progress=False)
+        return train_offline(
+            nets, [0, 1], [16, 32], steps=10, eval_every=5, generator=g, progress=False
+        )
+
     a, b = run(), run()
     assert np.array_equal(a.accuracy, b.accuracy) and np.array_equal(a.weight, b.weight)
     assert a.accuracy.shape == (3, 2)
@@ -121,7 +133,7 @@ def test_archived_frontier_is_complete_and_monotone_in_samples_at_the_end():
             counts = np.array([d["successes"][init][str(w)][str(m)] for m in meta["samples"]])
             assert counts.shape == (len(meta["samples"]), len(steps))
             assert counts.min() >= 0 and counts.max() <= meta["seeds"]
-            assert counts[:, 0].sum() == 0                   # nothing learned at step 0
+            assert counts[:, 0].sum() == 0  # nothing learned at step 0
 
 
 def test_width_luck_setup_is_frozen_and_validated():
@@ -179,8 +191,9 @@ def test_plot_success_rates_draws_one_line_per_width():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    res = run_width_luck(dataclasses.replace(TINY, steps=10, eval_every=10), seed=0,
-                         device="cpu", progress=False)
+    res = run_width_luck(
+        dataclasses.replace(TINY, steps=10, eval_every=10), seed=0, device="cpu", progress=False
+    )
     axes = plot_success_rates(res)
     assert [len(ax.lines) for ax in axes] == [2, 2]
     plt.close("all")

@@ -5,6 +5,7 @@ the Sphinx extensions of the build (:mod:`booktools.sphinx`).
 It works in a checkout of the repository (``pip install -e .``): :data:`ROOT` is the
 checkout's root folder. Commands run as ``python -m booktools.NAME``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -13,6 +13,7 @@ build the second costs only the rendering.
 
 Exit status: that of ``jupyter-book build``.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -27,13 +28,14 @@ OUT = ROOT / "_build" / "student"
 
 def student_config(config: dict) -> dict:
     """The book's configuration with solutions hidden and the edition named on every page."""
-    config = yaml.safe_load(yaml.safe_dump(config))                    # a deep copy
+    config = yaml.safe_load(yaml.safe_dump(config))  # a deep copy
     sphinx = config.setdefault("sphinx", {})
     sphinx.setdefault("config", {})["hide_solutions"] = True
     config["title"] = f"{config.get('title', '')} (student edition)".strip()
     html = config.setdefault("html", {})
-    html["extra_footer"] = (html.get("extra_footer", "") + " Student edition: the exercises "
-                            "without their solutions.").strip()
+    html["extra_footer"] = (
+        html.get("extra_footer", "") + " Student edition: the exercises without their solutions."
+    ).strip()
     return config
 
 
@@ -43,8 +45,16 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / "_config_student.yml"
     path.write_text(yaml.safe_dump(student_config(config), sort_keys=False), encoding="utf-8")
-    cmd = ["jupyter-book", "build", str(ROOT), "--config", str(path), "--path-output", str(OUT),
-           *argv]
+    cmd = [
+        "jupyter-book",
+        "build",
+        str(ROOT),
+        "--config",
+        str(path),
+        "--path-output",
+        str(OUT),
+        *argv,
+    ]
     print("student edition:", " ".join(cmd), flush=True)
     return subprocess.run(cmd, cwd=ROOT, check=False).returncode
 

@@ -7,6 +7,7 @@ fresh cache.  The notebook tests (``conftest.py``) store their executed chapters
 folder (:func:`cache_path`), and the build reads it (:mod:`booktools.sphinx.bookcache`), so a
 CI run executes each chapter once (under pytest) and the book build reuses the results.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -14,15 +15,20 @@ from pathlib import Path
 
 from booktools import ROOT
 
-TOOLING = "booktools"   # src/booktools: the book's tooling, which no chapter executes
+TOOLING = "booktools"  # src/booktools: the book's tooling, which no chapter executes
 
 
 def source_hash(root: Path = ROOT) -> str:
     """Short hash of every file under ``src/`` but the tooling (names and contents) plus the
     requirements."""
     h = hashlib.sha256()
-    files = sorted(p for p in (root / "src").rglob("*") if p.is_file() and "__pycache__" not in
-                   p.parts and p.relative_to(root / "src").parts[0] != TOOLING)
+    files = sorted(
+        p
+        for p in (root / "src").rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and p.relative_to(root / "src").parts[0] != TOOLING
+    )
     for p in files + [root / "requirements.txt"]:
         h.update(str(p.relative_to(root)).encode())
         h.update(p.read_bytes())

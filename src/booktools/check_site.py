@@ -17,6 +17,7 @@ Chromium is driven over the DevTools protocol on a pipe (``--remote-debugging-pi
 so the check needs nothing beyond the standard library and a ``chromium`` binary; the
 pages are served from 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,13 +45,23 @@ from booktools.toc import chapter_sources
 MAX_PAGE_BYTES = 3 * 1024 * 1024
 VIEWPORT = (1280, 860)
 # (query, page that must be among the results): the search box finds chapter content
-SEARCHES = [("induction head", "book/induction_heads.html"),
-            ("hard-ALiBi", "book/copying.html"),
-            ("intrinsic dimension", "book/scaling_laws.html")]
+SEARCHES = [
+    ("induction head", "book/induction_heads.html"),
+    ("hard-ALiBi", "book/copying.html"),
+    ("intrinsic dimension", "book/scaling_laws.html"),
+]
 # text that means an output was not rendered (a widget or figure repr instead of content)
-PLACEHOLDERS = ["Loading widget", "VBox(children", "HBox(children", "interactive(children",
-                "<Figure size", "Output()", "FloatProgress(", "IntProgress(",
-                "run the notebook to use the controls"]
+PLACEHOLDERS = [
+    "Loading widget",
+    "VBox(children",
+    "HBox(children",
+    "interactive(children",
+    "<Figure size",
+    "Output()",
+    "FloatProgress(",
+    "IntProgress(",
+    "run the notebook to use the controls",
+]
 
 PAGE_JS = r"""
 (() => {
@@ -179,15 +190,32 @@ class Chromium:
             os.dup2(a, 3)
             os.dup2(b, 4)
 
-        args = [binary, "--headless=new", "--remote-debugging-pipe", "--no-sandbox",
-                "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-                "--disable-extensions", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--mute-audio",
-                "--hide-scrollbars", f"--user-data-dir={profile}",
-                f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}", "about:blank"]
-        self.proc = subprocess.Popen(args, preexec_fn=child_fds, pass_fds=(3, 4),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        args = [
+            binary,
+            "--headless=new",
+            "--remote-debugging-pipe",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--mute-audio",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}",
+            "about:blank",
+        ]
+        self.proc = subprocess.Popen(
+            args,
+            preexec_fn=child_fds,
+            pass_fds=(3, 4),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._next_id = 0
@@ -210,8 +238,13 @@ class Chromium:
                 elif "method" in msg:
                     self.events.put(msg)
 
-    def send(self, method: str, params: dict | None = None, session: str | None = None,
-             timeout: float = 60.0) -> dict:
+    def send(
+        self,
+        method: str,
+        params: dict | None = None,
+        session: str | None = None,
+        timeout: float = 60.0,
+    ) -> dict:
         self._next_id += 1
         msg = {"id": self._next_id, "method": method, "params": params or {}}
         if session:
@@ -243,21 +276,26 @@ class Tab:
     def __init__(self, browser: Chromium):
         self.b = browser
         target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = browser.send("Target.attachToTarget",
-                                    {"targetId": target, "flatten": True})["sessionId"]
+        self.session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"
+        ]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(f"{domain}.enable")
         self.call("Network.setCacheDisabled", {"cacheDisabled": True})
-        self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1,
-                   "mobile": False})
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": VIEWPORT[0], "height": VIEWPORT[1], "deviceScaleFactor": 1, "mobile": False},
+        )
 
     def call(self, method: str, params: dict | None = None, timeout: float = 60.0) -> dict:
         return self.b.send(method, params, session=self.session, timeout=timeout)
 
     def evaluate(self, expression: str, timeout: float = 60.0):
-        result = self.call("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
-                                                "returnByValue": True}, timeout=timeout)
+        result = self.call(
+            "Runtime.evaluate",
+            {"expression": expression, "awaitPromise": True, "returnByValue": True},
+            timeout=timeout,
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"page script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -413,8 +451,12 @@ def network_report(events: list[dict], base: str) -> dict:
             d = p["exceptionDetails"]
             errors.append("exception: " + d.get("exception", {}).get("description", d["text"]))
         elif method == "Runtime.consoleAPICalled" and p["type"] in ("error", "assert"):
-            errors.append("console." + p["type"] + ": " + " ".join(
-                str(a.get("value", a.get("description", ""))) for a in p["args"]))
+            errors.append(
+                "console."
+                + p["type"]
+                + ": "
+                + " ".join(str(a.get("value", a.get("description", ""))) for a in p["args"])
+            )
         elif method == "Log.entryAdded" and p["entry"]["level"] == "error":
             errors.append(f"log: {p['entry']['text']} {p['entry'].get('url', '')}".strip())
     # the browser asks for /favicon.ico on its own; the book has none, which is harmless
@@ -430,12 +472,13 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
     problems += [f"request leaves the site (must work offline): {u}" for u in net["outside"]]
     problems += [f"image did not load: {s}" for s in info["broken_images"]]
     problems += [f"image without alt text: {s}" for s in info["missing_alt"]]
-    problems += [f"alt text holds LaTeX (a screen reader reads it raw): {s!r}"
-                 for s in info.get("latex_alt", [])]
+    problems += [
+        f"alt text holds LaTeX (a screen reader reads it raw): {s!r}"
+        for s in info.get("latex_alt", [])
+    ]
     problems += [f"math not rendered: {t!r}" for t in info["math_unrendered"]]
     problems += [f"math error: {t!r}" for t in info["math_errors"]]
-    problems += [f"placeholder instead of output: {p!r}" for p in PLACEHOLDERS
-                 if p in info["text"]]
+    problems += [f"placeholder instead of output: {p!r}" for p in PLACEHOLDERS if p in info["text"]]
     if info["widget_views"]:
         problems.append(f"{info['widget_views']} widget view(s) that a static page cannot show")
     problems += [f"solution dropdown is open: {t!r}" for t in info["dropdowns_open"]]
@@ -449,8 +492,10 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
             if b > a + 1:
                 problems.append(f"heading level jumps from h{a} to h{b} at {title!r}")
     if own_bytes(rel, net, html_root) > MAX_PAGE_BYTES:
-        problems.append(f"page is {own_bytes(rel, net, html_root) / 2**20:.1f} MB "
-                        f"(limit {MAX_PAGE_BYTES / 2**20:.0f} MB)")
+        problems.append(
+            f"page is {own_bytes(rel, net, html_root) / 2**20:.1f} MB "
+            f"(limit {MAX_PAGE_BYTES / 2**20:.0f} MB)"
+        )
     return problems
 
 
@@ -458,25 +503,31 @@ def deck_problems(deck: dict) -> list[str]:
     """What is wrong with a chapter's slide deck as the browser shows it."""
     problems = []
     if deck["count"] < 5:
-        problems.append(f"slide deck has {deck['count']} slides (a chapter's deck has at "
-                        "least the title, question, key figure, takeaways and exercises)")
+        problems.append(
+            f"slide deck has {deck['count']} slides (a chapter's deck has at "
+            "least the title, question, key figure, takeaways and exercises)"
+        )
     if deck["shown"] != 1 or deck["first"] != 0:
-        problems.append(f"slide deck shows {deck['shown']} slides at once, first shown "
-                        f"{deck['first']} (want slide 0 alone)")
+        problems.append(
+            f"slide deck shows {deck['shown']} slides at once, first shown "
+            f"{deck['first']} (want slide 0 alone)"
+        )
     if deck["count"] > 1 and (deck["next"] != 1 or deck["back"] != 0):
-        problems.append("the arrow keys do not move through the slides "
-                        f"(right: {deck['next']}, left: {deck['back']})")
+        problems.append(
+            "the arrow keys do not move through the slides "
+            f"(right: {deck['next']}, left: {deck['back']})"
+        )
     for want in ("Question and result", "Takeaways", "Exercise"):
         if not any((t or "").startswith(want) for t in deck["titles"]):
             problems.append(f"slide deck has no {want!r} slide")
     return problems
 
 
-CORE_WORDS = {"book/meet_the_model.html": 2000}   # the core path's word budget per chapter
+CORE_WORDS = {"book/meet_the_model.html": 2000}  # the core path's word budget per chapter
 CORE_WORDS_DEFAULT = 3000
-MIN_IMAGE_RATIO = 0.8          # no image shown below 80% of its natural width
+MIN_IMAGE_RATIO = 0.8  # no image shown below 80% of its natural width
 MAX_FIRST_FIGURE_SCREENS = 2.0
-MAX_MEDIAN_CODE_LINES = 8      # visible code cells stay short: imports and plotting are folded
+MAX_MEDIAN_CODE_LINES = 8  # visible code cells stay short: imports and plotting are folded
 
 
 def reader_row(rel: str, info: dict) -> dict:
@@ -484,12 +535,17 @@ def reader_row(rel: str, info: dict) -> dict:
     r = info["reader"]
     code = sorted(r["code_lines"])
     ratios = [x for x, _ in r["images"]]
-    return {"page": rel, "core_words": r["core_words"], "words_folds_open": r["open_words"],
-            "first_figure_screens": r["first_figure_screens"],
-            "smallest_image_ratio": min(ratios) if ratios else None,
-            "images_below_80pct": sum(x < MIN_IMAGE_RATIO for x in ratios),
-            "visible_code_cells": len(code), "visible_code_lines": sum(code),
-            "median_code_lines": code[len(code) // 2] if code else 0}
+    return {
+        "page": rel,
+        "core_words": r["core_words"],
+        "words_folds_open": r["open_words"],
+        "first_figure_screens": r["first_figure_screens"],
+        "smallest_image_ratio": min(ratios) if ratios else None,
+        "images_below_80pct": sum(x < MIN_IMAGE_RATIO for x in ratios),
+        "visible_code_cells": len(code),
+        "visible_code_lines": sum(code),
+        "median_code_lines": code[len(code) // 2] if code else 0,
+    }
 
 
 def reader_problems(rel: str, info: dict) -> list[str]:
@@ -504,19 +560,25 @@ def reader_problems(rel: str, info: dict) -> list[str]:
         return problems
     budget = CORE_WORDS.get(rel, CORE_WORDS_DEFAULT)
     if r["core_words"] > budget:
-        problems.append(f"core path of {r['core_words']} words with folds closed "
-                        f"(budget {budget})")
+        problems.append(f"core path of {r['core_words']} words with folds closed (budget {budget})")
     first = r["first_figure_screens"]
     if first is None or first > MAX_FIRST_FIGURE_SCREENS:
-        problems.append("first figure " + ("missing" if first is None else
-                        f"{first:.1f} screens below the header box")
-                        + f" (at most {MAX_FIRST_FIGURE_SCREENS:.0f})")
-    problems += [f"image shown at {x:.0%} of its width (at least {MIN_IMAGE_RATIO:.0%}): {a!r}"
-                 for x, a in r["images"] if x < MIN_IMAGE_RATIO]
+        problems.append(
+            "first figure "
+            + ("missing" if first is None else f"{first:.1f} screens below the header box")
+            + f" (at most {MAX_FIRST_FIGURE_SCREENS:.0f})"
+        )
+    problems += [
+        f"image shown at {x:.0%} of its width (at least {MIN_IMAGE_RATIO:.0%}): {a!r}"
+        for x, a in r["images"]
+        if x < MIN_IMAGE_RATIO
+    ]
     code = sorted(r["code_lines"])
     if code and code[len(code) // 2] > MAX_MEDIAN_CODE_LINES:
-        problems.append(f"visible code cells have a median of {code[len(code) // 2]} lines "
-                        f"(at most {MAX_MEDIAN_CODE_LINES})")
+        problems.append(
+            f"visible code cells have a median of {code[len(code) // 2]} lines "
+            f"(at most {MAX_MEDIAN_CODE_LINES})"
+        )
     if r["explorers"]:
         problems += [f"calls a working player static: {t!r}" for t in r["text_static"]]
     for line in r["bars"]:
@@ -588,8 +650,14 @@ def check_search(tab: Tab, base: str) -> list[str]:
 
 
 # what an executed chapter page must never show
-EXECUTION_ERRORS = ["highlight-ipythontb", "Traceback (most recent call last)", "CellTimeoutError",
-                    "CellExecutionError", "DeadKernelError", "AssertionError"]
+EXECUTION_ERRORS = [
+    "highlight-ipythontb",
+    "Traceback (most recent call last)",
+    "CellTimeoutError",
+    "CellExecutionError",
+    "DeadKernelError",
+    "AssertionError",
+]
 
 
 CHAPTER_PAGES = {md.relative_to(ROOT).with_suffix(".html").as_posix() for md in chapter_sources()}
@@ -597,7 +665,8 @@ CHAPTER_PAGES = {md.relative_to(ROOT).with_suffix(".html").as_posix() for md in 
 
 def expected_figures(md: Path) -> int:
     """Code cells of a chapter that must leave an image file in its page: figures and
-    explorers (they carry ``mystnb.image.alt``: tests/booktools/test_book.py), hidden cells excluded.
+    explorers (they carry ``mystnb.image.alt``: tests/booktools/test_book.py), hidden cells
+    excluded.
     Animations are inline HTML, not image files; the browser check counts them."""
     n = 0
     for cell in md.read_text(encoding="utf-8").split("```{code-cell}")[1:]:
@@ -616,11 +685,12 @@ def expected_explorers(md: Path) -> int:
     n = 0
     for cell in md.read_text(encoding="utf-8").split("```{code-cell}")[1:]:
         body = cell.partition("\n")[2].split("\n```", 1)[0]
-        if body.startswith("---"):                     # options as a YAML block
+        if body.startswith("---"):  # options as a YAML block
             meta = body.split("\n---", 1)[0]
-        else:                                          # or as ":tags: [...]" lines
-            meta = "\n".join(itertools.takewhile(lambda line: line.startswith(":"),
-                                                 body.splitlines()))
+        else:  # or as ":tags: [...]" lines
+            meta = "\n".join(
+                itertools.takewhile(lambda line: line.startswith(":"), body.splitlines())
+            )
         if "remove-cell" in meta or "remove-output" in meta:
             continue
         if re.search(r"^\s*explorer\(", body, re.M):
@@ -638,7 +708,8 @@ def execution_problems(html_root: Path) -> dict[str, list[str]]:
         rel = log.relative_to(html_root / "reports").as_posix().removesuffix(".err.log")
         first = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
         failures.setdefault(rel + ".html", []).append(
-            f"execution failed (reports/{log.name}): {' '.join(first)[:200]}")
+            f"execution failed (reports/{log.name}): {' '.join(first)[:200]}"
+        )
     for md in chapter_sources():
         rel = md.relative_to(ROOT).with_suffix(".html").as_posix()
         page = html_root / rel
@@ -650,24 +721,33 @@ def execution_problems(html_root: Path) -> dict[str, list[str]]:
         if found:
             failures.setdefault(rel, []).append(f"execution error shown in the page: {found}")
         # an explorer's figure is its precomputed player (images inline), not an image file
-        images = len(re.findall(r'<img[^>]+src="[^"]*_images/', text)) + \
-            text.count('class="sqx-explorer"')
+        images = len(re.findall(r'<img[^>]+src="[^"]*_images/', text)) + text.count(
+            'class="sqx-explorer"'
+        )
         want = expected_figures(md)
         if images < want:
             failures.setdefault(rel, []).append(
                 f"{images} output image(s) for {want} figure cell(s): missing outputs "
-                "(did the chapter fail to execute?)")
+                "(did the chapter fail to execute?)"
+            )
         players, explorers = text.count('class="sqx-explorer"'), expected_explorers(md)
         if players < explorers:
             failures.setdefault(rel, []).append(
                 f"{players} explorer player(s) for {explorers} explorer cell(s): the page shows "
                 "a static image instead (the html builder must prefer text/html over "
-                "image/png: nb_mime_priority_overrides in _config.yml)")
+                "image/png: nb_mime_priority_overrides in _config.yml)"
+            )
     return failures
 
 
-def browse(html_root: Path, rels: list[str], binary: str, *, shots: Path | None = None,
-           search: bool = False):
+def browse(
+    html_root: Path,
+    rels: list[str],
+    binary: str,
+    *,
+    shots: Path | None = None,
+    search: bool = False,
+):
     """Open each page ``rels`` (paths under ``html_root``) in headless Chromium, move its
     explorers' controls and run the page checks.  Returns ``(pages, failures, rows,
     link_problems, search_problems)``; screenshots go to ``shots`` when given."""
@@ -684,7 +764,7 @@ def browse(html_root: Path, rels: list[str], binary: str, *, shots: Path | None 
             info = json.loads(tab.evaluate(PAGE_JS))
             explorers = json.loads(tab.evaluate(EXPLORER_JS, timeout=120))
             time.sleep(0.1)
-            while not browser.events.empty():      # messages logged while waiting
+            while not browser.events.empty():  # messages logged while waiting
                 ev = browser.events.get_nowait()
                 if ev.get("sessionId") == tab.session:
                     events.append(ev)
@@ -699,11 +779,23 @@ def browse(html_root: Path, rels: list[str], binary: str, *, shots: Path | None 
             if shots is not None:
                 shot = tab.call("Page.captureScreenshot", {"format": "png"})["data"]
                 (shots / (rel.replace("/", "__").removesuffix(".html") + ".png")).write_bytes(
-                    base64.b64decode(shot))
-            rows.append((rel, (html_root / rel).stat().st_size, own_bytes(rel, net, html_root),
-                         sum(net["bytes"].values()), info["images"], info["math"],
-                         info["animations"], len(explorers), info["dropdowns"], len(problems),
-                         time.perf_counter() - start))
+                    base64.b64decode(shot)
+                )
+            rows.append(
+                (
+                    rel,
+                    (html_root / rel).stat().st_size,
+                    own_bytes(rel, net, html_root),
+                    sum(net["bytes"].values()),
+                    info["images"],
+                    info["math"],
+                    info["animations"],
+                    len(explorers),
+                    info["dropdowns"],
+                    len(problems),
+                    time.perf_counter() - start,
+                )
+            )
         link_problems = check_links(pages, html_root, base)
         if search:
             search_problems = check_search(tab, base)
@@ -716,8 +808,12 @@ def browse(html_root: Path, rels: list[str], binary: str, *, shots: Path | None 
 
 def find_chromium(explicit: str | None = None) -> str | None:
     """The Chromium binary: ``explicit``, ``$CHROMIUM``, or ``chromium`` on the PATH."""
-    return (explicit or os.environ.get("CHROMIUM") or shutil.which("chromium")
-            or shutil.which("chromium-browser"))
+    return (
+        explicit
+        or os.environ.get("CHROMIUM")
+        or shutil.which("chromium")
+        or shutil.which("chromium-browser")
+    )
 
 
 def main(argv=None) -> int:
@@ -743,26 +839,50 @@ def main(argv=None) -> int:
     shots = Path(args.screenshots)
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
-    rels = sorted(str(p.relative_to(html_root)) for p in html_root.rglob("*.html")
-                  if not p.relative_to(html_root).parts[0].startswith(("_", ".")))
+    rels = sorted(
+        str(p.relative_to(html_root))
+        for p in html_root.rglob("*.html")
+        if not p.relative_to(html_root).parts[0].startswith(("_", "."))
+    )
     decks = [f"slides/{md.stem}.html" for md in chapter_sources()]
     missing = [d for d in decks if d not in rels]
     if missing:
         print("check_site: chapters without a slide deck: " + ", ".join(missing))
         return 1
     pages, failures, rows, link_problems, search_problems = browse(
-        html_root, rels, binary, shots=shots, search=True)
+        html_root, rels, binary, shots=shots, search=True
+    )
 
-    header = ("page", "html_bytes", "page_bytes", "first_visit_bytes", "images", "math",
-              "animations", "explorers", "dropdowns", "problems", "seconds")
+    header = (
+        "page",
+        "html_bytes",
+        "page_bytes",
+        "first_visit_bytes",
+        "images",
+        "math",
+        "animations",
+        "explorers",
+        "dropdowns",
+        "problems",
+        "seconds",
+    )
     report = Path(args.html).resolve().parent / "site_report.tsv"
-    report.write_text("\n".join("\t".join(str(round(v, 2)) if isinstance(v, float) else str(v)
-                                          for v in row) for row in [header, *rows]) + "\n")
-    print(f"{'page':34s} {'html':>8s} {'page':>8s} {'1st visit':>9s} {'img':>4s} {'math':>5s}"
-          f" {'anim':>4s} {'expl':>4s} {'sol':>4s}  problems")
+    report.write_text(
+        "\n".join(
+            "\t".join(str(round(v, 2)) if isinstance(v, float) else str(v) for v in row)
+            for row in [header, *rows]
+        )
+        + "\n"
+    )
+    print(
+        f"{'page':34s} {'html':>8s} {'page':>8s} {'1st visit':>9s} {'img':>4s} {'math':>5s}"
+        f" {'anim':>4s} {'expl':>4s} {'sol':>4s}  problems"
+    )
     for rel, html, own, first, imgs, math, anims, expl, drops, n, _ in rows:
-        print(f"{rel:34s} {html / 1e3:7.0f}k {own / 1e3:7.0f}k {first / 1e6:8.2f}M {imgs:4d}"
-              f" {math:5d} {anims:4d} {expl:4d} {drops:4d}  {n}")
+        print(
+            f"{rel:34s} {html / 1e3:7.0f}k {own / 1e3:7.0f}k {first / 1e6:8.2f}M {imgs:4d}"
+            f" {math:5d} {anims:4d} {expl:4d} {drops:4d}  {n}"
+        )
     for rel, problems in failures.items():
         print(f"\n{rel}:")
         for p in problems[:25]:
@@ -772,27 +892,37 @@ def main(argv=None) -> int:
     reader = [reader_row(rel, pages[rel]) for rel in sorted(pages) if rel in CHAPTER_PAGES]
     if reader:
         keys = list(reader[0])
-        (Path(args.html).resolve().parent / "reader_report.tsv").write_text("\n".join(
-            "\t".join(f"{r[k]:.2f}" if isinstance(r[k], float) else str(r[k]) for k in keys)
-            for r in [dict(zip(keys, keys, strict=True)), *reader]) + "\n")
-        print(f"\n{'chapter':34s} {'core words':>10s} {'all words':>9s} {'1st fig':>8s} "
-              f"{'min img':>8s} {'<80%':>5s} {'code cells':>10s} {'lines':>6s} {'median':>6s}")
+        (Path(args.html).resolve().parent / "reader_report.tsv").write_text(
+            "\n".join(
+                "\t".join(f"{r[k]:.2f}" if isinstance(r[k], float) else str(r[k]) for k in keys)
+                for r in [dict(zip(keys, keys, strict=True)), *reader]
+            )
+            + "\n"
+        )
+        print(
+            f"\n{'chapter':34s} {'core words':>10s} {'all words':>9s} {'1st fig':>8s} "
+            f"{'min img':>8s} {'<80%':>5s} {'code cells':>10s} {'lines':>6s} {'median':>6s}"
+        )
         for r in reader:
             fig = r["first_figure_screens"]
             img = r["smallest_image_ratio"]
-            print(f"{r['page']:34s} {r['core_words']:10d} {r['words_folds_open']:9d} "
-                  f"{'-' if fig is None else f'{fig:.1f}':>8s} "
-                  f"{'-' if img is None else f'{img:.0%}':>8s} {r['images_below_80pct']:5d} "
-                  f"{r['visible_code_cells']:10d} {r['visible_code_lines']:6d} "
-                  f"{r['median_code_lines']:6d}")
+            print(
+                f"{r['page']:34s} {r['core_words']:10d} {r['words_folds_open']:9d} "
+                f"{'-' if fig is None else f'{fig:.1f}':>8s} "
+                f"{'-' if img is None else f'{img:.0%}':>8s} {r['images_below_80pct']:5d} "
+                f"{r['visible_code_cells']:10d} {r['visible_code_lines']:6d} "
+                f"{r['median_code_lines']:6d}"
+            )
     for title, problems in [("internal links", link_problems), ("search", search_problems)]:
         if problems:
             print(f"\n{title}:")
             for p in problems:
                 print(f"  - {p}")
     n_bad = len(failures) + bool(link_problems) + bool(search_problems)
-    print(f"\ncheck_site: {len(rows)} pages, screenshots in {shots}, sizes in {report}: "
-          + ("all checks passed" if not n_bad else f"{n_bad} problem group(s)"))
+    print(
+        f"\ncheck_site: {len(rows)} pages, screenshots in {shots}, sizes in {report}: "
+        + ("all checks passed" if not n_bad else f"{n_bad} problem group(s)")
+    )
     return 1 if n_bad else 0
 
 

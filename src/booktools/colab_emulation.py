@@ -26,6 +26,7 @@ and numpy alone.
 
 Install constraints (e.g. torch pinned to a local wheel) come from ``PIP_CONSTRAINT``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,56 +52,91 @@ def make_env(venv: Path) -> Path:
     """A virtual environment with Colab's packages and a Jupyter kernel spec; its python."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
-    pip = subprocess.run([str(py), "-m", "pip", "install", "-q", *COLAB_PACKAGES],
-                         capture_output=True, text=True)
+    pip = subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", *COLAB_PACKAGES], capture_output=True, text=True
+    )
     if pip.returncode:
         raise SystemExit(f"pip install {' '.join(COLAB_PACKAGES)} failed:\n{pip.stderr}")
-    subprocess.run([str(py), "-m", "ipykernel", "install", "--prefix", str(venv),
-                    "--name", KERNEL, "--display-name", "Colab emulation"], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            str(py),
+            "-m",
+            "ipykernel",
+            "install",
+            "--prefix",
+            str(venv),
+            "--name",
+            KERNEL,
+            "--display-name",
+            "Colab emulation",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return py
 
 
 def git_source() -> str:
     """The setup cell's install URL with this repository in place of the remote one."""
     _, ref = config()
-    known = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet",
-                            f"{ref}^{{commit}}"], capture_output=True, text=True)
+    known = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
     if known.returncode:
-        raise SystemExit(f"the setup cells install REF {ref!r} (_config.yml repository.branch), "
-                         "which this repository does not have")
+        raise SystemExit(
+            f"the setup cells install REF {ref!r} (_config.yml repository.branch), "
+            "which this repository does not have"
+        )
     # file://localhost/...: pip rejects a VCS URL with an empty host (git+file:///...)
     return f"git+file://localhost{ROOT.as_posix()}@{ref}"
 
 
 def versions(py: Path) -> dict:
-    out = subprocess.run([str(py), "-c", "import json, torch, numpy; print(json.dumps("
-                          "{'torch': [torch.__version__, torch.__file__], "
-                          "'numpy': [numpy.__version__, numpy.__file__]}))"],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            str(py),
+            "-c",
+            "import json, torch, numpy; print(json.dumps("
+            "{'torch': [torch.__version__, torch.__file__], "
+            "'numpy': [numpy.__version__, numpy.__file__]}))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out)
 
 
 def label(nb_path: Path) -> str:
     """``edition/chapter`` for a reader notebook, else the notebook's name."""
-    return f"{nb_path.parent.name}/{nb_path.stem}" if nb_path.parent.name in (
-        "lecturer", "student") else nb_path.stem
+    return (
+        f"{nb_path.parent.name}/{nb_path.stem}"
+        if nb_path.parent.name in ("lecturer", "student")
+        else nb_path.stem
+    )
 
 
 def reader_notebooks(edition: str) -> list[Path]:
     """The build's Colab notebooks of one edition or both, chapters in the book's order."""
     editions = ("lecturer", "student") if edition == "both" else (edition,)
-    found = [ROOT / "_build" / "html" / "colab" / e / f"{nb.stem}.ipynb"
-             for e in editions for nb in chapter_notebooks(ROOT)]
+    found = [
+        ROOT / "_build" / "html" / "colab" / e / f"{nb.stem}.ipynb"
+        for e in editions
+        for nb in chapter_notebooks(ROOT)
+    ]
     missing = [str(p) for p in found if not p.is_file()]
     if missing:
-        raise SystemExit("no Colab notebook (build the book first: jupyter-book build .): "
-                         + ", ".join(missing))
+        raise SystemExit(
+            "no Colab notebook (build the book first: jupyter-book build .): " + ", ".join(missing)
+        )
     return found
 
 
-def run_notebook(nb_path: Path, venv: Path, threads: int,
-                 source: str | None = None) -> tuple[str, float, str | None]:
+def run_notebook(
+    nb_path: Path, venv: Path, threads: int, source: str | None = None
+) -> tuple[str, float, str | None]:
     """Execute one notebook alone in an empty folder; return (name, seconds, error).
 
     ``source`` is what the setup cell installs (default: this checkout)."""
@@ -111,16 +147,25 @@ def run_notebook(nb_path: Path, venv: Path, threads: int,
     try:
         shutil.copy(nb_path, work / nb_path.name)
         nb = nbformat.read(work / nb_path.name, as_version=4)
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("SEQTHEORY_", "PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_"))}
-        env.update({"SEQTHEORY_INSTALL_FROM": source or git_source(),
-                    "SEQTHEORY_NUM_THREADS": str(threads),
-                    "SEQTHEORY_STRICT_CHECKS": "1",   # CI: a failed claim check fails
-                    "JUPYTER_PATH": str(venv / "share" / "jupyter"),
-                    "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
-                    "PIP_DISABLE_PIP_VERSION_CHECK": "1", "MPLBACKEND": "agg"})
-        client = NotebookClient(nb, timeout=900, kernel_name=KERNEL,
-                                resources={"metadata": {"path": str(work)}})
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("SEQTHEORY_", "PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_"))
+        }
+        env.update(
+            {
+                "SEQTHEORY_INSTALL_FROM": source or git_source(),
+                "SEQTHEORY_NUM_THREADS": str(threads),
+                "SEQTHEORY_STRICT_CHECKS": "1",  # CI: a failed claim check fails
+                "JUPYTER_PATH": str(venv / "share" / "jupyter"),
+                "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+                "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                "MPLBACKEND": "agg",
+            }
+        )
+        client = NotebookClient(
+            nb, timeout=900, kernel_name=KERNEL, resources={"metadata": {"path": str(work)}}
+        )
         start = time.perf_counter()
         try:
             # the kernel inherits this process's environment: hand it the emulated one
@@ -136,10 +181,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--venv", type=Path, help="reuse or create the environment here")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="notebooks at a time (each with its own library install)")
-    parser.add_argument("--edition", choices=["lecturer", "student", "both"], default="both",
-                        help="which edition's Colab notebooks to run (default: both)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="notebooks at a time (each with its own library install)",
+    )
+    parser.add_argument(
+        "--edition",
+        choices=["lecturer", "student", "both"],
+        default="both",
+        help="which edition's Colab notebooks to run (default: both)",
+    )
     args = parser.parse_args(argv)
     notebooks = args.notebooks or reader_notebooks(args.edition)
     venv = args.venv or Path(tempfile.mkdtemp(prefix="colab-venv-")) / "venv"
@@ -156,30 +209,43 @@ def main(argv=None) -> int:
     if jobs == 1:
         for nb in notebooks:
             # a fresh session: the library is not there until the setup cell installs it
-            subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"],
-                           capture_output=True)
+            subprocess.run(
+                [str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"], capture_output=True
+            )
             results.append(run_notebook(nb, venv, threads))
-            print(f"[colab] {results[-1][0]:33s} {results[-1][1]:6.1f} s  "
-                  f"{'ok' if results[-1][2] is None else 'FAILED'}", flush=True)
+            print(
+                f"[colab] {results[-1][0]:33s} {results[-1][1]:6.1f} s  "
+                f"{'ok' if results[-1][2] is None else 'FAILED'}",
+                flush=True,
+            )
     else:  # parallel notebooks share one environment: install the library once, first
-        subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"],
-                       capture_output=True)
+        subprocess.run(
+            [str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"], capture_output=True
+        )
         # Setup cells that install from a source folder at the same time would build it in
         # the same build/ directory and collide; a wheel built once installs without a
         # build, and pip leaves an installed wheel of the same version alone.
         wheels = Path(tempfile.mkdtemp(prefix="colab-wheel-"))
-        subprocess.run([str(py), "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w",
-                        str(wheels)], check=True, capture_output=True)
+        subprocess.run(
+            [str(py), "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(wheels)],
+            check=True,
+            capture_output=True,
+        )
         wheel = next(wheels.glob("seqtheory-*.whl")).as_uri()
-        results.append(run_notebook(notebooks[0], venv, threads))   # through the git URL
+        results.append(run_notebook(notebooks[0], venv, threads))  # through the git URL
         # the others find the wheel installed (same version: pip leaves it alone)
-        subprocess.run([str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"],
-                       capture_output=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", wheel], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"], capture_output=True
+        )
+        subprocess.run(
+            [str(py), "-m", "pip", "install", "-q", "--no-deps", wheel],
+            check=True,
+            capture_output=True,
+        )
         with ThreadPoolExecutor(jobs) as pool:
-            results += list(pool.map(lambda nb: run_notebook(nb, venv, threads, wheel),
-                                     notebooks[1:]))
+            results += list(
+                pool.map(lambda nb: run_notebook(nb, venv, threads, wheel), notebooks[1:])
+            )
     after = versions(py)
     failed = [(name, err) for name, _, err in results if err]
     if after != before:
@@ -189,8 +255,10 @@ def main(argv=None) -> int:
         print(f"[colab] {name:33s} {seconds:7.1f}  {'ok' if err is None else 'FAILED'}")
     for name, err in failed:
         print(f"\n[colab] {name} FAILED:\n{err[-3000:]}")
-    print(f"\n[colab] {len(results) - len([r for r in results if r[2]])} of {len(results)} "
-          "notebooks ran in the emulated Colab environment" + (" -- FAILED" if failed else ""))
+    print(
+        f"\n[colab] {len(results) - len([r for r in results if r[2]])} of {len(results)} "
+        "notebooks ran in the emulated Colab environment" + (" -- FAILED" if failed else "")
+    )
     return 1 if failed else 0
 
 

@@ -25,6 +25,7 @@ a test of everything but the training's outcome, for a machine without a GPU:
 
 Exit status 1 if any chapter had a failed check or an error (in a smoke run: an error).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -93,8 +94,7 @@ def device_name() -> tuple[str, str]:
     except ImportError:
         return "CPU", "none"
     if torch.cuda.is_available():
-        return (f"{torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})",
-                torch.__version__)
+        return (f"{torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})", torch.__version__)
     return "CPU", torch.__version__
 
 
@@ -112,42 +112,74 @@ def cell_outcomes(nb_path: Path) -> tuple[list[dict], int]:
         errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if errs:
             err = errs[0]
-            errors.append({"cell": i,
-                           "line": failing_line("\n".join(err.get("traceback", []))),
-                           "error": f"{err.get('ename')}: {err.get('evalue', '')}"[:200]})
+            errors.append(
+                {
+                    "cell": i,
+                    "line": failing_line("\n".join(err.get("traceback", []))),
+                    "error": f"{err.get('ename')}: {err.get('evalue', '')}"[:200],
+                }
+            )
         elif cell.get("execution_count") is None and any(
-                call in cell.source for call in ("assert", "check(", "verify(")):
+            call in cell.source for call in ("assert", "check(", "verify(")
+        ):
             not_reached += 1
     return errors, not_reached
 
 
-def run_chapter(nb: Path, timeout: int, out_dir: Path, smoke: int = 0,
-                deadline: float = 0.0) -> dict:
+def run_chapter(
+    nb: Path, timeout: int, out_dir: Path, smoke: int = 0, deadline: float = 0.0
+) -> dict:
     log = out_dir / f"{nb.stem}.checks.jsonl"
     log.unlink(missing_ok=True)
-    values = out_dir / f"{nb.stem}.claims.jsonl"      # every section's claim values
+    values = out_dir / f"{nb.stem}.claims.jsonl"  # every section's claim values
     values.unlink(missing_ok=True)
-    env = {**os.environ, "FULL": "1", "SEQTHEORY_STATIC_PROGRESS": "1", "MPLBACKEND": "Agg",
-           "SEQTHEORY_STRICT_CHECKS": "0", "SEQTHEORY_CHECK_LOG": str(log),
-           "SEQTHEORY_CLAIMS_RECORD": str(values), "SEQTHEORY_SMOKE": str(smoke)}
+    env = {
+        **os.environ,
+        "FULL": "1",
+        "SEQTHEORY_STATIC_PROGRESS": "1",
+        "MPLBACKEND": "Agg",
+        "SEQTHEORY_STRICT_CHECKS": "0",
+        "SEQTHEORY_CHECK_LOG": str(log),
+        "SEQTHEORY_CLAIMS_RECORD": str(values),
+        "SEQTHEORY_SMOKE": str(smoke),
+    }
     out = out_dir / f"{nb.stem}.ipynb"
-    proc = subprocess.run([sys.executable, "-c", RUN_ONE, str(nb), str(timeout),
-                           str(nb.parent), str(out), str(deadline)], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RUN_ONE,
+            str(nb),
+            str(timeout),
+            str(nb.parent),
+            str(out),
+            str(deadline),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     marker = [line for line in proc.stdout.splitlines() if line.startswith("@@RESULT@@")]
     if not marker:
-        return {"seconds": float("nan"), "error": f"runner crashed (exit {proc.returncode}): "
-                f"{(proc.stderr or proc.stdout)[-300:]}", "checks": [], "cell_errors": [],
-                "not_reached": 0, "peaks": {}}
+        return {
+            "seconds": float("nan"),
+            "error": f"runner crashed (exit {proc.returncode}): "
+            f"{(proc.stderr or proc.stdout)[-300:]}",
+            "checks": [],
+            "cell_errors": [],
+            "not_reached": 0,
+            "peaks": {},
+        }
     result = json.loads(marker[-1].removeprefix("@@RESULT@@"))
-    result["checks"] = ([json.loads(line) for line in log.read_text().splitlines()]
-                        if log.is_file() else [])
+    result["checks"] = (
+        [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+    )
     result["cell_errors"], result["not_reached"] = cell_outcomes(out)
     return result
 
 
 ESTIMATES = Path(__file__).resolve().parent / "full_run_estimates.tsv"
-DEFAULT_SECONDS, DEFAULT_MIB = 300.0, 8192.0    # a chapter missing from the estimates
+DEFAULT_SECONDS, DEFAULT_MIB = 300.0, 8192.0  # a chapter missing from the estimates
 
 
 def read_estimates(path: Path) -> dict:
@@ -160,8 +192,10 @@ def read_estimates(path: Path) -> dict:
     out = {}
     for line in lines[1:]:
         row = dict(zip(head, line.split("\t"), strict=False))
-        out[row["chapter"]] = (_number(row, "seconds", DEFAULT_SECONDS),
-                               _number(row, "peak_gpu_mib", DEFAULT_MIB))
+        out[row["chapter"]] = (
+            _number(row, "seconds", DEFAULT_SECONDS),
+            _number(row, "peak_gpu_mib", DEFAULT_MIB),
+        )
     return out
 
 
@@ -170,7 +204,7 @@ def _number(row: dict, key: str, default: float) -> float:
         value = float(row.get(key, ""))
     except ValueError:
         return default
-    return value if value == value else default                  # nan: missing
+    return value if value == value else default  # nan: missing
 
 
 def schedule(names: list[str], estimates: dict, jobs: int, budget_mib: float | None):
@@ -182,10 +216,11 @@ def schedule(names: list[str], estimates: dict, jobs: int, budget_mib: float | N
 
     def admit(running: list[str], name: str) -> bool:
         if not running:
-            return True                       # alone it runs whatever its estimate
+            return True  # alone it runs whatever its estimate
         if len(running) >= jobs:
             return False
         return budget_mib is None or sum(est[r][1] for r in running) + est[name][1] <= budget_mib
+
     return order, admit
 
 
@@ -197,29 +232,50 @@ def card_mib() -> float | None:
         return None
     if not torch.cuda.is_available():
         return None
-    return torch.cuda.get_device_properties(0).total_memory / 2 ** 20
+    return torch.cuda.get_device_properties(0).total_memory / 2**20
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--chapters", default="", help="comma-separated chapter names (default all)")
-    ap.add_argument("--notebooks", nargs="*", type=Path, default=(),
-                    help="run these notebooks instead of the book's chapters")
+    ap.add_argument(
+        "--notebooks",
+        nargs="*",
+        type=Path,
+        default=(),
+        help="run these notebooks instead of the book's chapters",
+    )
     ap.add_argument("--timeout", type=int, default=3600, help="per-cell timeout in seconds")
-    ap.add_argument("--jobs", type=int, default=1,
-                    help="chapters run at the same time (each its own process)")
-    ap.add_argument("--gpu-memory", type=float, default=None,
-                    help="GiB the concurrent chapters' estimated peaks may sum to (default: "
-                         "the GPU's memory; no limit without a GPU)")
-    ap.add_argument("--estimates", type=Path, default=ESTIMATES,
-                    help="a table of chapter, seconds, peak_gpu_mib (a previous run's table) "
-                         "to schedule from")
-    ap.add_argument("--smoke", type=int, default=0,
-                    help="stop every training loop after this many steps (paper sizes, a "
-                         "quick test of everything but the outcome; 0: a real run)")
-    ap.add_argument("--deadline", type=float, default=0,
-                    help="seconds after which the run stops: running chapters end at their "
-                         "current cell, the rest do not start (0: no deadline)")
+    ap.add_argument(
+        "--jobs", type=int, default=1, help="chapters run at the same time (each its own process)"
+    )
+    ap.add_argument(
+        "--gpu-memory",
+        type=float,
+        default=None,
+        help="GiB the concurrent chapters' estimated peaks may sum to (default: "
+        "the GPU's memory; no limit without a GPU)",
+    )
+    ap.add_argument(
+        "--estimates",
+        type=Path,
+        default=ESTIMATES,
+        help="a table of chapter, seconds, peak_gpu_mib (a previous run's table) to schedule from",
+    )
+    ap.add_argument(
+        "--smoke",
+        type=int,
+        default=0,
+        help="stop every training loop after this many steps (paper sizes, a "
+        "quick test of everything but the outcome; 0: a real run)",
+    )
+    ap.add_argument(
+        "--deadline",
+        type=float,
+        default=0,
+        help="seconds after which the run stops: running chapters end at their "
+        "current cell, the rest do not start (0: no deadline)",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "_build" / "full_run.tsv")
     args = ap.parse_args(argv)
     if args.deadline < 0:
@@ -245,9 +301,11 @@ def main(argv=None) -> int:
     by_name = {Path(nb).stem: Path(nb) for nb in nbs}
     order, admit = schedule(list(by_name), read_estimates(args.estimates), args.jobs, budget)
     mode = f"smoke run ({args.smoke} training steps)" if args.smoke else "FULL=1"
-    print(f"{mode} on {device} (torch {torch_version}): {len(nbs)} notebook(s), {args.jobs} "
-          f"at a time" + (f", estimated peaks within {budget / 1024:.0f} GiB" if budget else ""),
-          flush=True)
+    print(
+        f"{mode} on {device} (torch {torch_version}): {len(nbs)} notebook(s), {args.jobs} "
+        f"at a time" + (f", estimated peaks within {budget / 1024:.0f} GiB" if budget else ""),
+        flush=True,
+    )
     results, running, pending = {}, {}, list(order)
     t0 = time.perf_counter()
     deadline = time.time() + args.deadline if args.deadline else 0.0
@@ -256,14 +314,20 @@ def main(argv=None) -> int:
             for name in list(pending):
                 if deadline and time.time() > deadline - 1:
                     pending.remove(name)
-                    results[name] = {"started": float("nan"), "seconds": float("nan"),
-                                     "error": "not started: the run's deadline came first",
-                                     "checks": [], "cell_errors": [], "not_reached": 0}
+                    results[name] = {
+                        "started": float("nan"),
+                        "seconds": float("nan"),
+                        "error": "not started: the run's deadline came first",
+                        "checks": [],
+                        "cell_errors": [],
+                        "not_reached": 0,
+                    }
                     continue
                 if admit(list(running.values()), name):
                     pending.remove(name)
-                    fut = pool.submit(run_chapter, by_name[name], args.timeout, out_dir,
-                                      args.smoke, deadline)
+                    fut = pool.submit(
+                        run_chapter, by_name[name], args.timeout, out_dir, args.smoke, deadline
+                    )
                     running[fut] = name
                     results[name] = {"started": time.perf_counter() - t0}
             if not running:
@@ -275,36 +339,55 @@ def main(argv=None) -> int:
                 report(name, results[name], args.smoke)
     wall = time.perf_counter() - t0
     rows, bad = [], 0
-    for name in by_name:                               # the book's order
+    for name in by_name:  # the book's order
         r = results[name]
         failed = [c for c in r["checks"] if not c["held"]]
         # a smoke run trains a few steps: its checks are not expected to hold
-        bad += bool((failed and not args.smoke) or r["cell_errors"] or r["error"]
-                    or r["not_reached"])
+        bad += bool(
+            (failed and not args.smoke) or r["cell_errors"] or r["error"] or r["not_reached"]
+        )
         peaks = r.get("peaks") or {}
-        rows.append((name, device, torch_version, f"{r['seconds']:.1f}",
-                     f"{r['started']:.0f}", mib(peaks.get("gpu")), mib(peaks.get("rss")),
-                     sum(c["held"] for c in r["checks"]), len(failed), len(r["cell_errors"]),
-                     r["not_reached"], notes_of(r, checks=not args.smoke)))
+        rows.append(
+            (
+                name,
+                device,
+                torch_version,
+                f"{r['seconds']:.1f}",
+                f"{r['started']:.0f}",
+                mib(peaks.get("gpu")),
+                mib(peaks.get("rss")),
+                sum(c["held"] for c in r["checks"]),
+                len(failed),
+                len(r["cell_errors"]),
+                r["not_reached"],
+                notes_of(r, checks=not args.smoke),
+            )
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         "chapter\tdevice\ttorch\tseconds\tstarted_s\tpeak_gpu_mib\tpeak_rss_mib"
         "\tchecks_passed\tchecks_failed\tcell_errors\tcheck_cells_not_reached\tfailures\n"
-        + "".join("\t".join(str(v).replace("\t", " ").replace("\n", " ") for v in row) + "\n"
-                  for row in rows))
+        + "".join(
+            "\t".join(str(v).replace("\t", " ").replace("\n", " ") for v in row) + "\n"
+            for row in rows
+        )
+    )
     print(f"all {len(rows)} notebook(s) in {wall:.0f} s wall; wrote {args.out}")
     return 1 if bad else 0
 
 
 def mib(value) -> str:
     """Bytes as MiB for the table ("" when not measured)."""
-    return "" if value is None else f"{value / 2 ** 20:.0f}"
+    return "" if value is None else f"{value / 2**20:.0f}"
 
 
 def notes_of(r: dict, checks: bool = True) -> str:
     """The failed checks (with ``checks``), cell errors and the run's error, in one line."""
-    notes = [f"check {c['line'] or '?'} -> {c['message']}" for c in r["checks"]
-             if checks and not c["held"]]
+    notes = [
+        f"check {c['line'] or '?'} -> {c['message']}"
+        for c in r["checks"]
+        if checks and not c["held"]
+    ]
     notes += [f"cell {e['cell']}: {e['line']} -> {e['error']}" for e in r["cell_errors"]]
     notes += [r["error"]] if r["error"] else []
     return "; ".join(notes)
@@ -312,12 +395,14 @@ def notes_of(r: dict, checks: bool = True) -> str:
 
 def report(name: str, r: dict, smoke: int) -> None:
     peaks = r.get("peaks") or {}
-    print(f"{name}: {r['seconds']:.0f} s (started at {r['started']:.0f} s), peak GPU "
-          f"{mib(peaks.get('gpu')) or '?'} MiB, RSS {mib(peaks.get('rss')) or '?'} MiB, checks "
-          f"{sum(c['held'] for c in r['checks'])} passed, "
-          f"{sum(not c['held'] for c in r['checks'])} failed, {len(r['cell_errors'])} cell "
-          f"errors, {r['not_reached']} check cells not reached {notes_of(r, not smoke)}",
-          flush=True)
+    print(
+        f"{name}: {r['seconds']:.0f} s (started at {r['started']:.0f} s), peak GPU "
+        f"{mib(peaks.get('gpu')) or '?'} MiB, RSS {mib(peaks.get('rss')) or '?'} MiB, checks "
+        f"{sum(c['held'] for c in r['checks'])} passed, "
+        f"{sum(not c['held'] for c in r['checks'])} failed, {len(r['cell_errors'])} cell "
+        f"errors, {r['not_reached']} check cells not reached {notes_of(r, not smoke)}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ line per glued name: ``chapter  name  value``.  With two folders it prints the n
 values differ, are missing or are new, and the names the chapters' text pastes that the
 new run does not glue; exit status 1 when a pasted value changed or is missing.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,7 @@ def _notebooks(folder: Path) -> dict[str, nbformat.NotebookNode]:
     for path in sorted(folder.glob("*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
         out[Path(record["md"]).stem] = nbformat.reads(record["notebook"], as_version=4)
-    for path in sorted(folder.glob("*.ipynb")):   # CHAPTER-seedS; seed 0 compares as CHAPTER
+    for path in sorted(folder.glob("*.ipynb")):  # CHAPTER-seedS; seed 0 compares as CHAPTER
         out[path.stem.removesuffix("-seed0")] = nbformat.read(path, as_version=4)
     return out
 
@@ -74,8 +75,10 @@ def main(argv: list[str]) -> int:
         missing = [n for n in a if n not in b]
         unpasted = sorted(text - set(b)) if chapter in new else []
         same = sum(1 for n in a if n in b and a[n] == b[n])
-        print(f"{chapter}: {same} glued values identical, {len(changed)} changed, "
-              f"{len(missing)} no longer glued, {len(set(b) - set(a))} new")
+        print(
+            f"{chapter}: {same} glued values identical, {len(changed)} changed, "
+            f"{len(missing)} no longer glued, {len(set(b) - set(a))} new"
+        )
         for n in changed:
             flag = " (pasted in the text)" if n in text else ""
             print(f"  changed {n}: {a[n]} -> {b[n]}{flag}")

@@ -16,6 +16,7 @@ title is, and no code line is wider than the printed page (measured in the print
 
 Run after building the book:  python -m booktools.make_pdf [_build/html] [--out book.pdf]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,14 @@ from pathlib import Path
 from booktools import ROOT
 from booktools.check_site import WAIT_JS, Chromium, Tab, serve
 
-A4 = {"paperWidth": 8.27, "paperHeight": 11.69, "marginTop": 0.5, "marginBottom": 0.5,
-      "marginLeft": 0.5, "marginRight": 0.5}
+A4 = {
+    "paperWidth": 8.27,
+    "paperHeight": 11.69,
+    "marginTop": 0.5,
+    "marginBottom": 0.5,
+    "marginLeft": 0.5,
+    "marginRight": 0.5,
+}
 
 PRINTABLE_WIDTH_PX = round((A4["paperWidth"] - A4["marginLeft"] - A4["marginRight"]) * 96)
 
@@ -141,8 +148,10 @@ def toc_parts(toc: Path = ROOT / "_toc.yml") -> list[tuple[str, list[str]]]:
 
     data = yaml.safe_load(toc.read_text())
     parts = [("", [data["root"]])]
-    parts += [(part.get("caption", ""), [c["file"] for c in part.get("chapters", [])])
-              for part in data.get("parts", [])]
+    parts += [
+        (part.get("caption", ""), [c["file"] for c in part.get("chapters", [])])
+        for part in data.get("parts", [])
+    ]
     if data.get("chapters"):
         parts.append(("", [c["file"] for c in data["chapters"]]))
     return parts
@@ -153,8 +162,10 @@ def appendix_captions(parts: list[tuple[str, list[str]]]) -> list[tuple[str, lis
     renamed "Appendix A: ...", "Appendix B: ..."."""
     last = max((k for k, (c, _) in enumerate(parts) if c.startswith("Part")), default=-1)
     letters = iter("ABCDEFGH")
-    return [(f"Appendix {next(letters)}: {c}" if k > last and c else c, ps)
-            for k, (c, ps) in enumerate(parts)]
+    return [
+        (f"Appendix {next(letters)}: {c}" if k > last and c else c, ps)
+        for k, (c, ps) in enumerate(parts)
+    ]
 
 
 def book_title() -> str:
@@ -169,20 +180,22 @@ def missing_titles(pdf_bytes: bytes, titles: list[str]) -> list[str]:
     from pypdf import PdfReader
 
     reader = PdfReader(io.BytesIO(pdf_bytes))
-    def norm(text: str) -> str:   # NFKC: ligatures such as "ﬁ" in the PDF's text become "fi"
+
+    def norm(text: str) -> str:  # NFKC: ligatures such as "ﬁ" in the PDF's text become "fi"
         return " ".join(unicodedata.normalize("NFKC", text).split()).lower()
 
     flat = norm(" ".join((page.extract_text() or "") for page in reader.pages))
     return [t for t in titles if norm(t) not in flat]
 
 
-def _norm(text: str) -> str:   # NFKC: ligatures such as "ﬁ" in the PDF's text become "fi"
+def _norm(text: str) -> str:  # NFKC: ligatures such as "ﬁ" in the PDF's text become "fi"
     return " ".join(unicodedata.normalize("NFKC", text).split()).lower()
 
 
 def _print(tab: Tab, **options) -> bytes:
-    return base64.b64decode(tab.call("Page.printToPDF", {"printBackground": True, **A4,
-                                                         **options}, timeout=180)["data"])
+    return base64.b64decode(
+        tab.call("Page.printToPDF", {"printBackground": True, **A4, **options}, timeout=180)["data"]
+    )
 
 
 def print_pages(html_root: Path, pages: list[str], binary: str) -> tuple[bytes, list[str]]:
@@ -214,9 +227,11 @@ def contents_html(entries: list[tuple[str, str, int]]) -> str:
         if caption != part:
             part = caption
             if caption:
-                rows.append(f'<h2>{html_lib.escape(caption)}</h2>')
-        rows.append(f'<p class="e"><span>{html_lib.escape(title)}</span><span class="d"></span>'
-                    f'<span>{page}</span></p>')
+                rows.append(f"<h2>{html_lib.escape(caption)}</h2>")
+        rows.append(
+            f'<p class="e"><span>{html_lib.escape(title)}</span><span class="d"></span>'
+            f"<span>{page}</span></p>"
+        )
     return f"""<!doctype html><meta charset="utf-8"><style>
 body {{ font-family: sans-serif; font-size: 10.5pt; }} h1 {{ font-size: 20pt; }}
 h2 {{ font-size: 11.5pt; margin: 1.1em 0 .3em; }}
@@ -229,7 +244,9 @@ def footer_html(labels: list[str], total: int, first: int) -> str:
     """One A4 page per label, blank but for a footer: the label and "page / pages"."""
     pages = "".join(
         f'<div class="p"><div class="f"><span>{html_lib.escape(label)}</span>'
-        f'<span>{first + k} / {total}</span></div></div>' for k, label in enumerate(labels))
+        f"<span>{first + k} / {total}</span></div></div>"
+        for k, label in enumerate(labels)
+    )
     return f"""<!doctype html><meta charset="utf-8"><style>
 @page {{ size: {A4["paperWidth"]}in {A4["paperHeight"]}in; margin: 0; }}
 body {{ margin: 0; }} .p {{ height: {A4["paperHeight"]}in; position: relative;
@@ -240,8 +257,9 @@ body {{ margin: 0; }} .p {{ height: {A4["paperHeight"]}in; position: relative;
 </style>{pages}"""
 
 
-def print_book(html_root: Path, pages: list[str], binary: str, front: bool = True,
-               subtitle: str = "") -> dict:
+def print_book(
+    html_root: Path, pages: list[str], binary: str, front: bool = True, subtitle: str = ""
+) -> dict:
     """Print the pages (and, with ``front``, a cover, the contents and page numbers).
 
     Returns ``{"pdf", "titles", "starts"`` (first page of each, 0-based) ``, "clipped"``
@@ -259,9 +277,10 @@ def print_book(html_root: Path, pages: list[str], binary: str, front: bool = Tru
         tab = Tab(browser)
         # the print layout: measured at the printed width, with print styles
         tab.call("Emulation.setEmulatedMedia", {"media": "print"})
-        tab.call("Emulation.setDeviceMetricsOverride", {
-            "width": PRINTABLE_WIDTH_PX, "height": 1000, "deviceScaleFactor": 1,
-            "mobile": False})
+        tab.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": PRINTABLE_WIDTH_PX, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
+        )
         for page in pages:
             if not (html_root / f"{page}.html").is_file():
                 raise FileNotFoundError(f"{page}.html is not in {html_root}: build the book first")
@@ -281,8 +300,9 @@ def print_book(html_root: Path, pages: list[str], binary: str, front: bool = Tru
         front_pages: list = []
         if front:
             rel = scratch.relative_to(html_root).as_posix()
-            _html_page(tab, scratch, f"{base}{rel}/", "cover.html",
-                       cover_html(book_title(), subtitle))
+            _html_page(
+                tab, scratch, f"{base}{rel}/", "cover.html", cover_html(book_title(), subtitle)
+            )
             cover = PdfReader(io.BytesIO(_print(tab)))
             captions = {p: c for c, ps in appendix_captions(toc_parts()) for p in ps}
 
@@ -293,13 +313,19 @@ def print_book(html_root: Path, pages: list[str], binary: str, front: bool = Tru
                     at += n
                 return out
 
-            _html_page(tab, scratch, f"{base}{rel}/", "contents.html",
-                       contents_html(entries(len(cover.pages) + 1)))
+            _html_page(
+                tab,
+                scratch,
+                f"{base}{rel}/",
+                "contents.html",
+                contents_html(entries(len(cover.pages) + 1)),
+            )
             contents = PdfReader(io.BytesIO(_print(tab)))
             offset = len(cover.pages) + len(contents.pages)
-            if len(contents.pages) != 1:           # the numbers moved: print it again
-                _html_page(tab, scratch, f"{base}{rel}/", "contents.html",
-                           contents_html(entries(offset)))
+            if len(contents.pages) != 1:  # the numbers moved: print it again
+                _html_page(
+                    tab, scratch, f"{base}{rel}/", "contents.html", contents_html(entries(offset))
+                )
                 contents = PdfReader(io.BytesIO(_print(tab)))
             front_pages = [cover, contents]
         writer = PdfWriter()
@@ -312,18 +338,32 @@ def print_book(html_root: Path, pages: list[str], binary: str, front: bool = Tru
             writer.add_outline_item(title=title, page_number=starts[-1])
         total = len(writer.pages)
         if front:
-            skip = len(front_pages[0].pages)                # the cover has no number
+            skip = len(front_pages[0].pages)  # the cover has no number
             labels, k = [], 0
             for index in range(skip, total):
                 while k + 1 < len(starts) and starts[k + 1] <= index:
                     k += 1
                 label = "Contents" if index < starts[0] else titles[k]
                 labels.append(f"{book_title()} · {label}")
-            _html_page(tab, scratch, f"{base}{scratch.relative_to(html_root).as_posix()}/",
-                       "footer.html", footer_html(labels, total, skip + 1))
-            overlay = PdfReader(io.BytesIO(_print(tab, preferCSSPageSize=True, marginTop=0,
-                                                  marginBottom=0, marginLeft=0,
-                                                  marginRight=0)))
+            _html_page(
+                tab,
+                scratch,
+                f"{base}{scratch.relative_to(html_root).as_posix()}/",
+                "footer.html",
+                footer_html(labels, total, skip + 1),
+            )
+            overlay = PdfReader(
+                io.BytesIO(
+                    _print(
+                        tab,
+                        preferCSSPageSize=True,
+                        marginTop=0,
+                        marginBottom=0,
+                        marginLeft=0,
+                        marginRight=0,
+                    )
+                )
+            )
             for k in range(total - skip):
                 writer.pages[skip + k].merge_page(overlay.pages[k])
     finally:
@@ -344,8 +384,14 @@ def print_book(html_root: Path, pages: list[str], binary: str, front: bool = Tru
         out = io.BytesIO()
         part.write(out)
         chapters[page] = out.getvalue()
-    return {"pdf": pdf, "titles": titles, "starts": starts, "clipped": clipped,
-            "unprinted": unprinted, "chapters": chapters}
+    return {
+        "pdf": pdf,
+        "titles": titles,
+        "starts": starts,
+        "clipped": clipped,
+        "unprinted": unprinted,
+        "chapters": chapters,
+    }
 
 
 class _PageBoxes:
@@ -371,8 +417,11 @@ class _PageBoxes:
             a, b, c, d, e, f = cm
             self.path += [(a * x + c * y + e, b * x + d * y + f) for x, y in points]
         elif op in (b"f", b"F", b"f*", b"B", b"B*"):
-            grey = self.fill is not None and all(0.93 <= v <= 0.99 for v in self.fill) and \
-                max(self.fill) - min(self.fill) < 0.03
+            grey = (
+                self.fill is not None
+                and all(0.93 <= v <= 0.99 for v in self.fill)
+                and max(self.fill) - min(self.fill) < 0.03
+            )
             if self.path and grey:
                 xs, ys = [q[0] for q in self.path], [q[1] for q in self.path]
                 self.boxes.append((min(xs), min(ys), max(xs), max(ys)))
@@ -387,8 +436,9 @@ class _PageBoxes:
             self.texts.append((a * x + c * y + e, b * x + d * y + f))
 
 
-def empty_code_boxes(pdf_bytes: bytes, min_width: float = 200.0,
-                     min_height: float = 6.0) -> list[tuple[int, int, int]]:
+def empty_code_boxes(
+    pdf_bytes: bytes, min_width: float = 200.0, min_height: float = 6.0
+) -> list[tuple[int, int, int]]:
     """(page, bottom, top) of the light-grey filled boxes (code backgrounds) wider than
     ``min_width`` points that hold no text: what a code cell split at a page break leaves.
     Measured in the PDF's drawing operations (paths and fills, with their transformations)
@@ -400,8 +450,11 @@ def empty_code_boxes(pdf_bytes: bytes, min_width: float = 200.0,
         seen = _PageBoxes()
         page.extract_text(visitor_operand_before=seen.operand, visitor_text=seen.text)
         for x0, y0, x1, y1 in seen.boxes:
-            if x1 - x0 >= min_width and y1 - y0 >= min_height and not any(
-                    x0 - 2 <= x <= x1 and y0 - 2 <= y <= y1 + 2 for x, y in seen.texts):
+            if (
+                x1 - x0 >= min_width
+                and y1 - y0 >= min_height
+                and not any(x0 - 2 <= x <= x1 and y0 - 2 <= y <= y1 + 2 for x, y in seen.texts)
+            ):
                 found.append((k + 1, round(y0), round(y1)))
     return found
 
@@ -412,12 +465,16 @@ def page_number_problems(pdf_bytes: bytes, first: int) -> list[int]:
 
     reader = PdfReader(io.BytesIO(pdf_bytes))
     total = len(reader.pages)
-    return [i + 1 for i in range(first - 1, total)
-            if f"{i + 1} / {total}" not in (reader.pages[i].extract_text() or "")]
+    return [
+        i + 1
+        for i in range(first - 1, total)
+        if f"{i + 1} / {total}" not in (reader.pages[i].extract_text() or "")
+    ]
 
 
-def contents_problems(pdf_bytes: bytes, titles: list[str], starts: list[int],
-                      contents_pages: range) -> list[str]:
+def contents_problems(
+    pdf_bytes: bytes, titles: list[str], starts: list[int], contents_pages: range
+) -> list[str]:
     """Each chapter must be in the contents with its first page, and its title on that page."""
     from pypdf import PdfReader
 
@@ -446,8 +503,11 @@ def main(argv=None) -> int:
         return 2
     html_root = Path(args.html).resolve()
     student = "Student edition" in (html_root / "index.html").read_text(encoding="utf-8")
-    edition = ("Student edition: the exercises without their solutions." if student else
-               "Lecturer's edition: every exercise with its solution.")
+    edition = (
+        "Student edition: the exercises without their solutions."
+        if student
+        else "Lecturer's edition: every exercise with its solution."
+    )
     subtitle = f"{edition} Printed {datetime.date.today().isoformat()} from the built site."
     book = print_book(html_root, toc_pages(), binary, subtitle=subtitle)
     pdf, titles = book["pdf"], book["titles"]
@@ -460,8 +520,10 @@ def main(argv=None) -> int:
     from pypdf import PdfReader
 
     n_pages = len(PdfReader(io.BytesIO(pdf)).pages)
-    print(f"make_pdf: {len(titles)} chapters, {n_pages} pages, {len(pdf) / 1e6:.1f} MB -> {out} "
-          f"(and one PDF per chapter in {out.parent / 'chapters'})")
+    print(
+        f"make_pdf: {len(titles)} chapters, {n_pages} pages, {len(pdf) / 1e6:.1f} MB -> {out} "
+        f"(and one PDF per chapter in {out.parent / 'chapters'})"
+    )
     problems = [f"chapter missing from the PDF's text: {t}" for t in missing_titles(pdf, titles)]
     unnumbered = page_number_problems(pdf, 2)
     if unnumbered:
@@ -469,14 +531,19 @@ def main(argv=None) -> int:
     problems += contents_problems(pdf, titles, book["starts"], range(1, book["starts"][0]))
     empty = empty_code_boxes(pdf)
     if empty:
-        problems.append(f"{len(empty)} empty code boxes (a cell split at a page break), at "
-                        f"pages {sorted({e[0] for e in empty})[:10]}")
+        problems.append(
+            f"{len(empty)} empty code boxes (a cell split at a page break), at "
+            f"pages {sorted({e[0] for e in empty})[:10]}"
+        )
     for page, lines in book["unprinted"].items():
-        problems.append(f"{page}: {len(lines)} code block(s) missing from the PDF's text "
-                        f"(printed empty?), e.g. {lines[0]!r}")
+        problems.append(
+            f"{page}: {len(lines)} code block(s) missing from the PDF's text "
+            f"(printed empty?), e.g. {lines[0]!r}"
+        )
     for page, lines in book["clipped"].items():
-        problems.append(f"{page}: {len(lines)} code block(s) wider than the printed page, "
-                        f"e.g. {lines[0]!r}")
+        problems.append(
+            f"{page}: {len(lines)} code block(s) wider than the printed page, e.g. {lines[0]!r}"
+        )
     for problem in problems:
         print("make_pdf: " + problem)
     return 1 if problems else 0

@@ -10,6 +10,7 @@ before is replaced, others are kept): the spread the lab's
 feedback quotes, and the data a unit test holds against the lab's expected range.  It prints
 each lab's values, its range and the time taken.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,7 @@ def main(argv=None) -> int:
     import torch
 
     from seqtheory.book.claims import plain
-    from seqtheory.book.exercises import table
+    from seqtheory.chapters import labs as table
     from seqtheory.core.runtime import cpu_name
 
     torch.set_num_threads(args.threads)
@@ -45,10 +46,17 @@ def main(argv=None) -> int:
         labs = table(chapter)
         path = ROOT / "src" / "seqtheory" / "chapters" / "measured" / f"{chapter}.labs.json"
         old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"labs": {}}
-        record = {"chapter": chapter, "script": "python -m booktools.record_labs",
-                  "info": {"date": datetime.date.today().isoformat(), "device": cpu_name(),
-                           "torch": torch.__version__, "threads": args.threads},
-                  "labs": {k: v for k, v in old["labs"].items() if k in labs.labs}}
+        record = {
+            "chapter": chapter,
+            "script": "python -m booktools.record_labs",
+            "info": {
+                "date": datetime.date.today().isoformat(),
+                "device": cpu_name(),
+                "torch": torch.__version__,
+                "threads": args.threads,
+            },
+            "labs": {k: v for k, v in old["labs"].items() if k in labs.labs},
+        }
         for label, lab in labs.labs.items():
             if wanted and label not in wanted:
                 continue
@@ -57,20 +65,26 @@ def main(argv=None) -> int:
             took = (time.perf_counter() - start) / len(seeds)
             values = [lab.value(a) for a in answers.values()]
             inside = sum(lab.low <= v <= lab.high for v in values)
-            print(f"{label}: {lab.quantity} = "
-                  + ", ".join(f"{v:.4g}" for v in values)
-                  + f"; range [{lab.low}, {lab.high}] holds {inside}/{len(values)}; "
-                  f"{took:.1f} s per seed")
+            print(
+                f"{label}: {lab.quantity} = "
+                + ", ".join(f"{v:.4g}" for v in values)
+                + f"; range [{lab.low}, {lab.high}] holds {inside}/{len(values)}; "
+                f"{took:.1f} s per seed"
+            )
             merged = {**record["labs"].get(label, {}), **answers}
             record["labs"][label] = dict(sorted(merged.items(), key=lambda kv: int(kv[0])))
-        record["labs"] = dict(sorted(record["labs"].items(),
-                                     key=lambda kv: int(kv[0].rsplit("-", 1)[1])))
-        lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in record.items()
-                         if k != "labs"]
+        record["labs"] = dict(
+            sorted(record["labs"].items(), key=lambda kv: int(kv[0].rsplit("-", 1)[1]))
+        )
+        lines = ["{"] + [
+            f" {json.dumps(k)}: {json.dumps(v)}," for k, v in record.items() if k != "labs"
+        ]
         items = list(record["labs"].items())
         lines.append(' "labs": {')
-        lines += [f"  {json.dumps(k)}: {json.dumps(v)}{',' if i < len(items) - 1 else ''}"
-                  for i, (k, v) in enumerate(items)]
+        lines += [
+            f"  {json.dumps(k)}: {json.dumps(v)}{',' if i < len(items) - 1 else ''}"
+            for i, (k, v) in enumerate(items)
+        ]
         lines += [" }", "}"]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)}")

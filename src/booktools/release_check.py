@@ -9,6 +9,7 @@ and no credentials, for the branch the Colab set-up cells install the library fr
 missing repository, or a missing branch, fails. Offline (the host does not resolve), the
 check is skipped with a message and exit status 0; CI does not run it.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,13 +27,15 @@ def configured() -> tuple[str, list[str]]:
     """(repository URL, [library branch, notebooks branch]) from _config.yml."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     repo = config["repository"]
-    return repo["url"].rstrip("/"), [repo.get("branch", "main"),
-                                     config["sphinx"]["config"]["colab_branch"]]
+    return repo["url"].rstrip("/"), [
+        repo.get("branch", "main"),
+        config["sphinx"]["config"]["colab_branch"],
+    ]
 
 
 def online(url: str) -> bool:
     host = urlparse(url).hostname
-    if host is None:          # a local path or file:// URL needs no network
+    if host is None:  # a local path or file:// URL needs no network
         return True
     try:
         socket.getaddrinfo(host, 443)
@@ -47,19 +50,31 @@ def check(url: str, branches: list[str], timeout: float = 60) -> tuple[int, str]
         return 0, f"skipped: {urlparse(url).hostname} does not resolve (offline?)"
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
     try:
-        done = subprocess.run(["git", "ls-remote", "--heads", url, *branches],
-                              capture_output=True, text=True, env=env, timeout=timeout)
+        done = subprocess.run(
+            ["git", "ls-remote", "--heads", url, *branches],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return 1, f"git ls-remote {url} did not answer within {timeout:.0f} s"
     if done.returncode:
-        return 1, (f"{url} cannot be read without credentials (private, renamed or "
-                   f"missing?): {done.stderr.strip()}")
-    heads = {line.split("refs/heads/", 1)[1] for line in done.stdout.splitlines()
-             if "refs/heads/" in line}
+        return 1, (
+            f"{url} cannot be read without credentials (private, renamed or "
+            f"missing?): {done.stderr.strip()}"
+        )
+    heads = {
+        line.split("refs/heads/", 1)[1]
+        for line in done.stdout.splitlines()
+        if "refs/heads/" in line
+    }
     missing = [b for b in branches if b not in heads]
     if missing:
-        return 1, (f"{url} is public but lacks the branch(es) {', '.join(missing)} "
-                   "(the notebooks' branch is published by .github/workflows/pages.yml)")
+        return 1, (
+            f"{url} is public but lacks the branch(es) {', '.join(missing)} "
+            "(the notebooks' branch is published by .github/workflows/pages.yml)"
+        )
     return 0, f"{url} is public with the branches {', '.join(branches)}"
 
 

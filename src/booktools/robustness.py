@@ -23,6 +23,7 @@ holds every recorded value against its claim::
 
     python -m booktools.robustness --record --seeds 0-9
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,10 +71,15 @@ def failing_line(traceback: str) -> str:
 
 
 def run_one(nb: Path, seed: int, threads: int, timeout: int, record: bool = False) -> dict:
-    env = {**os.environ, "SEQTHEORY_SEED": str(seed), "SEQTHEORY_NUM_THREADS": str(threads),
-           "SEQTHEORY_STATIC_PROGRESS": "1", "OMP_NUM_THREADS": str(threads),
-           "SEQTHEORY_STRICT_CHECKS": "0" if record else "1",
-           "MPLBACKEND": "Agg"}
+    env = {
+        **os.environ,
+        "SEQTHEORY_SEED": str(seed),
+        "SEQTHEORY_NUM_THREADS": str(threads),
+        "SEQTHEORY_STATIC_PROGRESS": "1",
+        "OMP_NUM_THREADS": str(threads),
+        "SEQTHEORY_STRICT_CHECKS": "0" if record else "1",
+        "MPLBACKEND": "Agg",
+    }
     env.pop("FULL", None)
     out = ROOT / "_build" / "robustness" / f"{nb.stem}-seed{seed}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -81,12 +87,20 @@ def run_one(nb: Path, seed: int, threads: int, timeout: int, record: bool = Fals
     values.unlink(missing_ok=True)
     if record:
         env["SEQTHEORY_CLAIMS_RECORD"] = str(values)
-    proc = subprocess.run([sys.executable, "-c", RUN_ONE, str(nb), str(timeout), str(nb.parent),
-                           str(out)], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_ONE, str(nb), str(timeout), str(nb.parent), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     marker = [line for line in proc.stdout.splitlines() if line.startswith("@@RESULT@@")]
     if not marker:
-        result = {"ok": False, "error": f"runner crashed (exit {proc.returncode})",
-                  "detail": (proc.stderr or proc.stdout)[-500:], "seconds": float("nan")}
+        result = {
+            "ok": False,
+            "error": f"runner crashed (exit {proc.returncode})",
+            "detail": (proc.stderr or proc.stdout)[-500:],
+            "seconds": float("nan"),
+        }
     else:
         result = json.loads(marker[-1].removeprefix("@@RESULT@@"))
     if not result["ok"] and "detail" in result:
@@ -144,11 +158,18 @@ def _merge_record(path: Path, chapter: str, runs: dict[int, dict], threads: int)
     from seqtheory.core.runtime import cpu_name
 
     old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    record = {"chapter": chapter,
-              "script": "python -m booktools.robustness --record",
-              "runs": dict(old.get("runs", {})), "run_info": dict(old.get("run_info", {}))}
-    info = {"date": datetime.date.today().isoformat(), "device": cpu_name(),
-            "torch": torch.__version__, "threads": threads}
+    record = {
+        "chapter": chapter,
+        "script": "python -m booktools.robustness --record",
+        "runs": dict(old.get("runs", {})),
+        "run_info": dict(old.get("run_info", {})),
+    }
+    info = {
+        "date": datetime.date.today().isoformat(),
+        "device": cpu_name(),
+        "torch": torch.__version__,
+        "threads": threads,
+    }
     for seed, sections in runs.items():
         record["runs"][str(seed)] = sections
         record["run_info"][str(seed)] = info
@@ -165,15 +186,19 @@ def record_text(record: dict) -> str:
     lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
     lines.append(' "run_info": {')
     info = list(record["run_info"].items())
-    lines += [f"  {json.dumps(s)}: {json.dumps(v)}{',' if i < len(info) - 1 else ''}"
-              for i, (s, v) in enumerate(info)]
+    lines += [
+        f"  {json.dumps(s)}: {json.dumps(v)}{',' if i < len(info) - 1 else ''}"
+        for i, (s, v) in enumerate(info)
+    ]
     lines += [" },", ' "runs": {']
     runs = list(record["runs"].items())
     for i, (seed, sections) in enumerate(runs):
         lines.append(f"  {json.dumps(seed)}: {{")
         items = list(sections.items())
-        lines += [f"   {json.dumps(name)}: {json.dumps(values)}{',' if j < len(items) - 1 else ''}"
-                  for j, (name, values) in enumerate(items)]
+        lines += [
+            f"   {json.dumps(name)}: {json.dumps(values)}{',' if j < len(items) - 1 else ''}"
+            for j, (name, values) in enumerate(items)
+        ]
         lines.append("  }" + ("," if i < len(runs) - 1 else ""))
     lines += [" }", "}"]
     return "\n".join(lines) + "\n"
@@ -196,16 +221,26 @@ def parse_seeds(text: str) -> list[int]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", default="1,2",
-                    help="base seeds: comma-separated, ranges allowed (default 1,2; e.g. 0-9)")
+    ap.add_argument(
+        "--seeds",
+        default="1,2",
+        help="base seeds: comma-separated, ranges allowed (default 1,2; e.g. 0-9)",
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                    help="runs at the same time (default: the number of CPU cores)")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="runs at the same time (default: the number of CPU cores)",
+    )
     ap.add_argument("--chapters", default="", help="comma-separated chapter names (default all)")
     ap.add_argument("--timeout", type=int, default=1800, help="per-cell timeout in seconds")
-    ap.add_argument("--record", action="store_true",
-                    help="collect every section's claim values and merge them into "
-                         "src/seqtheory/chapters/measured/CHAPTER.json")
+    ap.add_argument(
+        "--record",
+        action="store_true",
+        help="collect every section's claim values and merge them into "
+        "src/seqtheory/chapters/measured/CHAPTER.json",
+    )
     args = ap.parse_args(argv)
     seeds = parse_seeds(args.seeds)
     nbs = chapter_notebooks(ROOT)
@@ -216,8 +251,11 @@ def main(argv=None) -> int:
             ap.error(f"unknown chapter(s) {sorted(unknown)}; known: {[nb.stem for nb in nbs]}")
         nbs = [nb for nb in nbs if nb.stem in wanted]
     jobs = [(nb, s) for nb in nbs for s in seeds]
-    print(f"{len(jobs)} runs: {len(nbs)} chapter(s) x base seeds {seeds}, {args.threads} "
-          f"thread(s) each, {args.jobs} at a time", flush=True)
+    print(
+        f"{len(jobs)} runs: {len(nbs)} chapter(s) x base seeds {seeds}, {args.threads} "
+        f"thread(s) each, {args.jobs} at a time",
+        flush=True,
+    )
     results: dict = {}
     t0 = time.perf_counter()
 
@@ -226,8 +264,11 @@ def main(argv=None) -> int:
         r = run_one(nb, s, args.threads, args.timeout, record=args.record)
         results[job] = r
         status = "pass" if r["ok"] else f"FAIL {r.get('line', '')} -> {r['error']}"
-        print(f"[{time.perf_counter() - t0:6.0f} s] {nb.stem} seed {s}: {status} "
-              f"({r['seconds']:.0f} s)", flush=True)
+        print(
+            f"[{time.perf_counter() - t0:6.0f} s] {nb.stem} seed {s}: {status} "
+            f"({r['seconds']:.0f} s)",
+            flush=True,
+        )
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         list(pool.map(work, jobs))
@@ -239,17 +280,35 @@ def main(argv=None) -> int:
         cells = []
         for s in seeds:
             r = results[(nb, s)]
-            cell = f"pass ({r['seconds']:.0f} s)" if r["ok"] else \
-                f"**FAIL** `{r.get('line', '')[:80]}` -> {r['error'][:160]} ({r['seconds']:.0f} s)"
+            cell = (
+                f"pass ({r['seconds']:.0f} s)"
+                if r["ok"]
+                else (
+                    f"**FAIL** `{r.get('line', '')[:80]}` -> {r['error'][:160]} "
+                    f"({r['seconds']:.0f} s)"
+                )
+            )
             cells.append(cell)
-            rows.append((nb.stem, s, "pass" if r["ok"] else "fail", f"{r['seconds']:.1f}",
-                         r.get("line", ""), r.get("error", "")))
+            rows.append(
+                (
+                    nb.stem,
+                    s,
+                    "pass" if r["ok"] else "fail",
+                    f"{r['seconds']:.1f}",
+                    r.get("line", ""),
+                    r.get("error", ""),
+                )
+            )
         print(f"| {nb.stem} | " + " | ".join(cells) + " |")
     out = ROOT / "_build" / "robustness.tsv"
     out.parent.mkdir(exist_ok=True)
-    out.write_text("chapter\tseed\tresult\tseconds\tline\terror\n" + "".join(
-        "\t".join(str(v).replace("\t", " ").replace("\n", " ") for v in row) + "\n"
-        for row in rows))
+    out.write_text(
+        "chapter\tseed\tresult\tseconds\tline\terror\n"
+        + "".join(
+            "\t".join(str(v).replace("\t", " ").replace("\n", " ") for v in row) + "\n"
+            for row in rows
+        )
+    )
     if args.record:
         for nb in nbs:
             runs = {s: results[(nb, s)]["sections"] for s in seeds if results[(nb, s)]["sections"]}

@@ -9,6 +9,7 @@ it does nothing if the library is importable, and otherwise prints how to instal
     python -m booktools.setup_cell --write    # put it into every chapter (then jupytext --sync)
     python -m booktools.setup_cell --check    # exit 1 if a chapter's cell differs (tests use it)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ import yaml
 
 from booktools import ROOT
 
-TEMPLATE = '''# Colab setup: install the book's library, seqtheory, where it is missing. In Colab it
+TEMPLATE = """# Colab setup: install the book's library, seqtheory, where it is missing. In Colab it
 # comes from the branch the notebook was opened from (REF), so notebook and library match;
 # Colab's own torch and numpy are kept (the library needs torch>=2.1, numpy>=1.24).
 # SEQTHEORY_INSTALL_FROM=<pip source> installs from elsewhere (a fork, a local checkout).
@@ -67,9 +68,10 @@ elif importlib.util.find_spec("seqtheory") is None:
         f"Install it with:  pip install 'seqtheory @ git+{{REPO}}@{{REF}}'\\n"
         "or, in a clone of the repository:  pip install -r requirements.txt\\n"
         f"{{HOW}}"
-    ) from None'''
+    ) from None"""
 CELL = re.compile(
-    r"(```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n\n)(# Colab setup.*?)(\n```)", re.S)
+    r"(```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n\n)(# Colab setup.*?)(\n```)", re.S
+)
 
 
 def config() -> tuple[str, str]:
@@ -84,8 +86,9 @@ def cell_source() -> str:
 
 
 def chapters() -> list[Path]:
-    return sorted(p for p in (ROOT / "book").glob("*.md")
-                  if "```{code-cell}" in p.read_text(encoding="utf-8"))
+    return sorted(
+        p for p in (ROOT / "book").glob("*.md") if "```{code-cell}" in p.read_text(encoding="utf-8")
+    )
 
 
 def main(argv=None) -> int:
@@ -110,9 +113,8 @@ def main(argv=None) -> int:
         if m.group(2) != want:
             stale.append(md.name)
             if args.write:
-                md.write_text(text[:m.start(2)] + want + text[m.end(2):], encoding="utf-8")
-                subprocess.run(["jupytext", "--sync", str(md)], check=True,
-                               capture_output=True)
+                md.write_text(text[: m.start(2)] + want + text[m.end(2) :], encoding="utf-8")
+                subprocess.run(["jupytext", "--sync", str(md)], check=True, capture_output=True)
     if stale:
         print(("rewrote: " if args.write else "out of date: ") + ", ".join(stale))
     return 1 if stale and args.check else 0

@@ -1,4 +1,5 @@
 """The table of contents (``_toc.yml``): its pages, and the chapters that execute."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """seqtheory: the library behind the executable book on how transformers learn structure."""
+
 from .book.claims import verify
 from .book.notebook import glue
 from .core.attention import attention_to_offset

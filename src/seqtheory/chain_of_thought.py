@@ -25,6 +25,7 @@ Formats for the parity of ``n`` bits ``x_1..x_n`` (tokens 0/1), all ending in th
 parity ``chi_A(x) = sum_{i in A} x_i mod 2`` of an unknown subset, the learning problem of
 Malach's parity class; the prompt is still all ``n`` bits.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,12 +42,32 @@ from .core.training import IGNORE_INDEX, SCHEDULES, History, train
 from .core.validate import check_choice, check_float, check_int
 
 __all__ = [
-    "FORMATS", "parity_chain", "chain_length", "NextTokenNet", "generate",
-    "answer_accuracy", "multiplication_chain", "CoTSetup", "SETUP", "CoTResult", "run",
-    "all_bit_strings", "train_chain_models", "MULT_FORMATS", "multiplication_tokens",
-    "multiplication_length", "MultSetup", "MULTIPLICATION_SETUP", "MultResult",
-    "run_multiplication", "multiplication_split", "train_multiplication_models",
-    "multiplication_accuracy", "multiplication_step_accuracy", "SUPPORT_FORMATS", "STREAMS",
+    "FORMATS",
+    "parity_chain",
+    "chain_length",
+    "NextTokenNet",
+    "generate",
+    "answer_accuracy",
+    "multiplication_chain",
+    "CoTSetup",
+    "SETUP",
+    "CoTResult",
+    "run",
+    "all_bit_strings",
+    "train_chain_models",
+    "MULT_FORMATS",
+    "multiplication_tokens",
+    "multiplication_length",
+    "MultSetup",
+    "MULTIPLICATION_SETUP",
+    "MultResult",
+    "run_multiplication",
+    "multiplication_split",
+    "train_multiplication_models",
+    "multiplication_accuracy",
+    "multiplication_step_accuracy",
+    "SUPPORT_FORMATS",
+    "STREAMS",
 ]
 
 #: the random streams of the two experiments (logical seeds under the base seed), one
@@ -64,8 +85,9 @@ def chain_length(n: int, fmt: str) -> int:
     """Tokens the model writes after the ``n`` input bits (the answer included)."""
     n = check_int("n", n, minimum=1)
     check_choice("fmt", fmt, FORMATS)
-    return {"none": 1, "binary": n.bit_length(), "running": n, "unary": n + 1,
-            "threshold": 2 * n}[fmt]
+    return {"none": 1, "binary": n.bit_length(), "running": n, "unary": n + 1, "threshold": 2 * n}[
+        fmt
+    ]
 
 
 def _check_support(support, n: int) -> torch.Tensor | None:
@@ -73,10 +95,8 @@ def _check_support(support, n: int) -> torch.Tensor | None:
     if support is None:
         return None
     a = torch.as_tensor(support).long().flatten()
-    if a.numel() == 0 or len(set(a.tolist())) != a.numel() or int(a.min()) < 0 \
-            or int(a.max()) >= n:
-        raise ValueError(f"support must hold distinct bit indices in 0..{n - 1}, "
-                         f"got {a.tolist()}")
+    if a.numel() == 0 or len(set(a.tolist())) != a.numel() or int(a.min()) < 0 or int(a.max()) >= n:
+        raise ValueError(f"support must hold distinct bit indices in 0..{n - 1}, got {a.tolist()}")
     return a.sort().values
 
 
@@ -91,13 +111,13 @@ def parity_chain(x: torch.Tensor, fmt: str, support=None) -> torch.Tensor:
     a = _check_support(support, x.shape[1])
     if a is not None:
         return _support_chain(x, fmt, a.to(x.device))
-    p = x.cumsum(dim=1) % 2                                             # (B, n) running xor
+    p = x.cumsum(dim=1) % 2  # (B, n) running xor
     if fmt == "none":
         chain = p[:, -1:]
     elif fmt == "binary":
-        count = x.sum(dim=1, keepdim=True)                              # (B, 1)
+        count = x.sum(dim=1, keepdim=True)  # (B, 1)
         shifts = torch.arange(chain_length(x.shape[1], fmt) - 1, -1, -1, device=x.device)
-        chain = (count >> shifts) & 1                                   # (B, m) MSB first
+        chain = (count >> shifts) & 1  # (B, m) MSB first
     elif fmt == "unary":
         count = x.sum(dim=1, keepdim=True)
         u = (count >= torch.arange(1, x.shape[1] + 1, device=x.device)).long()  # (B, n)
@@ -106,14 +126,14 @@ def parity_chain(x: torch.Tensor, fmt: str, support=None) -> torch.Tensor:
         chain = p
     else:
         prev = torch.cat([torch.zeros_like(p[:, :1]), p[:, :-1]], dim=1)  # p_{i-1}
-        c = ((prev + x) >= 2).long()                                    # AND
-        chain = torch.stack([c, p], dim=2).flatten(1)                   # c_1 p_1 c_2 p_2 ..
+        c = ((prev + x) >= 2).long()  # AND
+        chain = torch.stack([c, p], dim=2).flatten(1)  # c_1 p_1 c_2 p_2 ..
     return torch.cat([x, chain], dim=1)
 
 
 def _support_chain(x: torch.Tensor, fmt: str, a: torch.Tensor) -> torch.Tensor:
     """:func:`parity_chain` over the bits ``a`` (checked, sorted, on ``x``'s device)."""
-    return torch.cat([x, parity_chain(x[:, a], fmt)[:, len(a):]], dim=1)
+    return torch.cat([x, parity_chain(x[:, a], fmt)[:, len(a) :]], dim=1)
 
 
 def multiplication_chain(a: int, b: int) -> str:
@@ -121,7 +141,7 @@ def multiplication_chain(a: int, b: int) -> str:
     a, b = check_int("a", a, minimum=0), check_int("b", b, minimum=0)
     lines, total = [f"{a} * {b} ="], 0
     for i, digit in enumerate(reversed(str(b))):
-        part = a * int(digit) * 10 ** i
+        part = a * int(digit) * 10**i
         total += part
         lines.append(f"  {a} * {digit} * 10^{i} = {part}  (running sum {total})")
     lines.append(f"  answer: {total}")
@@ -145,10 +165,17 @@ class NextTokenNet(nn.Module):
     bias and read-out, like a causal convolution over the whole context.
     """
 
-    def __init__(self, seq_len: int, vocab: int = 2, hidden: int | None = None,
-                 models: int = 1, init_std: float = 0.1, shared: bool = False,
-                 generator: torch.Generator | None = None,
-                 device: str | torch.device | None = None):
+    def __init__(
+        self,
+        seq_len: int,
+        vocab: int = 2,
+        hidden: int | None = None,
+        models: int = 1,
+        init_std: float = 0.1,
+        shared: bool = False,
+        generator: torch.Generator | None = None,
+        device: str | torch.device | None = None,
+    ):
         super().__init__()
         self.seq_len = check_int("seq_len", seq_len, minimum=1)
         self.vocab = check_int("vocab", vocab, minimum=2)
@@ -159,43 +186,60 @@ class NextTokenNet(nn.Module):
             raise TypeError(f"shared must be a bool, got {shared!r}")
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-        dev = check_device("device", device) if device is not None else (
-            generator.device if generator is not None else torch.device("cpu"))
+        dev = (
+            check_device("device", device)
+            if device is not None
+            else (generator.device if generator is not None else torch.device("cpu"))
+        )
         self.hidden, self.shared = hidden, shared
         T, V = seq_len, vocab
         width = V if hidden is None else hidden
-        P = 1 if shared else T                          # positions with their own weights
+        P = 1 if shared else T  # positions with their own weights
         self.register_buffer("causal", torch.tril(torch.ones(T, T, device=dev)))  # (T, T)
         # shared: weights per distance t - s, gathered into (T, T) by this index
         pos = torch.arange(T, device=dev)
-        self.register_buffer("distance", (pos[:, None] - pos).clamp(min=0))     # (T, T)
-        self.w = nn.Parameter(torch.randn(models, T, *([] if shared else [T]), V, width,
-                                          generator=generator, device=dev)
-                              * init_std)                   # (M,T,T,V,H) or (M,T,V,H)
+        self.register_buffer("distance", (pos[:, None] - pos).clamp(min=0))  # (T, T)
+        self.w = nn.Parameter(
+            torch.randn(
+                models, T, *([] if shared else [T]), V, width, generator=generator, device=dev
+            )
+            * init_std
+        )  # (M,T,T,V,H) or (M,T,V,H)
         self.b = nn.Parameter(torch.zeros(models, P, width, device=dev))
         if hidden is not None:
-            self.out = nn.Parameter(torch.randn(models, P, hidden, V, generator=generator,
-                                                device=dev) / hidden ** 0.5)
+            self.out = nn.Parameter(
+                torch.randn(models, P, hidden, V, generator=generator, device=dev) / hidden**0.5
+            )
             self.out_b = nn.Parameter(torch.zeros(models, P, V, device=dev))
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Logits (M, B, T, vocab) for token ids ``idx``: (B, T) shared or (M, B, T)."""
-        if idx.dim() not in (2, 3) or idx.shape[-1] > self.seq_len or (
-                idx.dim() == 3 and idx.shape[0] != self.models):
-            raise ValueError(f"idx must be (batch, T) or ({self.models}, batch, T) with "
-                             f"T <= {self.seq_len}, got {tuple(idx.shape)}")
-        if _CHECK_INPUTS.get() and idx.numel() and (int(idx.min()) < 0
-                                                     or int(idx.max()) >= self.vocab):
-            raise ValueError(f"idx must hold token ids in 0..{self.vocab - 1}, got values in "
-                             f"{int(idx.min())}..{int(idx.max())}")
+        if (
+            idx.dim() not in (2, 3)
+            or idx.shape[-1] > self.seq_len
+            or (idx.dim() == 3 and idx.shape[0] != self.models)
+        ):
+            raise ValueError(
+                f"idx must be (batch, T) or ({self.models}, batch, T) with "
+                f"T <= {self.seq_len}, got {tuple(idx.shape)}"
+            )
+        if (
+            _CHECK_INPUTS.get()
+            and idx.numel()
+            and (int(idx.min()) < 0 or int(idx.max()) >= self.vocab)
+        ):
+            raise ValueError(
+                f"idx must hold token ids in 0..{self.vocab - 1}, got values in "
+                f"{int(idx.min())}..{int(idx.max())}"
+            )
         if idx.dim() == 2:
             idx = idx[None].expand(self.models, -1, -1)
         T = idx.shape[-1]
-        onehot = nn.functional.one_hot(idx, self.vocab).float()               # (M, B, T, V)
+        onehot = nn.functional.one_hot(idx, self.vocab).float()  # (M, B, T, V)
         w = self.w[:, self.distance[:T, :T]] if self.shared else self.w[:, :T, :T]
-        w = w * self.causal[:T, :T, None, None]                               # (M,T,T,V,H)
-        b = self.b.expand(-1, T, -1) if self.shared else self.b[:, :T]        # (M,T,H)
-        z = torch.einsum("mtsvh,mbsv->mbth", w, onehot) + b[:, None]           # (M,B,T,H)
+        w = w * self.causal[:T, :T, None, None]  # (M,T,T,V,H)
+        b = self.b.expand(-1, T, -1) if self.shared else self.b[:, :T]  # (M,T,H)
+        z = torch.einsum("mtsvh,mbsv->mbth", w, onehot) + b[:, None]  # (M,B,T,H)
         if self.hidden is None:
             return z
         out = self.out.expand(-1, T, -1, -1) if self.shared else self.out[:, :T]
@@ -206,21 +250,25 @@ class NextTokenNet(nn.Module):
         """Logits at the last position only, (M, B, vocab): ``forward(idx)[..., -1, :]``
         without the other positions (what greedy decoding needs; memory O(M B H), not
         O(M B T H))."""
-        if idx.dim() not in (2, 3) or not 1 <= idx.shape[-1] <= self.seq_len or (
-                idx.dim() == 3 and idx.shape[0] != self.models):
-            raise ValueError(f"idx must be (batch, T) or ({self.models}, batch, T) with "
-                             f"1 <= T <= {self.seq_len}, got {tuple(idx.shape)}")
+        if (
+            idx.dim() not in (2, 3)
+            or not 1 <= idx.shape[-1] <= self.seq_len
+            or (idx.dim() == 3 and idx.shape[0] != self.models)
+        ):
+            raise ValueError(
+                f"idx must be (batch, T) or ({self.models}, batch, T) with "
+                f"1 <= T <= {self.seq_len}, got {tuple(idx.shape)}"
+            )
         if idx.dim() == 2:
             idx = idx[None].expand(self.models, -1, -1)
         t = idx.shape[-1] - 1
-        p = 0 if self.shared else t                     # the last position's own weights
-        onehot = nn.functional.one_hot(idx, self.vocab).float()               # (M, B, T, V)
-        w = self.w[:, self.distance[t, :t + 1]] if self.shared else self.w[:, t, :t + 1]
-        z = torch.einsum("msvh,mbsv->mbh", w, onehot) + self.b[:, p, None]    # (M, B, H)
+        p = 0 if self.shared else t  # the last position's own weights
+        onehot = nn.functional.one_hot(idx, self.vocab).float()  # (M, B, T, V)
+        w = self.w[:, self.distance[t, : t + 1]] if self.shared else self.w[:, t, : t + 1]
+        z = torch.einsum("msvh,mbsv->mbh", w, onehot) + self.b[:, p, None]  # (M, B, H)
         if self.hidden is None:
             return z
-        return (torch.einsum("mbh,mhv->mbv", torch.relu(z), self.out[:, p])
-                + self.out_b[:, p, None])
+        return torch.einsum("mbh,mhv->mbv", torch.relu(z), self.out[:, p]) + self.out_b[:, p, None]
 
 
 def generate(model: NextTokenNet, x: torch.Tensor, steps: int) -> torch.Tensor:
@@ -232,8 +280,7 @@ def generate(model: NextTokenNet, x: torch.Tensor, steps: int) -> torch.Tensor:
     return greedy_decode(model, x.long()[None].expand(model.models, -1, -1), steps)
 
 
-def answer_accuracy(model: NextTokenNet, x: torch.Tensor, fmt: str,
-                    support=None) -> torch.Tensor:
+def answer_accuracy(model: NextTokenNet, x: torch.Tensor, fmt: str, support=None) -> torch.Tensor:
     """Fraction of prompts whose generated chain ends in the right parity (of the bits in
     ``support``, default all), per model (M,)."""
     a = _check_support(support, x.shape[1])
@@ -241,7 +288,7 @@ def answer_accuracy(model: NextTokenNet, x: torch.Tensor, fmt: str,
     steps = chain_length(bits.shape[1], fmt)
     right = torch.zeros(model.models, device=x.device)
     for xs, bs in zip(x.split(_EVAL_CHUNK), bits.split(_EVAL_CHUNK), strict=True):
-        chain = generate(model, xs, steps)                                # (M, b, L)
+        chain = generate(model, xs, steps)  # (M, b, L)
         right += (chain[:, :, -1] == bs.sum(dim=1) % 2).float().sum(dim=1)
     return right / len(x)
 
@@ -251,16 +298,21 @@ def all_bit_strings(n: int) -> torch.Tensor:
     n = check_int("n", n, minimum=1)
     if n > 20:
         raise ValueError(f"n must be <= 20 to list all 2**n strings, got {n}")
-    return (torch.arange(2 ** n)[:, None] >> torch.arange(n)) & 1
+    return (torch.arange(2**n)[:, None] >> torch.arange(n)) & 1
 
 
 def _summed_loss(M: int):
     """Cross-entropy of M models' logits (M, B, T, V) against shared targets (B, T), summed
     over the models (each model's mean): one backward pass, independent gradients."""
+
     def loss(logits, y):
-        return nn.functional.cross_entropy(
-            logits.flatten(0, 2), y[None].expand(M, -1, -1).flatten(),
-            ignore_index=IGNORE_INDEX) * M
+        return (
+            nn.functional.cross_entropy(
+                logits.flatten(0, 2), y[None].expand(M, -1, -1).flatten(), ignore_index=IGNORE_INDEX
+            )
+            * M
+        )
+
     return loss
 
 
@@ -298,22 +350,35 @@ def train_chain_models(
     support = _check_support(support, n)
     if support is not None:
         support = support.to(train_x.device)
-    k = n if support is None else len(support)                  # bits the parity reads
+    k = n if support is None else len(support)  # bits the parity reads
     M = setup.seeds
     g = generator
-    model = NextTokenNet(n + chain_length(k, fmt) - 1, hidden=hidden, models=M, shared=shared,
-                         generator=g, device=train_x.device)
+    model = NextTokenNet(
+        n + chain_length(k, fmt) - 1,
+        hidden=hidden,
+        models=M,
+        shared=shared,
+        generator=g,
+        device=train_x.device,
+    )
 
     def batch(step):
-        rows = torch.randint(len(train_x), (setup.batch_size,), generator=g,
-                             device=train_x.device)
+        rows = torch.randint(len(train_x), (setup.batch_size,), generator=g, device=train_x.device)
         x = train_x[rows]
         seq = parity_chain(x, fmt) if support is None else _support_chain(x, fmt, support)
         return chain_targets(seq, n)
 
-    hist = train(model, batch, steps=steps, lr=setup.lr, grad_clip=None, loss_fn=_summed_loss(M),
-                 eval_every=steps, progress=progress, desc=f"{fmt}, "
-                 f"{'linear' if hidden is None else 'MLP'}{', shared' if shared else ''}")
+    hist = train(
+        model,
+        batch,
+        steps=steps,
+        lr=setup.lr,
+        grad_clip=None,
+        loss_fn=_summed_loss(M),
+        eval_every=steps,
+        progress=progress,
+        desc=f"{fmt}, {'linear' if hidden is None else 'MLP'}{', shared' if shared else ''}",
+    )
     return model, hist
 
 
@@ -328,14 +393,14 @@ def chain_targets(seq: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor
 class CoTSetup:
     """Sizes of the chain-of-thought chapter's parity experiment (see :data:`SETUP`)."""
 
-    n: int = 12                   # input bits
-    seeds: int = 3                # independent models per row, trained at once
-    hidden: int = 32              # ReLU units per position of the MLP variant
-    train_size: int = 512         # training strings (of 2**n); the rest are for testing
-    batch_size: int = 256         # strings per step, drawn from the training set
-    steps: int = 800              # AdamW steps
-    lr: float = 1e-2              # AdamW learning rate
-    long_factor: int = 3          # the follow-up linear run on the binary chain trains
+    n: int = 12  # input bits
+    seeds: int = 3  # independent models per row, trained at once
+    hidden: int = 32  # ReLU units per position of the MLP variant
+    train_size: int = 512  # training strings (of 2**n); the rest are for testing
+    batch_size: int = 256  # strings per step, drawn from the training set
+    steps: int = 800  # AdamW steps
+    lr: float = 1e-2  # AdamW learning rate
+    long_factor: int = 3  # the follow-up linear run on the binary chain trains
     #                               this many times longer
     support_size: int | None = None  # bits in the random subset whose parity the
     #                                  follow-up learns (unknown to the model); None: n // 2
@@ -347,15 +412,15 @@ class CoTSetup:
         for name in ("seeds", "hidden", "batch_size", "steps", "long_factor"):
             check_int(name, getattr(self, name), minimum=1)
         check_int("train_size", self.train_size, minimum=1)
-        if self.train_size >= 2 ** self.n:
-            raise ValueError(f"train_size must leave test strings (< 2**n = {2 ** self.n}), "
-                             f"got {self.train_size}")
+        if self.train_size >= 2**self.n:
+            raise ValueError(
+                f"train_size must leave test strings (< 2**n = {2**self.n}), got {self.train_size}"
+            )
         check_float("lr", self.lr, low=0.0, low_open=True)
         if self.support_size is not None:
             check_int("support_size", self.support_size, minimum=1)
             if self.support_size > self.n:
-                raise ValueError(f"support_size must be <= n = {self.n}, "
-                                 f"got {self.support_size}")
+                raise ValueError(f"support_size must be <= n = {self.n}, got {self.support_size}")
 
     @property
     def subset_size(self) -> int:
@@ -375,17 +440,17 @@ class CoTResult(RunInfo):
     """The parity experiment of :func:`run`: every (chain format, model) row, trained once
     (``seconds``: the whole run)."""
 
-    train_x: torch.Tensor     # (train_size, n) training strings (CPU)
-    test_x: torch.Tensor      # (2**n - train_size, n) the other strings (CPU)
-    models: dict              # (fmt, "linear" | "MLP") -> NextTokenNet of setup.seeds models
-    histories: dict           # same keys -> training History
-    train_acc: dict           # same keys -> (seeds,) answer accuracy on train_x
-    test_acc: dict            # same keys -> (seeds,) answer accuracy on test_x
+    train_x: torch.Tensor  # (train_size, n) training strings (CPU)
+    test_x: torch.Tensor  # (2**n - train_size, n) the other strings (CPU)
+    models: dict  # (fmt, "linear" | "MLP") -> NextTokenNet of setup.seeds models
+    histories: dict  # same keys -> training History
+    train_acc: dict  # same keys -> (seeds,) answer accuracy on train_x
+    test_acc: dict  # same keys -> (seeds,) answer accuracy on test_x
     binary_long_test: np.ndarray  # (seeds,) linear, binary chain, long_factor x the steps
-    shared_test: dict         # (fmt, kind) -> (seeds,) tied weights: the threshold chain for
+    shared_test: dict  # (fmt, kind) -> (seeds,) tied weights: the threshold chain for
     #                           both models, every other chain for the linear model
-    support: np.ndarray       # (setup.subset_size,) the random subset of bits (0-based), sorted
-    support_test: dict        # fmt in SUPPORT_FORMATS -> (seeds,) linear, parity of `support`
+    support: np.ndarray  # (setup.subset_size,) the random subset of bits (0-based), sorted
+    support_test: dict  # fmt in SUPPORT_FORMATS -> (seeds,) linear, parity of `support`
 
 
 @experiment(CoTSetup, STREAMS)
@@ -409,18 +474,24 @@ def run(setup: CoTSetup, ctx: Experiment) -> CoTResult:
     with ctx.timer() as t:
         g = ctx.generator("parity")
         strings = all_bit_strings(setup.n).to(dev)
-        strings = strings[torch.randperm(2 ** setup.n, generator=g, device=dev)]
-        train_x, test_x = strings[: setup.train_size], strings[setup.train_size:]
+        strings = strings[torch.randperm(2**setup.n, generator=g, device=dev)]
+        train_x, test_x = strings[: setup.train_size], strings[setup.train_size :]
 
         def fit(fmt, kind, **kw):
             hidden = None if kind == "linear" else setup.hidden
-            return train_chain_models(fmt, hidden, train_x, setup, generator=g,
-                                      progress=ctx.progress, **kw)
+            return train_chain_models(
+                fmt, hidden, train_x, setup, generator=g, progress=ctx.progress, **kw
+            )
 
         rows = _parity_rows(fit, train_x, test_x)
         followups = _parity_followups(fit, setup, test_x, g)
-    return CoTResult(**ctx.header(setup, t.seconds), train_x=train_x.cpu(),
-                     test_x=test_x.cpu(), **rows, **followups)
+    return CoTResult(
+        **ctx.header(setup, t.seconds),
+        train_x=train_x.cpu(),
+        test_x=test_x.cpu(),
+        **rows,
+        **followups,
+    )
 
 
 def _parity_rows(fit, train_x: torch.Tensor, test_x: torch.Tensor) -> dict:
@@ -433,12 +504,10 @@ def _parity_rows(fit, train_x: torch.Tensor, test_x: torch.Tensor) -> dict:
             train_acc[(fmt, kind)] = to_numpy(answer_accuracy(model, train_x, fmt))
             test_acc[(fmt, kind)] = to_numpy(answer_accuracy(model, test_x, fmt))
             models[(fmt, kind)], histories[(fmt, kind)] = model.cpu(), hist
-    return {"models": models, "histories": histories, "train_acc": train_acc,
-            "test_acc": test_acc}
+    return {"models": models, "histories": histories, "train_acc": train_acc, "test_acc": test_acc}
 
 
-def _parity_followups(fit, setup: CoTSetup, test_x: torch.Tensor,
-                      g: torch.Generator) -> dict:
+def _parity_followups(fit, setup: CoTSetup, test_x: torch.Tensor, g: torch.Generator) -> dict:
     """The follow-ups of :func:`run`, in turn: longer training, tied weights, then the
     parity of a random subset of the bits (drawn by ``g``)."""
     long_model, _ = fit("binary", "linear", steps=setup.long_factor * setup.steps)
@@ -455,8 +524,12 @@ def _parity_followups(fit, setup: CoTSetup, test_x: torch.Tensor,
     for fmt in SUPPORT_FORMATS:
         model, _ = fit(fmt, "linear", support=support)
         support_test[fmt] = to_numpy(answer_accuracy(model, test_x, fmt, support))
-    return {"binary_long_test": binary_long_test, "shared_test": shared_test,
-            "support": to_numpy(support), "support_test": support_test}
+    return {
+        "binary_long_test": binary_long_test,
+        "shared_test": shared_test,
+        "support": to_numpy(support),
+        "support_test": support_test,
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -478,22 +551,27 @@ def _sum_widths(digits: int) -> list[int]:
     """Digits of each running sum of the ``"sums"`` chain (enough for its largest value)."""
     pairs = [(i, j) for i in range(digits) for j in range(digits)]
     largest = [sum(81 * 10 ** (i + j) for i, j in pairs[: k + 1]) for k in range(len(pairs))]
-    return [len(str(v)) for v in largest[1:-1]]          # after pairs 2 .. D*D - 1
+    return [len(str(v)) for v in largest[1:-1]]  # after pairs 2 .. D*D - 1
 
 
 def _check_factors(a, b, digits: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``a`` and ``b`` as long tensors, checked: 1-d, same length, in 0..10**digits - 1."""
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.dim() != 1 \
-            or a.shape != b.shape:
+    if (
+        not isinstance(a, torch.Tensor)
+        or not isinstance(b, torch.Tensor)
+        or a.dim() != 1
+        or a.shape != b.shape
+    ):
         raise TypeError("a and b must be 1-d integer tensors of the same length")
     a, b = a.long(), b.long()
-    if (a < 0).any() or (b < 0).any() or (a >= 10 ** digits).any() or (b >= 10 ** digits).any():
-        raise ValueError(f"a and b must lie in 0..{10 ** digits - 1} for digits={digits}")
+    if (a < 0).any() or (b < 0).any() or (a >= 10**digits).any() or (b >= 10**digits).any():
+        raise ValueError(f"a and b must lie in 0..{10**digits - 1} for digits={digits}")
     return a, b
 
 
-def multiplication_tokens(a: torch.Tensor, b: torch.Tensor, digits: int = 2,
-                          fmt: str = "products") -> torch.Tensor:
+def multiplication_tokens(
+    a: torch.Tensor, b: torch.Tensor, digits: int = 2, fmt: str = "products"
+) -> torch.Tensor:
     """Token sequences (B, L) for the products ``a * b`` of ``digits``-digit numbers.
 
     Tokens are the digits 0-9. A sequence is the prompt -- the digits of ``a`` then of
@@ -514,23 +592,22 @@ def multiplication_tokens(a: torch.Tensor, b: torch.Tensor, digits: int = 2,
     return _multiplication_tokens(a, b, digits, fmt)
 
 
-def _multiplication_tokens(a: torch.Tensor, b: torch.Tensor, digits: int,
-                           fmt: str) -> torch.Tensor:
+def _multiplication_tokens(a: torch.Tensor, b: torch.Tensor, digits: int, fmt: str) -> torch.Tensor:
     """:func:`multiplication_tokens` of factors already checked (no host synchronisation:
     a training step calls it on every batch)."""
-    powers = 10 ** torch.arange(digits, device=a.device)                 # (D,) LSB first
-    da, db = a[:, None] // powers % 10, b[:, None] // powers % 10        # (B, D) a_0 ..
-    parts = [da.flip(1), db.flip(1)]                                     # prompt, MSB first
-    pairs = (da[:, :, None] * db[:, None, :]).flatten(1)                # (B, D*D), (i, j)
+    powers = 10 ** torch.arange(digits, device=a.device)  # (D,) LSB first
+    da, db = a[:, None] // powers % 10, b[:, None] // powers % 10  # (B, D) a_0 ..
+    parts = [da.flip(1), db.flip(1)]  # prompt, MSB first
+    pairs = (da[:, :, None] * db[:, None, :]).flatten(1)  # (B, D*D), (i, j)
     if fmt != "none":
-        scale = (powers[:, None] * powers[None, :]).flatten()           # (D*D,) 10**(i+j)
-        running = (pairs * scale).cumsum(dim=1)                          # (B, D*D)
+        scale = (powers[:, None] * powers[None, :]).flatten()  # (D*D,) 10**(i+j)
+        running = (pairs * scale).cumsum(dim=1)  # (B, D*D)
         widths = _sum_widths(digits)
-        for k in range(digits * digits):          # D*D chain items, not a loop over tokens
+        for k in range(digits * digits):  # D*D chain items, not a loop over tokens
             parts.append(_digits_of(pairs[:, k], 2))
             if fmt == "sums" and 1 <= k < digits * digits - 1:
                 parts.append(_digits_of(running[:, k], widths[k - 1]))
-    parts.append(_digits_of(a * b, 2 * digits))                          # the answer
+    parts.append(_digits_of(a * b, 2 * digits))  # the answer
     return torch.cat(parts, dim=1)
 
 
@@ -538,8 +615,11 @@ def multiplication_length(digits: int = 2, fmt: str = "products") -> int:
     """Tokens a model writes after the prompt of two ``digits``-digit numbers."""
     digits = check_int("digits", digits, minimum=1)
     check_choice("fmt", fmt, MULT_FORMATS)
-    chain = {"none": 0, "products": 2 * digits * digits,
-             "sums": 2 * digits * digits + sum(_sum_widths(digits))}[fmt]
+    chain = {
+        "none": 0,
+        "products": 2 * digits * digits,
+        "sums": 2 * digits * digits + sum(_sum_widths(digits)),
+    }[fmt]
     return chain + 2 * digits
 
 
@@ -547,17 +627,17 @@ def multiplication_length(digits: int = 2, fmt: str = "products") -> int:
 class MultSetup:
     """Sizes of the multiplication experiment (see :data:`MULTIPLICATION_SETUP`)."""
 
-    digits: int = 2               # digits per factor; factors run over 10**(d-1)..10**d - 1
-    train_frac: float = 0.75      # fraction of all pairs used for training (the paper's 75%)
-    seeds: int = 3                # independent models per chain format, trained at once
-    hidden: int = 32              # ReLU units per position of the MLP
-    batch_size: int = 256         # pairs per step, drawn from the training pairs
-    steps: int = 600              # AdamW steps
-    lr: float = 1e-2              # AdamW learning rate
-    weight_decay: float = 0.0     # AdamW's decoupled weight decay
-    schedule: str = "constant"    # learning rate after warm-up: "constant" | "cosine" |
+    digits: int = 2  # digits per factor; factors run over 10**(d-1)..10**d - 1
+    train_frac: float = 0.75  # fraction of all pairs used for training (the paper's 75%)
+    seeds: int = 3  # independent models per chain format, trained at once
+    hidden: int = 32  # ReLU units per position of the MLP
+    batch_size: int = 256  # pairs per step, drawn from the training pairs
+    steps: int = 600  # AdamW steps
+    lr: float = 1e-2  # AdamW learning rate
+    weight_decay: float = 0.0  # AdamW's decoupled weight decay
+    schedule: str = "constant"  # learning rate after warm-up: "constant" | "cosine" |
     #                               "linear" decay to 0 (the paper's code: "linear")
-    warmup: int = 0               # steps of linear warm-up (the paper's code: 1)
+    warmup: int = 0  # steps of linear warm-up (the paper's code: 1)
     eval_pairs: int | None = None  # measure on at most this many training and as many
     #                                test pairs (the first of the random split); None: all
 
@@ -586,13 +666,24 @@ class MultSetup:
 #: and accuracies measured on 100,000 training and 100,000 test pairs.
 MULTIPLICATION_SETUP = Sizes(
     cpu=MultSetup(),
-    full=MultSetup(digits=4, seeds=3, hidden=128, batch_size=2048, steps=48_829, lr=1e-3,
-                   weight_decay=0.1, schedule="linear", warmup=1, eval_pairs=100_000),
+    full=MultSetup(
+        digits=4,
+        seeds=3,
+        hidden=128,
+        batch_size=2048,
+        steps=48_829,
+        lr=1e-3,
+        weight_decay=0.1,
+        schedule="linear",
+        warmup=1,
+        eval_pairs=100_000,
+    ),
 )
 
 
-def multiplication_split(setup: MultSetup, *, generator: torch.Generator | None = None
-                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def multiplication_split(
+    setup: MultSetup, *, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """All pairs of ``setup.digits``-digit factors, split at random: ``(a_train, b_train,
     a_test, b_test)``, a fraction ``setup.train_frac`` of the pairs for training.
 
@@ -603,9 +694,9 @@ def multiplication_split(setup: MultSetup, *, generator: torch.Generator | None 
     if not isinstance(setup, MultSetup):
         raise TypeError(f"setup must be a MultSetup, got {type(setup).__name__}")
     dev = generator.device if generator is not None else torch.device("cpu")
-    lo, hi = 10 ** (setup.digits - 1), 10 ** setup.digits
+    lo, hi = 10 ** (setup.digits - 1), 10**setup.digits
     nums = torch.arange(lo, hi, device=dev)
-    a, b = nums.repeat_interleave(len(nums)), nums.repeat(len(nums))     # every (a, b) pair
+    a, b = nums.repeat_interleave(len(nums)), nums.repeat(len(nums))  # every (a, b) pair
     order = torch.randperm(len(a), generator=generator, device=dev)
     cut = int(round(setup.train_frac * len(a)))
     tr, te = order[:cut], order[cut:]
@@ -638,10 +729,11 @@ def train_multiplication_models(
     D = setup.digits
     a, b = _check_factors(a, b, D)
     prompt, M = 2 * D, setup.seeds
-    length = prompt + multiplication_length(D, fmt)                      # tokens per sequence
+    length = prompt + multiplication_length(D, fmt)  # tokens per sequence
     g = generator
-    model = NextTokenNet(length - 1, vocab=10, hidden=setup.hidden, models=M,
-                         generator=g, device=a.device)
+    model = NextTokenNet(
+        length - 1, vocab=10, hidden=setup.hidden, models=M, generator=g, device=a.device
+    )
 
     def batch(step):
         # each batch's sequences are written on the fly (the same tokens as indexing the
@@ -649,41 +741,55 @@ def train_multiplication_models(
         rows = torch.randint(len(a), (setup.batch_size,), generator=g, device=a.device)
         return chain_targets(_multiplication_tokens(a[rows], b[rows], D, fmt), prompt)
 
-    hist = train(model, batch, steps=setup.steps, lr=setup.lr, weight_decay=setup.weight_decay,
-                 schedule=setup.schedule, warmup=setup.warmup, grad_clip=None,
-                 loss_fn=_summed_loss(M), eval_every=setup.steps,
-                 progress=progress, desc=f"{D}-digit products, chain: {fmt}")
+    hist = train(
+        model,
+        batch,
+        steps=setup.steps,
+        lr=setup.lr,
+        weight_decay=setup.weight_decay,
+        schedule=setup.schedule,
+        warmup=setup.warmup,
+        grad_clip=None,
+        loss_fn=_summed_loss(M),
+        eval_every=setup.steps,
+        progress=progress,
+        desc=f"{D}-digit products, chain: {fmt}",
+    )
     return model, hist
 
 
-_EVAL_CHUNK = 4096                # pairs per forward pass when evaluating
+_EVAL_CHUNK = 4096  # pairs per forward pass when evaluating
 
 
 def _check_mult_model(model: NextTokenNet, length: int, digits: int, fmt: str) -> None:
     if not isinstance(model, NextTokenNet):
         raise TypeError(f"model must be a NextTokenNet, got {type(model).__name__}")
     if model.vocab != 10 or model.seq_len != length - 1:
-        raise ValueError(f"model must be a 10-token NextTokenNet over {length - 1} positions "
-                         f"(digits={digits}, fmt={fmt!r}), got vocab={model.vocab}, "
-                         f"seq_len={model.seq_len}")
+        raise ValueError(
+            f"model must be a 10-token NextTokenNet over {length - 1} positions "
+            f"(digits={digits}, fmt={fmt!r}), got vocab={model.vocab}, "
+            f"seq_len={model.seq_len}"
+        )
 
 
-def multiplication_accuracy(model: NextTokenNet, a: torch.Tensor, b: torch.Tensor,
-                            digits: int = 2, fmt: str = "products") -> torch.Tensor:
+def multiplication_accuracy(
+    model: NextTokenNet, a: torch.Tensor, b: torch.Tensor, digits: int = 2, fmt: str = "products"
+) -> torch.Tensor:
     """Fraction of the pairs ``(a, b)`` whose answer, generated greedily after the prompt
     (chain included), is exactly ``a * b``, per model: (M,)."""
     seqs = multiplication_tokens(a, b, digits, fmt)
     _check_mult_model(model, seqs.shape[1], digits, fmt)
     prompt, width = 2 * digits, 2 * digits
     right = torch.zeros(model.models, device=seqs.device)
-    for chunk in seqs.split(_EVAL_CHUNK):            # bounded memory for large test sets
+    for chunk in seqs.split(_EVAL_CHUNK):  # bounded memory for large test sets
         got = generate(model, chunk[:, :prompt], chunk.shape[1] - prompt)[:, :, -width:]
         right += (got == chunk[None, :, -width:]).all(dim=2).float().sum(dim=1)
     return right / len(seqs)
 
 
-def multiplication_step_accuracy(model: NextTokenNet, a: torch.Tensor, b: torch.Tensor,
-                                 digits: int = 2, fmt: str = "products") -> torch.Tensor:
+def multiplication_step_accuracy(
+    model: NextTokenNet, a: torch.Tensor, b: torch.Tensor, digits: int = 2, fmt: str = "products"
+) -> torch.Tensor:
     """Accuracy of every written token given the correct tokens before it (teacher
     forcing), per model and position after the prompt: (M, chain + answer length);
     column 0 is the first token after the prompt, the last ``2 * digits`` columns are the
@@ -692,10 +798,10 @@ def multiplication_step_accuracy(model: NextTokenNet, a: torch.Tensor, b: torch.
     _check_mult_model(model, seqs.shape[1], digits, fmt)
     right = torch.zeros(model.models, seqs.shape[1] - 1, device=seqs.device)
     with evaluating(model):
-        for chunk in seqs.split(_EVAL_CHUNK):        # bounded memory for large test sets
-            pred = model(chunk[:, :-1]).argmax(dim=-1)                   # (M, B, L-1)
-            right += (pred == chunk[None, :, 1:]).float().sum(dim=1)     # (M, L-1)
-    return right[:, 2 * digits - 1:] / len(seqs)
+        for chunk in seqs.split(_EVAL_CHUNK):  # bounded memory for large test sets
+            pred = model(chunk[:, :-1]).argmax(dim=-1)  # (M, B, L-1)
+            right += (pred == chunk[None, :, 1:]).float().sum(dim=1)  # (M, L-1)
+    return right[:, 2 * digits - 1 :] / len(seqs)
 
 
 @dataclass
@@ -703,15 +809,15 @@ class MultResult(RunInfo):
     """The multiplication experiment of :func:`run_multiplication`, one row per chain
     (``seconds``: the whole run)."""
 
-    a_train: torch.Tensor     # (pairs,) training factors a (CPU); b_train the other factor
+    a_train: torch.Tensor  # (pairs,) training factors a (CPU); b_train the other factor
     b_train: torch.Tensor
-    a_test: torch.Tensor      # (pairs,) test factors
+    a_test: torch.Tensor  # (pairs,) test factors
     b_test: torch.Tensor
-    models: dict              # chain format -> NextTokenNet of setup.seeds MLPs (CPU)
-    histories: dict           # chain format -> training History
-    train_acc: dict           # chain format -> (seeds,) exact answers on the training pairs
-    test_acc: dict            # chain format -> (seeds,) exact answers on the test pairs
-    step_acc: dict            # chain format -> (seeds, tokens written) teacher-forced
+    models: dict  # chain format -> NextTokenNet of setup.seeds MLPs (CPU)
+    histories: dict  # chain format -> training History
+    train_acc: dict  # chain format -> (seeds,) exact answers on the training pairs
+    test_acc: dict  # chain format -> (seeds,) exact answers on the test pairs
+    step_acc: dict  # chain format -> (seeds, tokens written) teacher-forced
     #                           accuracy of every written token on the test pairs
     #                           (all three on the first setup.eval_pairs pairs of each set)
 
@@ -732,27 +838,39 @@ def run_multiplication(setup: MultSetup, ctx: Experiment) -> MultResult:
         g = ctx.generator("products")
         a_tr, b_tr, a_te, b_te = multiplication_split(setup, generator=g)
         rows = _multiplication_rows(setup, (a_tr, b_tr, a_te, b_te), g, ctx.progress)
-    return MultResult(**ctx.header(setup, t.seconds), a_train=a_tr.cpu(), b_train=b_tr.cpu(),
-                      a_test=a_te.cpu(), b_test=b_te.cpu(), **rows)
+    return MultResult(
+        **ctx.header(setup, t.seconds),
+        a_train=a_tr.cpu(),
+        b_train=b_tr.cpu(),
+        a_test=a_te.cpu(),
+        b_test=b_te.cpu(),
+        **rows,
+    )
 
 
-def _multiplication_rows(setup: MultSetup, split: tuple, g: torch.Generator,
-                         progress: bool) -> dict:
+def _multiplication_rows(
+    setup: MultSetup, split: tuple, g: torch.Generator, progress: bool
+) -> dict:
     """Every chain of :func:`run_multiplication`, trained in turn from ``g`` on the training
     pairs of ``split`` ``(a_train, b_train, a_test, b_test)``: its models (CPU), histories
     and accuracies."""
     a_tr, b_tr, a_te, b_te = split
-    k = setup.eval_pairs            # the split is a random permutation: its first k pairs
+    k = setup.eval_pairs  # the split is a random permutation: its first k pairs
     #                                 are a uniform sample (None: every pair)
     models, histories, train_acc, test_acc, step_acc = {}, {}, {}, {}, {}
     for fmt in MULT_FORMATS:
-        model, histories[fmt] = train_multiplication_models(a_tr, b_tr, setup, fmt,
-                                                            generator=g, progress=progress)
+        model, histories[fmt] = train_multiplication_models(
+            a_tr, b_tr, setup, fmt, generator=g, progress=progress
+        )
         d = setup.digits
         train_acc[fmt] = to_numpy(multiplication_accuracy(model, a_tr[:k], b_tr[:k], d, fmt))
         test_acc[fmt] = to_numpy(multiplication_accuracy(model, a_te[:k], b_te[:k], d, fmt))
-        step_acc[fmt] = to_numpy(multiplication_step_accuracy(model, a_te[:k], b_te[:k], d,
-                                                              fmt))
+        step_acc[fmt] = to_numpy(multiplication_step_accuracy(model, a_te[:k], b_te[:k], d, fmt))
         models[fmt] = model.cpu()
-    return {"models": models, "histories": histories, "train_acc": train_acc,
-            "test_acc": test_acc, "step_acc": step_acc}
+    return {
+        "models": models,
+        "histories": histories,
+        "train_acc": train_acc,
+        "test_acc": test_acc,
+        "step_acc": step_acc,
+    }

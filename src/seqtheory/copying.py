@@ -13,6 +13,7 @@ and write gate computed from the current token; without Mamba's input-dependent 
 state expansion, convolution and output gate, so closer to a minimal GRU). Both
 recurrences are computed in parallel over time in pure torch.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,14 +35,46 @@ from .core.training import IGNORE_INDEX, History, train
 from .core.validate import check_int
 
 __all__ = [
-    "NUM_LETTERS", "BOS", "SEP", "EOS", "PAD", "VOCAB_SIZE", "copy_batch", "decode",
-    "string_accuracy", "CopyLSTM", "StackedLSTM", "DiagonalRecurrence", "GatedRecurrence",
+    "NUM_LETTERS",
+    "BOS",
+    "SEP",
+    "EOS",
+    "PAD",
+    "VOCAB_SIZE",
+    "copy_batch",
+    "decode",
+    "string_accuracy",
+    "CopyLSTM",
+    "StackedLSTM",
+    "DiagonalRecurrence",
+    "GatedRecurrence",
     "linear_scan",
-    "CopySetup", "SETUP", "LIVE_MODELS", "state_bits", "max_copy_length", "copy_models",
-    "train_copier", "encode", "greedy_copy", "accuracy_by_length", "MODEL_NAMES",
-    "copy_model", "CopyRun", "CopyResult", "run", "plot_learning_curves", "copied",
-    "copy_rows", "has_repeated_ngram", "planted_repeat_batch", "repeat_accuracy",
-    "accuracy_by_repeats", "repeat_probability", "lookup_batch", "LOOKUP_KEYS", "STREAMS",
+    "CopySetup",
+    "SETUP",
+    "LIVE_MODELS",
+    "state_bits",
+    "max_copy_length",
+    "copy_models",
+    "train_copier",
+    "encode",
+    "greedy_copy",
+    "accuracy_by_length",
+    "MODEL_NAMES",
+    "copy_model",
+    "CopyRun",
+    "CopyResult",
+    "run",
+    "plot_learning_curves",
+    "copied",
+    "copy_rows",
+    "has_repeated_ngram",
+    "planted_repeat_batch",
+    "repeat_accuracy",
+    "accuracy_by_repeats",
+    "repeat_probability",
+    "lookup_batch",
+    "LOOKUP_KEYS",
+    "STREAMS",
 ]
 
 NUM_LETTERS = 26
@@ -55,8 +88,7 @@ _SYMBOLS = "abcdefghijklmnopqrstuvwxyz^|$."
 #: :func:`train_copier`, ``by_length`` L those of :func:`accuracy_by_length`, ``planted``
 #: 10 L + n the planted-repeat test sets of :func:`repeat_accuracy`, ``strings`` L the
 #: random strings of :func:`accuracy_by_repeats`.
-STREAMS = Streams(weights=0, by_length=0, tests=1000, planted=2000, strings=3000,
-                  data=10_000)
+STREAMS = Streams(weights=0, by_length=0, tests=1000, planted=2000, strings=3000, data=10_000)
 
 
 def copy_batch(
@@ -86,7 +118,7 @@ def copy_batch(
     L = torch.randint(min_len, max_len + 1, (batch_size, 1), generator=g, device=dev)  # (B,1)
     s = torch.randint(NUM_LETTERS, (batch_size, max_len), generator=g, device=dev)  # (B,Lmax)
     T = 2 * max_len + 3
-    t = torch.arange(T, device=dev)[None, :]                                # (1, T)
+    t = torch.arange(T, device=dev)[None, :]  # (1, T)
     first = (t >= 1) & (t <= L)
     second = (t >= L + 2) & (t <= 2 * L + 1)
     seq = torch.full((batch_size, T), PAD, device=dev)
@@ -96,7 +128,7 @@ def copy_batch(
     seq = torch.where(second, s.gather(1, (t - L - 2).clamp(0, max_len - 1)), seq)
     seq = torch.where(t == 2 * L + 2, EOS, seq)
     counted = (t[:, 1:] >= L + 2) & (t[:, 1:] <= 2 * L + 2)
-    x, y = seq[:, :-1], seq[:, 1:].masked_fill(~counted, IGNORE_INDEX)      # (B, T-1)
+    x, y = seq[:, :-1], seq[:, 1:].masked_fill(~counted, IGNORE_INDEX)  # (B, T-1)
     return x, y
 
 
@@ -140,21 +172,21 @@ def lookup_batch(
     g = generator
     dev = g.device if g is not None else torch.device("cpu")
     B = batch_size
-    L = torch.randint(min_len, max_len + 1, (B, 1), generator=g, device=dev)     # (B, 1)
-    s = torch.randint(NUM_LETTERS, (B, max_len), generator=g, device=dev)        # (B, Lmax)
-    at = (torch.rand(B, 1, generator=g, device=dev) * (L - n)).long()             # < L - n
-    q = s.gather(1, at + torch.arange(n, device=dev))                             # (B, n)
-    windows = s.unfold(1, n, 1)                                                   # (B, K, n)
-    pos = torch.arange(windows.shape[1], device=dev)[None]                        # (1, K)
+    L = torch.randint(min_len, max_len + 1, (B, 1), generator=g, device=dev)  # (B, 1)
+    s = torch.randint(NUM_LETTERS, (B, max_len), generator=g, device=dev)  # (B, Lmax)
+    at = (torch.rand(B, 1, generator=g, device=dev) * (L - n)).long()  # < L - n
+    q = s.gather(1, at + torch.arange(n, device=dev))  # (B, n)
+    windows = s.unfold(1, n, 1)  # (B, K, n)
+    pos = torch.arange(windows.shape[1], device=dev)[None]  # (1, K)
     match = (windows == q[:, None]).all(-1) & (pos + n < L)
-    first = torch.where(match, pos, max_len).min(1, keepdim=True).values          # (B, 1)
-    answer = s.gather(1, first + n)                                               # (B, 1)
+    first = torch.where(match, pos, max_len).min(1, keepdim=True).values  # (B, 1)
+    answer = s.gather(1, first + n)  # (B, 1)
     T = max_len + n + 4
-    t = torch.arange(T, device=dev)[None]                                         # (1, T)
+    t = torch.arange(T, device=dev)[None]  # (1, T)
     s_start, q_start = (1, L + 2) if key == "suffix" else (n + 2, 1)
     in_s = (t >= s_start) & (t < s_start + L)
     in_q = (t >= q_start) & (t < q_start + n)
-    end = L + n + 2                                                              # last SEP
+    end = L + n + 2  # last SEP
     seq = torch.full((B, T), PAD, device=dev)
     seq = torch.where(in_s, s.gather(1, (t - s_start).clamp(0, max_len - 1).expand(B, T)), seq)
     seq = torch.where(in_q, q.gather(1, (t - q_start).clamp(0, n - 1).expand(B, T)), seq)
@@ -182,21 +214,27 @@ def greedy_copy(model: nn.Module, text: str) -> str:
     """What ``model`` writes after ``<BOS> text <SEP>`` (greedy, up to ``<EOS>``)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    prompt = encode(text).to(_device_of(model))                          # (1, len + 2)
+    prompt = encode(text).to(_device_of(model))  # (1, len + 2)
     return decode(greedy_decode(model, prompt, len(text) + 1, stop=EOS)[0])
 
 
-def accuracy_by_length(model: nn.Module, lengths, size: int = 300,
-                       seed: int | None = None) -> list:
+def accuracy_by_length(model: nn.Module, lengths, size: int = 300, seed: int | None = None) -> list:
     """String accuracy on ``size`` random strings of each length ``L`` (fixed test sets,
     drawn from stream ``by_length`` L of :data:`STREAMS` under the base ``seed`` on the
     model's device; ``seed`` None: the book's base seed).
     """
     dev, seed = _device_of(model), experiment_seed(seed)
-    return [string_accuracy(model, *copy_batch(
-        size, check_int("length", L, minimum=1),
-        generator=make_generator(STREAMS.seed("by_length", L), dev, base=seed)))
-        for L in lengths]
+    return [
+        string_accuracy(
+            model,
+            *copy_batch(
+                size,
+                check_int("length", L, minimum=1),
+                generator=make_generator(STREAMS.seed("by_length", L), dev, base=seed),
+            ),
+        )
+        for L in lengths
+    ]
 
 
 def decode(tokens) -> str:
@@ -211,7 +249,7 @@ def copied(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     greedy decoding writes exactly the same string, so this is exact-match greedy copying.
     """
     with evaluating(model):
-        pred = model(x).argmax(dim=-1)                                      # (B, T)
+        pred = model(x).argmax(dim=-1)  # (B, T)
     return ((pred == y) | (y == IGNORE_INDEX)).all(dim=1)
 
 
@@ -224,8 +262,11 @@ def string_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float
 def _check_strings(strings) -> torch.Tensor:
     if not isinstance(strings, torch.Tensor) or strings.dim() != 2 or strings.shape[1] < 1:
         raise ValueError("strings must be a (B, L) tensor of letter ids, L >= 1")
-    if strings.dtype not in (torch.int32, torch.int64) or strings.numel() and (
-            int(strings.min()) < 0 or int(strings.max()) >= NUM_LETTERS):
+    if (
+        strings.dtype not in (torch.int32, torch.int64)
+        or strings.numel()
+        and (int(strings.min()) < 0 or int(strings.max()) >= NUM_LETTERS)
+    ):
         raise ValueError(f"strings must hold integer letter ids 0..{NUM_LETTERS - 1}")
     return strings
 
@@ -236,9 +277,9 @@ def copy_rows(strings: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     s = _check_strings(strings)
     B, L = s.shape
     col = torch.full((B, 1), 0, dtype=s.dtype, device=s.device)
-    seq = torch.cat([col + BOS, s, col + SEP, s, col + EOS], dim=1)       # (B, 2L + 3)
-    x, y = seq[:, :-1], seq[:, 1:].clone()                                  # (B, 2L + 2)
-    y[:, :L + 1] = IGNORE_INDEX
+    seq = torch.cat([col + BOS, s, col + SEP, s, col + EOS], dim=1)  # (B, 2L + 3)
+    x, y = seq[:, :-1], seq[:, 1:].clone()  # (B, 2L + 2)
+    y[:, : L + 1] = IGNORE_INDEX
     return x, y
 
 
@@ -248,9 +289,9 @@ def has_repeated_ngram(strings: torch.Tensor, n: int) -> torch.Tensor:
     n = check_int("n", n, minimum=1)
     if n > s.shape[1]:
         return torch.zeros(s.shape[0], dtype=torch.bool, device=s.device)
-    powers = NUM_LETTERS ** torch.arange(n, device=s.device)               # (n,)
-    code = s.unfold(1, n, 1).long() @ powers                                # (B, L - n + 1)
-    same = code[:, :, None] == code[:, None, :]                            # (B, K, K)
+    powers = NUM_LETTERS ** torch.arange(n, device=s.device)  # (n,)
+    code = s.unfold(1, n, 1).long() @ powers  # (B, L - n + 1)
+    same = code[:, :, None] == code[:, None, :]  # (B, K, K)
     return torch.triu(same, diagonal=1).any(dim=(1, 2))
 
 
@@ -263,8 +304,9 @@ def repeat_probability(length: int, n: int, size: int = 100_000, seed: int = 0) 
     return float(has_repeated_ngram(s, n).float().mean())
 
 
-def planted_repeat_batch(size: int, length: int, n: int, *,
-                         generator: torch.Generator | None = None):
+def planted_repeat_batch(
+    size: int, length: int, n: int, *, generator: torch.Generator | None = None
+):
     """:func:`copy_batch` rows of ``length`` random letters with one planted repeat: the
     n-gram at letters ``1..n`` (0-based) occurs again at ``length // 2``, and the letters
     right after the two occurrences differ, so an n-gram lookup cannot tell which to copy.
@@ -280,26 +322,36 @@ def planted_repeat_batch(size: int, length: int, n: int, *,
     s = torch.randint(NUM_LETTERS, (size, length), generator=generator, device=dev)
     shift = torch.randint(1, NUM_LETTERS, (size,), generator=generator, device=dev)
     if n:
-        s[:, p:p + n] = s[:, 1:1 + n]
-        s[:, p + n] = (s[:, 1 + n] + shift) % NUM_LETTERS     # the next letters differ
+        s[:, p : p + n] = s[:, 1 : 1 + n]
+        s[:, p + n] = (s[:, 1 + n] + shift) % NUM_LETTERS  # the next letters differ
     return copy_rows(s)
 
 
-def repeat_accuracy(model: nn.Module, length: int, ns, size: int = 600,
-                    seed: int | None = None) -> list:
+def repeat_accuracy(
+    model: nn.Module, length: int, ns, size: int = 600, seed: int | None = None
+) -> list:
     """String accuracy on ``size`` strings of ``length`` letters with a planted repeated
     n-gram (:func:`planted_repeat_batch`), for each ``n`` of ``ns`` (0: random strings);
     test sets from stream ``planted`` ``10 * length + n`` of :data:`STREAMS` under the base
     ``seed``."""
     dev, seed = _device_of(model), experiment_seed(seed)
-    return [string_accuracy(model, *planted_repeat_batch(
-        size, length, n, generator=make_generator(STREAMS.seed("planted", 10 * length + n),
-                                                  dev, base=seed)))
-        for n in ns]
+    return [
+        string_accuracy(
+            model,
+            *planted_repeat_batch(
+                size,
+                length,
+                n,
+                generator=make_generator(STREAMS.seed("planted", 10 * length + n), dev, base=seed),
+            ),
+        )
+        for n in ns
+    ]
 
 
-def accuracy_by_repeats(model: nn.Module, lengths, n: int = 2, size: int = 1000,
-                        seed: int | None = None) -> dict:
+def accuracy_by_repeats(
+    model: nn.Module, lengths, n: int = 2, size: int = 1000, seed: int | None = None
+) -> dict:
     """On ``size`` random strings of each length ``L`` (stream ``strings`` L of
     :data:`STREAMS` under the base ``seed``):
     ``{"without", "with"}``, the string accuracy on the strings with no repeated n-gram and
@@ -308,10 +360,12 @@ def accuracy_by_repeats(model: nn.Module, lengths, n: int = 2, size: int = 1000,
     n = check_int("n", n, minimum=1)
     out = {"without": [], "with": [], "frac_with": []}
     for L in lengths:
-        g = make_generator(STREAMS.seed("strings", check_int("length", L, minimum=1)), dev,
-                           base=seed)
-        s = torch.randint(NUM_LETTERS, (check_int("size", size, minimum=1), L), generator=g,
-                          device=dev)
+        g = make_generator(
+            STREAMS.seed("strings", check_int("length", L, minimum=1)), dev, base=seed
+        )
+        s = torch.randint(
+            NUM_LETTERS, (check_int("size", size, minimum=1), L), generator=g, device=dev
+        )
         ok, rep = copied(model, *copy_rows(s)), has_repeated_ngram(s, n)
         for key, rows in (("without", ~rep), ("with", rep)):
             out[key].append(float(ok[rows].float().mean()) if rows.any() else math.nan)
@@ -322,20 +376,25 @@ def accuracy_by_repeats(model: nn.Module, lengths, n: int = 2, size: int = 1000,
 class CopyLSTM(nn.Module):
     """Embedding -> LSTM -> linear read-out; ``logits = model(idx)`` for ``idx`` (B, T)."""
 
-    def __init__(self, vocab_size: int = VOCAB_SIZE, d_embed: int = 64, hidden: int = 128,
-                 layers: int = 1):
+    def __init__(
+        self, vocab_size: int = VOCAB_SIZE, d_embed: int = 64, hidden: int = 128, layers: int = 1
+    ):
         super().__init__()
-        for name, v in [("vocab_size", vocab_size), ("d_embed", d_embed), ("hidden", hidden),
-                        ("layers", layers)]:
+        for name, v in [
+            ("vocab_size", vocab_size),
+            ("d_embed", d_embed),
+            ("hidden", hidden),
+            ("layers", layers),
+        ]:
             check_int(name, v, minimum=1)
         self.emb = nn.Embedding(vocab_size, d_embed)
         self.lstm = nn.LSTM(d_embed, hidden, num_layers=layers, batch_first=True)
         self.head = nn.Linear(hidden, vocab_size)
-        self.state_floats = 2 * hidden * layers           # cell and hidden state per layer
+        self.state_floats = 2 * hidden * layers  # cell and hidden state per layer
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        h, _ = self.lstm(self.emb(idx))                                     # (B, T, hidden)
-        return self.head(h)                                                 # (B, T, V)
+        h, _ = self.lstm(self.emb(idx))  # (B, T, hidden)
+        return self.head(h)  # (B, T, V)
 
 
 class StackedLSTM(Ensemble):
@@ -367,17 +426,19 @@ class StackedLSTM(Ensemble):
         p, _ = self._state()
         M, (_, E, H) = self.num_members, self._sizes
 
-        def block_diagonal(w, cols):                 # (M, 4H, cols) -> (4 M H, M cols)
-            w = w.view(M, 4, H, cols).permute(1, 2, 3, 0)                   # (4, H, cols, M)
+        def block_diagonal(w, cols):  # (M, 4H, cols) -> (4 M H, M cols)
+            w = w.view(M, 4, H, cols).permute(1, 2, 3, 0)  # (4, H, cols, M)
             return torch.diag_embed(w, dim1=1, dim2=3).reshape(4 * M * H, M * cols)
 
-        def side_by_side(b):                         # (M, 4H) -> (4 M H)
+        def side_by_side(b):  # (M, 4H) -> (4 M H)
             return b.view(M, 4, H).transpose(0, 1).reshape(4 * M * H)
 
-        return {"weight_ih_l0": block_diagonal(p["lstm.weight_ih_l0"], E),
-                "weight_hh_l0": block_diagonal(p["lstm.weight_hh_l0"], H),
-                "bias_ih_l0": side_by_side(p["lstm.bias_ih_l0"]),
-                "bias_hh_l0": side_by_side(p["lstm.bias_hh_l0"])}
+        return {
+            "weight_ih_l0": block_diagonal(p["lstm.weight_ih_l0"], E),
+            "weight_hh_l0": block_diagonal(p["lstm.weight_hh_l0"], H),
+            "bias_ih_l0": side_by_side(p["lstm.bias_ih_l0"]),
+            "bias_hh_l0": side_by_side(p["lstm.bias_hh_l0"]),
+        }
 
     def forward(self, idx: torch.Tensor, shared: bool = False) -> torch.Tensor:
         """Logits (M, B, T, V) of every member for token ids (M, B, T) (or shared (B, T))."""
@@ -389,8 +450,10 @@ class StackedLSTM(Ensemble):
         if shared:
             idx = idx.expand(M, *idx.shape)
         if idx.dim() != 3 or idx.shape[0] != M:
-            raise ValueError(f"idx must have shape ({M}, B, T) (one batch per member; "
-                             f"shared=True for (B, T)), got {tuple(idx.shape)}")
+            raise ValueError(
+                f"idx must have shape ({M}, B, T) (one batch per member; "
+                f"shared=True for (B, T)), got {tuple(idx.shape)}"
+            )
         if idx.dtype not in (torch.int32, torch.int64):
             raise TypeError(f"idx must hold integer token ids, got {idx.dtype}")
         # checked unless the caller has (train() on a GPU after its first batch): the
@@ -400,19 +463,27 @@ class StackedLSTM(Ensemble):
         p, _ = self._state()
         _, B, T = idx.shape
         member = torch.arange(M, device=idx.device)[:, None, None]
-        x = p["emb.weight"][member, idx]                                    # (M, B, T, E)
-        x = x.permute(1, 2, 0, 3).reshape(B, T, M * E)                      # (B, T, M E)
+        x = p["emb.weight"][member, idx]  # (M, B, T, E)
+        x = x.permute(1, 2, 0, 3).reshape(B, T, M * E)  # (B, T, M E)
         w = self.wide_weights()
-        zero = x.new_zeros(1, B, M * H)                                     # h_0 = c_0 = 0
-        with warnings.catch_warnings():    # cuDNN packs the wide weights at every call
+        zero = x.new_zeros(1, B, M * H)  # h_0 = c_0 = 0
+        with warnings.catch_warnings():  # cuDNN packs the wide weights at every call
             warnings.filterwarnings("ignore", message="RNN module weights are not part")
             # what nn.LSTM.forward calls, given the weights (none of its flattening into
             # cuDNN's buffer, which would rewrite the computed weights in place)
-            h, _, _ = torch.lstm(x, (zero, zero), [w["weight_ih_l0"], w["weight_hh_l0"],
-                                                   w["bias_ih_l0"], w["bias_hh_l0"]],
-                                 True, 1, 0.0, self.training, False, True)  # (B, T, M H)
-        h = h.view(B, T, M, H).permute(2, 0, 1, 3).reshape(M, B * T, H)     # (M, B T, H)
-        w, b = p["head.weight"], p["head.bias"]                             # (M, V, H), (M, V)
+            h, _, _ = torch.lstm(
+                x,
+                (zero, zero),
+                [w["weight_ih_l0"], w["weight_hh_l0"], w["bias_ih_l0"], w["bias_hh_l0"]],
+                True,
+                1,
+                0.0,
+                self.training,
+                False,
+                True,
+            )  # (B, T, M H)
+        h = h.view(B, T, M, H).permute(2, 0, 1, 3).reshape(M, B * T, H)  # (M, B T, H)
+        w, b = p["head.weight"], p["head.bias"]  # (M, V, H), (M, V)
         return torch.baddbmm(b[:, None], h, w.transpose(1, 2)).view(M, B, T, V)
 
 
@@ -426,22 +497,23 @@ class _RecurrentBlock(nn.Module):
         self.out = nn.Linear(d_state, d_model)
         # decay rates a = exp(-exp(log_rate)) spread over time scales of 1..100 steps
         self.log_rate = nn.Parameter(torch.linspace(0.0, -4.6, d_state))
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
-                                 nn.Linear(4 * d_model, d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
-        u = self.inp(self.ln1(x)).permute(2, 0, 1)                          # (N, B, T)
-        log_a = -self.log_rate.exp()                                        # (N,) log decay
+        u = self.inp(self.ln1(x)).permute(2, 0, 1)  # (N, B, T)
+        log_a = -self.log_rate.exp()  # (N,) log decay
         pos = torch.arange(T, device=x.device)
-        lag = pos[:, None] - pos[None, :]                                   # (T, T): t - s
+        lag = pos[:, None] - pos[None, :]  # (T, T): t - s
         # h_t = sum_{s<=t} a^(t-s) u_s: one lower-triangular (T, T) matrix per channel,
         # applied as a batched matmul over channels (faster than einsum's layout on CPU)
         kernel = (lag.clamp(min=0)[None] * log_a[:, None, None]).exp() * (lag >= 0)  # (N,T,T)
-        h = F.gelu(u @ kernel.transpose(1, 2))                              # (N, B, T)
+        h = F.gelu(u @ kernel.transpose(1, 2))  # (N, B, T)
         # GELU before the permute: on the permuted (strided) tensor it and its backward
         # take several times longer than on contiguous memory
-        x = x + self.out(h.permute(1, 2, 0))                                # (B, T, C)
+        x = x + self.out(h.permute(1, 2, 0))  # (B, T, C)
         return x + self.mlp(self.ln2(x))
 
 
@@ -451,11 +523,16 @@ class _RecurrentStack(nn.Module):
 
     BLOCK: type[nn.Module]
 
-    def __init__(self, vocab_size: int = VOCAB_SIZE, d_model: int = 64, d_state: int = 128,
-                 layers: int = 2):
+    def __init__(
+        self, vocab_size: int = VOCAB_SIZE, d_model: int = 64, d_state: int = 128, layers: int = 2
+    ):
         super().__init__()
-        for name, v in [("vocab_size", vocab_size), ("d_model", d_model),
-                        ("d_state", d_state), ("layers", layers)]:
+        for name, v in [
+            ("vocab_size", vocab_size),
+            ("d_model", d_model),
+            ("d_state", d_state),
+            ("layers", layers),
+        ]:
             check_int(name, v, minimum=1)
         self.emb = nn.Embedding(vocab_size, d_model)
         self.blocks = nn.ModuleList(self.BLOCK(d_model, d_state) for _ in range(layers))
@@ -464,10 +541,10 @@ class _RecurrentStack(nn.Module):
         self.state_floats = d_state * layers
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        x = self.emb(idx)                                                   # (B, T, C)
+        x = self.emb(idx)  # (B, T, C)
         for block in self.blocks:
             x = block(x)
-        return self.head(self.ln_f(x))                                      # (B, T, V)
+        return self.head(self.ln_f(x))  # (B, T, V)
 
 
 class DiagonalRecurrence(_RecurrentStack):
@@ -493,15 +570,17 @@ def linear_scan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise TypeError("a and b must be torch.Tensors")
     if a.shape != b.shape or a.dim() < 2:
-        raise ValueError(f"a and b must have the same shape (B, T, ...), got "
-                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"a and b must have the same shape (B, T, ...), got "
+            f"{tuple(a.shape)} and {tuple(b.shape)}"
+        )
     k, T = 1, a.shape[1]
-    pad = [0, 0] * (a.dim() - 2) + [k, 0]          # pads dim 1 at the front
+    pad = [0, 0] * (a.dim() - 2) + [k, 0]  # pads dim 1 at the front
     while k < T:
         pad[-2] = k
-        b = b + a * F.pad(b[:, :-k], pad)                     # b_t + a_t b_{t-k}
+        b = b + a * F.pad(b[:, :-k], pad)  # b_t + a_t b_{t-k}
         if 2 * k < T:
-            a = a * F.pad(a[:, :-k], pad, value=1.0)          # a_t a_{t-k}
+            a = a * F.pad(a[:, :-k], pad, value=1.0)  # a_t a_{t-k}
         k *= 2
     return b
 
@@ -516,21 +595,22 @@ class _GatedBlock(nn.Module):
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.inp = nn.Linear(d_model, d_state)
         self.gate = nn.Linear(d_model, d_state)
-        with torch.no_grad():   # initial decays 0.5..0.99: memories of about 1..100 steps
+        with torch.no_grad():  # initial decays 0.5..0.99: memories of about 1..100 steps
             self.gate.bias.copy_(torch.logit(torch.linspace(0.5, 0.99, d_state)))
         self.out = nn.Linear(d_state, d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
-                                 nn.Linear(4 * d_model, d_model))
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
+        )
 
     def states(self, x: torch.Tensor) -> torch.Tensor:
         """The recurrent states h_t of this block for its input x (B, T, C): (B, T, N),
         computed by a parallel scan over time (:func:`linear_scan`)."""
         z = self.ln1(x)
-        g = self.gate(z)                                                    # (B, T, N)
-        return linear_scan(F.sigmoid(g), F.sigmoid(-g) * self.inp(z))      # a_t, (1-a_t) u_t
+        g = self.gate(z)  # (B, T, N)
+        return linear_scan(F.sigmoid(g), F.sigmoid(-g) * self.inp(z))  # a_t, (1-a_t) u_t
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.out(F.gelu(self.states(x)))                            # (B, T, C)
+        x = x + self.out(F.gelu(self.states(x)))  # (B, T, C)
         return x + self.mlp(self.ln2(x))
 
 
@@ -553,8 +633,9 @@ class GatedRecurrence(_RecurrentStack):
 
 def state_bits(state_floats: int, bits_per_float: int = 32) -> int:
     """Bits in a fixed-size state of ``state_floats`` numbers."""
-    return check_int("state_floats", state_floats, minimum=1) * \
-        check_int("bits_per_float", bits_per_float, minimum=1)
+    return check_int("state_floats", state_floats, minimum=1) * check_int(
+        "bits_per_float", bits_per_float, minimum=1
+    )
 
 
 def max_copy_length(bits: int, alphabet: int = NUM_LETTERS) -> float:
@@ -576,23 +657,28 @@ LIVE_MODELS = ("transformer", "hard-ALiBi", "gated recurrence")
 class CopySetup:
     """Sizes of the copying chapter (see :data:`SETUP`)."""
 
-    min_len: int = 5              # shortest training string
-    max_len: int = 10             # longest training string
-    test_len: int = 20            # length-generalisation test (twice the training length)
-    d_model: int = 64             # width of every model
-    batch_size: int = 32          # strings per step (per seed)
-    steps: int = 600              # optimisation steps for each model
-    lr: float = 3e-3              # peak AdamW learning rate (warm-up, then cosine decay)
+    min_len: int = 5  # shortest training string
+    max_len: int = 10  # longest training string
+    test_len: int = 20  # length-generalisation test (twice the training length)
+    d_model: int = 64  # width of every model
+    batch_size: int = 32  # strings per step (per seed)
+    steps: int = 600  # optimisation steps for each model
+    lr: float = 3e-3  # peak AdamW learning rate (warm-up, then cosine decay)
     # per-model peak rates that override lr: the best of 1e-3, 3e-3, 1e-2, 3e-2 for each
     # model on three tuning seeds (scripts/copying_sweeps.py, data/copying_sweeps.json)
-    lrs: tuple = (("transformer", 1e-3), ("hard-ALiBi", 3e-3), ("LSTM", 1e-2),
-                  ("linear recurrence", 1e-2), ("gated recurrence", 1e-2))
-    warmup: int = 100             # warm-up steps
-    eval_every: int = 200         # evaluate every this many steps
-    eval_size: int = 300          # strings per evaluation and length
-    seeds: tuple = (0, 1, 2)      # every model is trained once per seed (offsets from the
+    lrs: tuple = (
+        ("transformer", 1e-3),
+        ("hard-ALiBi", 3e-3),
+        ("LSTM", 1e-2),
+        ("linear recurrence", 1e-2),
+        ("gated recurrence", 1e-2),
+    )
+    warmup: int = 100  # warm-up steps
+    eval_every: int = 200  # evaluate every this many steps
+    eval_size: int = 300  # strings per evaluation and length
+    seeds: tuple = (0, 1, 2)  # every model is trained once per seed (offsets from the
     #                               base seed)
-    names: tuple = LIVE_MODELS    # the models that run() trains (any of MODEL_NAMES)
+    names: tuple = LIVE_MODELS  # the models that run() trains (any of MODEL_NAMES)
 
     def __post_init__(self) -> None:
         check_int("min_len", self.min_len, minimum=1)
@@ -613,16 +699,22 @@ class CopySetup:
         if not isinstance(self.lrs, tuple):
             raise TypeError(f"lrs must be a tuple of (name, lr) pairs, got {self.lrs!r}")
         for pair in self.lrs:
-            if (not isinstance(pair, tuple) or len(pair) != 2 or pair[0] not in MODEL_NAMES
-                    or not isinstance(pair[1], (int, float)) or not pair[1] > 0):
-                raise ValueError(f"lrs must hold (model name, lr > 0) pairs with names in "
-                                 f"{MODEL_NAMES}, got {pair!r}")
+            if (
+                not isinstance(pair, tuple)
+                or len(pair) != 2
+                or pair[0] not in MODEL_NAMES
+                or not isinstance(pair[1], (int, float))
+                or not pair[1] > 0
+            ):
+                raise ValueError(
+                    f"lrs must hold (model name, lr > 0) pairs with names in "
+                    f"{MODEL_NAMES}, got {pair!r}"
+                )
         if not isinstance(self.names, tuple):
             raise TypeError(f"names must be a tuple of model names, got {self.names!r}")
         bad = [n for n in self.names if n not in MODEL_NAMES]
         if not self.names or bad or len(set(self.names)) != len(self.names):
-            raise ValueError(f"names must be distinct names from {MODEL_NAMES}, "
-                             f"got {self.names!r}")
+            raise ValueError(f"names must be distinct names from {MODEL_NAMES}, got {self.names!r}")
 
     def lr_for(self, name: str) -> float:
         """Peak learning rate of model ``name``: its entry in ``lrs``, else ``lr``."""
@@ -641,13 +733,23 @@ class CopySetup:
 #: 4, 7, 10, ... must contain max_len), tests at 44, all five models live, 5 seeds,
 #: 10,000 steps.  The models keep the chapter's size (two layers, width 64, the tuned
 #: rates), not the paper's ~160M parameters.
-SETUP = Sizes(cpu=CopySetup(),
-              full=CopySetup(max_len=22, test_len=44, steps=10_000, eval_every=500,
-                             eval_size=2000, seeds=(0, 1, 2, 3, 4), names=MODEL_NAMES))
+SETUP = Sizes(
+    cpu=CopySetup(),
+    full=CopySetup(
+        max_len=22,
+        test_len=44,
+        steps=10_000,
+        eval_every=500,
+        eval_size=2000,
+        seeds=(0, 1, 2, 3, 4),
+        names=MODEL_NAMES,
+    ),
+)
 
 
-def copy_model(name: str, setup: CopySetup, *, seed: int | None = None,
-               base: int | None = None) -> nn.Module:
+def copy_model(
+    name: str, setup: CopySetup, *, seed: int | None = None, base: int | None = None
+) -> nn.Module:
     """One freshly initialised model of the chapter, on the CPU. With ``seed`` its weights
     are drawn inside :func:`~seqtheory.core.seeds.seeded` ``(seed, base=base)`` (the same weights
     every
@@ -669,13 +771,15 @@ def copy_model(name: str, setup: CopySetup, *, seed: int | None = None,
         with seeded(check_int("seed", seed, minimum=0), base=base):
             return copy_model(name, setup)
     d = setup.d_model
-    common = dict(vocab_size=VOCAB_SIZE, max_len=setup.context, n_layers=2, n_heads=4,
-                  d_model=d)
+    common = dict(vocab_size=VOCAB_SIZE, max_len=setup.context, n_layers=2, n_heads=4, d_model=d)
     if name == "transformer":
         return Transformer(TransformerConfig(**common))
     if name == "hard-ALiBi":
-        return Transformer(TransformerConfig(
-            **common, pos_encoding="hard_alibi", windows=((1, 2, 3, 4), (0, 0, 0, 0))))
+        return Transformer(
+            TransformerConfig(
+                **common, pos_encoding="hard_alibi", windows=((1, 2, 3, 4), (0, 0, 0, 0))
+            )
+        )
     if name == "LSTM":
         return CopyLSTM(VOCAB_SIZE, d_embed=d, hidden=2 * d)
     if name == "gated recurrence":
@@ -683,8 +787,9 @@ def copy_model(name: str, setup: CopySetup, *, seed: int | None = None,
     return DiagonalRecurrence(VOCAB_SIZE, d_model=d, d_state=2 * d)
 
 
-def copy_models(setup: CopySetup, *, seed: int | None = None,
-                base: int | None = None) -> dict[str, nn.Module]:
+def copy_models(
+    setup: CopySetup, *, seed: int | None = None, base: int | None = None
+) -> dict[str, nn.Module]:
     """The models of the chapter, each of about 100k parameters (see :func:`copy_model`;
     with ``seed`` every one is built under ``seeded(seed, base=base)``)."""
     return {name: copy_model(name, setup, seed=seed, base=base) for name in MODEL_NAMES}
@@ -693,23 +798,35 @@ def copy_models(setup: CopySetup, *, seed: int | None = None,
 def _copy_tests(setup: CopySetup, seed: int, device: torch.device) -> dict:
     """Fixed test sets: ``eval_size`` strings at ``max_len`` and at ``test_len`` (stream
     ``tests`` of the length under the base ``seed``)."""
-    return {name: copy_batch(setup.eval_size, length, generator=make_generator(
-                STREAMS.seed("tests", length), device, base=seed))
-            for name, length in [("acc_train_len", setup.max_len),
-                                 ("acc_test_len", setup.test_len)]}
+    return {
+        name: copy_batch(
+            setup.eval_size,
+            length,
+            generator=make_generator(STREAMS.seed("tests", length), device, base=seed),
+        )
+        for name, length in [("acc_train_len", setup.max_len), ("acc_test_len", setup.test_len)]
+    }
 
 
 def _copy_eval(tests: dict, last_step: int):
     """eval_fn for train(): accuracy at max_len, and at the last step also at test_len."""
+
     def evaluate(model, step):
         names = list(tests) if step == last_step else ["acc_train_len"]
         return {name: string_accuracy(model, *tests[name]) for name in names}
+
     return evaluate
 
 
 def _train_kw(setup: CopySetup, steps: int, lr: float, progress: bool) -> dict:
-    return dict(steps=steps, lr=lr, warmup=min(setup.warmup, steps), schedule="cosine",
-                eval_every=setup.eval_every, progress=progress)
+    return dict(
+        steps=steps,
+        lr=lr,
+        warmup=min(setup.warmup, steps),
+        schedule="cosine",
+        eval_every=setup.eval_every,
+        progress=progress,
+    )
 
 
 def train_copier(
@@ -741,12 +858,18 @@ def train_copier(
         raise TypeError(f"setup must be a CopySetup, got {type(setup).__name__}")
     steps = setup.steps if steps is None else check_int("steps", steps, minimum=1)
     seed, dev = experiment_seed(seed), _device_of(model)
-    g = generator if generator is not None else make_generator(STREAMS.seed("data", 0), dev,
-                                                               base=seed)
-    return train(model, lambda step: copy_batch(setup.batch_size, setup.min_len,
-                                                setup.max_len, generator=g),
-                 eval_fn=_copy_eval(_copy_tests(setup, seed, dev), steps), desc=desc,
-                 **_train_kw(setup, steps, setup.lr if lr is None else lr, progress))
+    g = (
+        generator
+        if generator is not None
+        else make_generator(STREAMS.seed("data", 0), dev, base=seed)
+    )
+    return train(
+        model,
+        lambda step: copy_batch(setup.batch_size, setup.min_len, setup.max_len, generator=g),
+        eval_fn=_copy_eval(_copy_tests(setup, seed, dev), steps),
+        desc=desc,
+        **_train_kw(setup, steps, setup.lr if lr is None else lr, progress),
+    )
 
 
 @dataclass
@@ -754,13 +877,13 @@ class CopyRun:
     """One model architecture trained once per seed (one entry of :class:`CopyResult`)."""
 
     name: str
-    seeds: tuple              # the setup's seeds (logical seeds under the base seed)
-    steps: np.ndarray         # (E,) evaluation steps
+    seeds: tuple  # the setup's seeds (logical seeds under the base seed)
+    steps: np.ndarray  # (E,) evaluation steps
     acc_train_len: np.ndarray  # (E, M) string accuracy at max_len, per seed
-    acc_test_len: np.ndarray   # (M,) string accuracy at test_len after training, per seed
-    models: list              # the M trained models (standalone modules, CPU, eval mode)
-    seconds: float            # training time of all seeds together
-    histories: list           # training History: one for the batched program (every
+    acc_test_len: np.ndarray  # (M,) string accuracy at test_len after training, per seed
+    models: list  # the M trained models (standalone modules, CPU, eval mode)
+    seconds: float  # training time of all seeds together
+    histories: list  # training History: one for the batched program (every
     #                           seed), or one per seed (the LSTM on the CPU)
 
     def final(self) -> np.ndarray:
@@ -773,7 +896,7 @@ class CopyResult(RunInfo):
     """What :func:`run` trained: one :class:`CopyRun` per model name (``seconds``: the
     wall-clock time of the whole run)."""
 
-    runs: dict                # model name -> CopyRun
+    runs: dict  # model name -> CopyRun
 
     def models(self, member: int = 0) -> dict:
         """``{name: trained model}`` of one seed (index into ``setup.seeds``), for figures."""
@@ -790,48 +913,78 @@ def _stacks_lstm(device: torch.device) -> bool:
     return device.type != "cpu"
 
 
-def _train_seed_by_seed(name: str, setup: CopySetup, ctx: Experiment, evaluate,
-                        kw: dict) -> CopyRun:
+def _train_seed_by_seed(
+    name: str, setup: CopySetup, ctx: Experiment, evaluate, kw: dict
+) -> CopyRun:
     """Train model ``name`` once per seed, one seed after the other."""
     hists, models = [], []
     for s in setup.seeds:
         model = copy_model(name, setup, seed=ctx.logical("weights", s), base=ctx.seed)
         model = model.to(ctx.device)
         g = ctx.generator("data", s)
-        hists.append(train(model, lambda step, g=g: copy_batch(
-            setup.batch_size, setup.min_len, setup.max_len, generator=g),
-            eval_fn=evaluate, desc=f"{name}, seed {s}", **kw))
+        hists.append(
+            train(
+                model,
+                lambda step, g=g: copy_batch(
+                    setup.batch_size, setup.min_len, setup.max_len, generator=g
+                ),
+                eval_fn=evaluate,
+                desc=f"{name}, seed {s}",
+                **kw,
+            )
+        )
         models.append(model.cpu().eval())
     steps, _ = hists[0].metric("acc_train_len")
     acc = np.stack([h.metric("acc_train_len")[1] for h in hists], axis=1)
     test = np.array([h.final("acc_test_len") for h in hists])
-    return CopyRun(name=name, seeds=tuple(setup.seeds), steps=steps, acc_train_len=acc,
-                   acc_test_len=np.asarray(test), models=models,
-                   seconds=sum(h.seconds for h in hists), histories=hists)
+    return CopyRun(
+        name=name,
+        seeds=tuple(setup.seeds),
+        steps=steps,
+        acc_train_len=acc,
+        acc_test_len=np.asarray(test),
+        models=models,
+        seconds=sum(h.seconds for h in hists),
+        histories=hists,
+    )
 
 
-def _train_together(name: str, setup: CopySetup, ctx: Experiment, evaluate,
-                    kw: dict) -> CopyRun:
+def _train_together(name: str, setup: CopySetup, ctx: Experiment, evaluate, kw: dict) -> CopyRun:
     """Train model ``name``'s seeds as one batched program (an :class:`Ensemble`, or a
     :class:`StackedLSTM` for the LSTM)."""
     stacked = StackedLSTM if name == "LSTM" else Ensemble
-    ens = stacked(lambda: copy_model(name, setup),
-                  [ctx.logical("weights", s) for s in setup.seeds], base=ctx.seed)
+    ens = stacked(
+        lambda: copy_model(name, setup),
+        [ctx.logical("weights", s) for s in setup.seeds],
+        base=ctx.seed,
+    )
     ens = ens.to(ctx.device)
     gens = [ctx.generator("data", s) for s in setup.seeds]
 
     def batch(step):
-        xs, ys = zip(*(copy_batch(setup.batch_size, setup.min_len, setup.max_len,
-                                  generator=g) for g in gens), strict=True)
-        return torch.stack(xs), torch.stack(ys)                          # (M, B, T)
+        xs, ys = zip(
+            *(
+                copy_batch(setup.batch_size, setup.min_len, setup.max_len, generator=g)
+                for g in gens
+            ),
+            strict=True,
+        )
+        return torch.stack(xs), torch.stack(ys)  # (M, B, T)
 
-    h = train(ens, batch, eval_fn=member_eval(evaluate),
-              desc=f"{name}, {len(setup.seeds)} seeds", **kw)
+    h = train(
+        ens, batch, eval_fn=member_eval(evaluate), desc=f"{name}, {len(setup.seeds)} seeds", **kw
+    )
     steps, acc = h.metric("acc_train_len")
-    return CopyRun(name=name, seeds=tuple(setup.seeds), steps=steps, acc_train_len=acc,
-                   acc_test_len=np.asarray(h.final("acc_test_len")),
-                   models=[m.cpu().eval() for m in ens.members()], seconds=h.seconds,
-                   histories=[h])
+    return CopyRun(
+        name=name,
+        seeds=tuple(setup.seeds),
+        steps=steps,
+        acc_train_len=acc,
+        acc_test_len=np.asarray(h.final("acc_test_len")),
+        models=[m.cpu().eval() for m in ens.members()],
+        seconds=h.seconds,
+        histories=[h],
+    )
 
 
 @experiment(CopySetup, STREAMS)
@@ -858,7 +1011,8 @@ def run(setup: CopySetup, ctx: Experiment) -> CopyResult:
             kw = _train_kw(setup, setup.steps, setup.lr_for(name), ctx.progress)
             together = name != "LSTM" or _stacks_lstm(ctx.device)
             runs[name] = (_train_together if together else _train_seed_by_seed)(
-                name, setup, ctx, evaluate, kw)
+                name, setup, ctx, evaluate, kw
+            )
     return CopyResult(**ctx.header(setup, t.seconds), runs=runs)
 
 
@@ -876,9 +1030,19 @@ def plot_learning_curves(result: CopyResult, ax=None, colors: dict | None = None
     colors = colors or dict(zip(result.runs, palette(len(result.runs)), strict=True))
     for name, r in result.runs.items():
         ax.plot(r.steps, r.acc_train_len, color=colors[name], lw=0.8, alpha=0.5)
-        ax.plot(r.steps, np.median(r.acc_train_len, axis=1), "o-", ms=3, color=colors[name],
-                label=f"{name} (median of {len(r.seeds)} seeds)")
-    ax.set(xlabel="training step", ylabel=f"string accuracy at length {result.setup.max_len}",
-           title="learning to copy (thin lines: single seeds)", ylim=(-0.02, 1.02))
+        ax.plot(
+            r.steps,
+            np.median(r.acc_train_len, axis=1),
+            "o-",
+            ms=3,
+            color=colors[name],
+            label=f"{name} (median of {len(r.seeds)} seeds)",
+        )
+    ax.set(
+        xlabel="training step",
+        ylabel=f"string accuracy at length {result.setup.max_len}",
+        title="learning to copy (thin lines: single seeds)",
+        ylim=(-0.02, 1.02),
+    )
     ax.legend()
     return ax

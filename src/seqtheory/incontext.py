@@ -14,6 +14,7 @@
   relative-position softmax in layer 1 and a bilinear attention on one-hot tokens in
   layer 2.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -74,29 +75,29 @@ STREAMS = Streams(training=0, weights=0, heldout=1234, data=10_000, dropout=20_0
 class ICLSetup:
     """Task, model and optimiser sizes of one ICL-MC training run."""
 
-    k: int = 3                  # states of the chain (vocabulary size)
-    T: int = 100                # tokens per sequence
-    alpha: float = 1.0          # Dirichlet concentration of each row of P
-    order: int = 1              # Markov order (1: bigram statistics are Bayes-optimal)
-    prior: str = "dirichlet"    # or "doubly_stochastic" (order 1): no unigram signal, or
+    k: int = 3  # states of the chain (vocabulary size)
+    T: int = 100  # tokens per sequence
+    alpha: float = 1.0  # Dirichlet concentration of each row of P
+    order: int = 1  # Markov order (1: bigram statistics are Bayes-optimal)
+    prior: str = "dirichlet"  # or "doubly_stochastic" (order 1): no unigram signal, or
     #                             "graded": doubly stochastic with probability ds_fraction,
     #                             else i.i.d. tokens (markov.sample_graded_matrices)
-    ds_fraction: float = 1.0    # "graded" prior only: share of doubly stochastic chains
-    n_layers: int = 2           # transformer depth
-    n_heads: int | tuple = 1    # heads per layer (int, or one per layer)
-    d_model: int = 16           # residual width
-    attn_only: bool = True      # no MLPs
-    layer_norm: bool = True     # pre-LN (without it the unigram plateau lasts much longer)
+    ds_fraction: float = 1.0  # "graded" prior only: share of doubly stochastic chains
+    n_layers: int = 2  # transformer depth
+    n_heads: int | tuple = 1  # heads per layer (int, or one per layer)
+    d_model: int = 16  # residual width
+    attn_only: bool = True  # no MLPs
+    layer_norm: bool = True  # pre-LN (without it the unigram plateau lasts much longer)
     pos_encoding: str = "learned"
-    dropout: float = 0.0        # dropout on embeddings, attention weights and sublayer outputs
-    batch_size: int = 64        # sequences per step
-    lr: float = 1e-3            # AdamW learning rate (constant)
+    dropout: float = 0.0  # dropout on embeddings, attention weights and sublayer outputs
+    batch_size: int = 64  # sequences per step
+    lr: float = 1e-3  # AdamW learning rate (constant)
     betas: tuple = (0.9, 0.999)  # AdamW moment coefficients
-    weight_decay: float = 0.0   # AdamW decoupled weight decay ...
-    decay: str = "all"          # ... on "all" parameters or on "linear" weights only
+    weight_decay: float = 0.0  # AdamW decoupled weight decay ...
+    decay: str = "all"  # ... on "all" parameters or on "linear" weights only
     grad_clip: float | None = 1.0  # global gradient-norm clipping (None: off)
-    steps: int = 2000           # optimisation steps
-    eval_every: int = 50        # evaluate every this many steps
+    steps: int = 2000  # optimisation steps
+    eval_every: int = 50  # evaluate every this many steps
 
     def __post_init__(self) -> None:
         check_int("k", self.k, minimum=2)
@@ -108,23 +109,38 @@ class ICLSetup:
         check_int("batch_size", self.batch_size, minimum=1)
         if self.prior != "dirichlet" and self.order != 1:
             raise ValueError(f"prior={self.prior!r} needs order=1, got order={self.order}")
-        self.model_config()          # the transformer's own checks (sizes, heads, positions)
-        self.train_config()          # and the optimiser's (lr, steps, betas, ...)
+        self.model_config()  # the transformer's own checks (sizes, heads, positions)
+        self.train_config()  # and the optimiser's (lr, steps, betas, ...)
 
     def model_config(self) -> TransformerConfig:
         """The transformer for this set-up (inputs are the first T - 1 tokens)."""
         return TransformerConfig(
-            vocab_size=self.k, max_len=self.T, n_layers=self.n_layers, n_heads=self.n_heads,
-            d_model=self.d_model, attn_only=self.attn_only, layer_norm=self.layer_norm,
-            pos_encoding=self.pos_encoding, dropout=self.dropout)
+            vocab_size=self.k,
+            max_len=self.T,
+            n_layers=self.n_layers,
+            n_heads=self.n_heads,
+            d_model=self.d_model,
+            attn_only=self.attn_only,
+            layer_norm=self.layer_norm,
+            pos_encoding=self.pos_encoding,
+            dropout=self.dropout,
+        )
 
     def train_config(self, **changes) -> TrainConfig:
         """The optimiser settings of this set-up as a :class:`TrainConfig` (``changes``, e.g.
         ``snapshot_steps``, override its fields)."""
-        return TrainConfig(**{
-            "steps": self.steps, "lr": self.lr, "eval_every": self.eval_every,
-            "betas": tuple(self.betas), "weight_decay": self.weight_decay,
-            "decay": self.decay, "grad_clip": self.grad_clip, **changes})
+        return TrainConfig(
+            **{
+                "steps": self.steps,
+                "lr": self.lr,
+                "eval_every": self.eval_every,
+                "betas": tuple(self.betas),
+                "weight_decay": self.weight_decay,
+                "decay": self.decay,
+                "grad_clip": self.grad_clip,
+                **changes,
+            }
+        )
 
     @property
     def input_len(self) -> int:
@@ -137,8 +153,9 @@ class ICLSetup:
             if self.order != 1:
                 raise ValueError(f"the graded prior needs order=1, got order={self.order}")
             return graded_batch(n, self.k, self.T, self.ds_fraction, generator=generator)
-        return icl_mc_batch(n, self.k, self.T, self.alpha, order=self.order,
-                            prior=self.prior, generator=generator)
+        return icl_mc_batch(
+            n, self.k, self.T, self.alpha, order=self.order, prior=self.prior, generator=generator
+        )
 
     def model(self, seed: int | None = None, *, base: int | None = None) -> Transformer:
         """A freshly initialised transformer: weights from ``seeded(seed, base=base)``
@@ -163,9 +180,17 @@ class ICLSetup:
 #: their relative position is a learned vector per distance dotted with the query (ours a
 #: learned scalar per distance and head), their output projections start at std 0.01 (ours
 #: 0.02), and their sequences have 101 tokens (ours T = 100).
-PAPER = ICLSetup(pos_encoding="relative", dropout=0.1, lr=5e-4, betas=(0.9, 0.95),
-                 weight_decay=0.1, decay="linear", grad_clip=None, steps=4000,
-                 eval_every=50)
+PAPER = ICLSetup(
+    pos_encoding="relative",
+    dropout=0.1,
+    lr=5e-4,
+    betas=(0.9, 0.95),
+    weight_decay=0.1,
+    decay="linear",
+    grad_clip=None,
+    steps=4000,
+    eval_every=50,
+)
 
 #: the chapter's main run: k = 3, T = 100, alpha = 1, 2-layer attention-only, d_model = 16
 #: (CPU); ``FULL=1`` selects :data:`PAPER`
@@ -175,8 +200,7 @@ SETUP = Sizes(cpu=ICLSetup(), full=PAPER)
 #: per offset), d_model = 32; trained by scripts/icl_trigram.py (the chapter's archived run)
 TRIGRAM_SETUP = Sizes(
     cpu=ICLSetup(k=2, order=2, n_heads=(2, 1), d_model=32, lr=3e-3, steps=4000),
-    full=ICLSetup(k=2, order=2, n_heads=(2, 1), d_model=32, lr=3e-3, steps=10000,
-                  eval_every=100),
+    full=ICLSetup(k=2, order=2, n_heads=(2, 1), d_model=32, lr=3e-3, steps=10000, eval_every=100),
 )
 
 
@@ -200,15 +224,15 @@ def _matching_keys(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """(B, T, T) indicator of the keys s <= t with x[s - 1] == x[t] (causal)."""
     T = x.shape[1]
     prev = torch.full_like(x, -1)
-    prev[:, 1:] = x[:, :-1]                                             # token before key s
+    prev[:, 1:] = x[:, :-1]  # token before key s
     match = (prev[:, None, :] == x[:, :, None]) & torch.ones(T, T, dtype=torch.bool).tril()
     return match.to(dtype)
 
 
 def _matching_mass(pattern: torch.Tensor, match: torch.Tensor) -> torch.Tensor:
     """Mean attention mass (B, H) on the keys of ``match`` over queries with a match."""
-    mass = torch.einsum("bhts,bts->bht", pattern, match)               # (B, H, T)
-    has = (match.sum(-1) > 0).to(pattern.dtype)[:, None, :]             # (B, 1, T)
+    mass = torch.einsum("bhts,bts->bht", pattern, match)  # (B, H, T)
+    has = (match.sum(-1) > 0).to(pattern.dtype)[:, None, :]  # (B, 1, T)
     return (mass * has).sum(-1) / has.sum(-1).clamp_min(1.0)
 
 
@@ -223,19 +247,20 @@ class ICLEvaluator:
     the previous position in layer 1 and on matching positions in layer 2.
     """
 
-    def __init__(self, setup: ICLSetup, n: int = 512, seed: int = 1234, *,
-                 base: int | None = None):
+    def __init__(self, setup: ICLSetup, n: int = 512, seed: int = 1234, *, base: int | None = None):
         n = check_int("n", n, minimum=1)
-        gen = make_generator(seed, base=base)      # logical seed ``seed`` under ``base``
+        gen = make_generator(seed, base=base)  # logical seed ``seed`` under ``base``
         self.setup = setup
         self.x, self.P = setup.sample(n, gen)
         refs = strategies(self.x, self.P, setup.alpha)
         self.oracle = refs.pop("oracle")
-        self.strategies = refs                                      # name -> (B, T, k)
+        self.strategies = refs  # name -> (B, T, k)
         self.bayes = ngram_name(setup.order + 1)
-        self.reference_loss = {name: sequence_loss(p, self.x).mean().item()
-                               for name, p in {**refs, "oracle": self.oracle}.items()}
-        self._match = None                          # matching-key mask, built on first use
+        self.reference_loss = {
+            name: sequence_loss(p, self.x).mean().item()
+            for name, p in {**refs, "oracle": self.oracle}.items()
+        }
+        self._match = None  # matching-key mask, built on first use
 
     def model_probs(self, model: nn.Module) -> tuple[torch.Tensor, object]:
         """The model's next-token distributions on the held-out batch: (B, T, k), on the CPU
@@ -248,23 +273,25 @@ class ICLEvaluator:
             if device.type != "cpu":
                 cache.attn = [a.cpu() for a in cache.attn]
             return logits.cpu().double().softmax(-1), cache
-        return model(x).cpu().double().exp(), None          # models returning log-probs
+        return model(x).cpu().double().exp(), None  # models returning log-probs
 
     def __call__(self, model: nn.Module, step: int = 0) -> dict[str, float]:
         probs, cache = self.model_probs(model)
         out = {"loss": sequence_loss(probs, self.x).mean().item()}
         for name, q in {**self.strategies, "P": self.oracle}.items():
-            kl = kl_divergence(q[:, :-1], probs[:, :-1])   # (B, T-1): positions with a target
+            kl = kl_divergence(q[:, :-1], probs[:, :-1])  # (B, T-1): positions with a target
             out[f"KL({name}||model)"] = kl.mean().item()
             out[f"KL({name}||model) @last"] = kl[:, -1].mean().item()
         if cache is not None:
-            out["layer-1 previous-token attention"] = \
+            out["layer-1 previous-token attention"] = (
                 attention_to_offset(cache.attn[0], 1).max(-1).values.mean().item()
-            pattern = cache.attn[-1]                                # (B, H, T, T)
+            )
+            pattern = cache.attn[-1]  # (B, H, T, T)
             if self._match is None or self._match.dtype != pattern.dtype:
                 self._match = _matching_keys(self.x, pattern.dtype)  # fixed held-out batch
-            out["layer-2 induction attention"] = \
+            out["layer-2 induction attention"] = (
                 _matching_mass(pattern, self._match).max(-1).values.mean().item()
+            )
         return out
 
 
@@ -273,16 +300,22 @@ class ICLRun(RunInfo):
     """The result of :func:`run`: a trained model with its set-up, seed, history, evaluator
     (``seconds``: the training loop's)."""
 
-    model: nn.Module             # the trained transformer (on ``device``; ``.cpu()`` to analyse)
-    history: History             # per-step losses, evaluations, snapshots
-    evaluator: ICLEvaluator      # the held-out batch and reference strategies it was measured on
+    model: nn.Module  # the trained transformer (on ``device``; ``.cpu()`` to analyse)
+    history: History  # per-step losses, evaluations, snapshots
+    evaluator: ICLEvaluator  # the held-out batch and reference strategies it was measured on
 
 
 @experiment(ICLSetup, STREAMS)
-def run(setup: ICLSetup, ctx: Experiment, *, eval_n: int = 256,
-        snapshot_every: int | None = None, desc: str | None = None,
-        eval_setup: ICLSetup | None = None,
-        stop_after_switch: int | None = None) -> ICLRun:
+def run(
+    setup: ICLSetup,
+    ctx: Experiment,
+    *,
+    eval_n: int = 256,
+    snapshot_every: int | None = None,
+    desc: str | None = None,
+    eval_setup: ICLSetup | None = None,
+    stop_after_switch: int | None = None,
+) -> ICLRun:
     """Build the transformer of ``setup``, train it on fresh ICL-MC batches, evaluate every
     ``setup.eval_every`` steps on ``eval_n`` held-out sequences (of the task of
     ``eval_setup``, default ``setup``) and keep snapshots every ``snapshot_every`` steps.
@@ -303,32 +336,45 @@ def run(setup: ICLSetup, ctx: Experiment, *, eval_n: int = 256,
     if stop_after_switch is not None:
         check_int("stop_after_switch", stop_after_switch, minimum=1)
     device = ctx.device
-    snaps = () if snapshot_every is None else \
-        tuple(range(0, setup.steps + 1, check_int("snapshot_every", snapshot_every, minimum=1)))
-    evaluator = ICLEvaluator(eval_setup or setup, n=eval_n, seed=ctx.logical("heldout"),
-                             base=ctx.seed)
-    closer = []                                   # per evaluation: nearer bigram than unigram?
+    snaps = (
+        ()
+        if snapshot_every is None
+        else tuple(
+            range(0, setup.steps + 1, check_int("snapshot_every", snapshot_every, minimum=1))
+        )
+    )
+    evaluator = ICLEvaluator(
+        eval_setup or setup, n=eval_n, seed=ctx.logical("heldout"), base=ctx.seed
+    )
+    closer = []  # per evaluation: nearer bigram than unigram?
 
     def eval_fn(model, step):
         out = evaluator(model, step)
         closer.append((step, out["KL(bigram||model)"] < out["KL(unigram||model)"]))
         return out
 
-    def stop(step, model, loss):                  # runs before the evaluation of ``step``
+    def stop(step, model, loss):  # runs before the evaluation of ``step``
         if stop_after_switch is None or not closer or not closer[-1][1]:
             return False
         first = next(s for s, c in reversed([(0, False), *closer]) if not c)
         return closer[-1][0] - first >= stop_after_switch + setup.eval_every
 
     if device.type == "cuda":
-        torch.cuda.init()                         # so that seeded() restores its generator too
-    with ctx.seeded("training"):                  # weights, then batches and dropout masks
+        torch.cuda.init()  # so that seeded() restores its generator too
+    with ctx.seeded("training"):  # weights, then batches and dropout masks
         model = setup.model().to(device)
-        history = train(model, setup.batch, setup.train_config(snapshot_steps=snaps),
-                        eval_fn=eval_fn, callbacks=(stop,), desc=desc or "ICL-MC",
-                        progress=ctx.progress)
-    return ICLRun(**ctx.header(setup, history.seconds), model=model, history=history,
-                  evaluator=evaluator)
+        history = train(
+            model,
+            setup.batch,
+            setup.train_config(snapshot_steps=snaps),
+            eval_fn=eval_fn,
+            callbacks=(stop,),
+            desc=desc or "ICL-MC",
+            progress=ctx.progress,
+        )
+    return ICLRun(
+        **ctx.header(setup, history.seconds), model=model, history=history, evaluator=evaluator
+    )
 
 
 @dataclass
@@ -336,22 +382,24 @@ class ICLSeedsRun(RunInfo):
     """The result of :func:`run_seeds`: one model per seed, trained as one batched program
     (``seconds``: the training loop's)."""
 
-    seeds: tuple                 # the members' indices in streams weights and data
-    ensemble: Ensemble           # the trained members (``.member(m)`` is a Transformer)
-    history: History             # per-step (M,) losses; evaluations (evals, M) per metric
-    evaluator: ICLEvaluator      # the held-out batch all members were measured on
+    seeds: tuple  # the members' indices in streams weights and data
+    ensemble: Ensemble  # the trained members (``.member(m)`` is a Transformer)
+    history: History  # per-step (M,) losses; evaluations (evals, M) per metric
+    evaluator: ICLEvaluator  # the held-out batch all members were measured on
 
     def switch_steps(self, lower: str = "bigram", upper: str = "unigram") -> list:
         """Per member, :func:`switch_step` of its own curves (None: it never switched)."""
-        steps, near_low = self.history.metric(f"KL({lower}||model)")       # (evals, M)
+        steps, near_low = self.history.metric(f"KL({lower}||model)")  # (evals, M)
         _, near_up = self.history.metric(f"KL({upper}||model)")
-        return [_first_lasting(steps, near_low[:, m] < near_up[:, m])
-                for m in range(len(self.seeds))]
+        return [
+            _first_lasting(steps, near_low[:, m] < near_up[:, m]) for m in range(len(self.seeds))
+        ]
 
 
 @experiment(ICLSetup, STREAMS)
-def run_seeds(setup: ICLSetup, ctx: Experiment, *, seeds=(0, 1, 2), eval_n: int = 256,
-              desc: str | None = None) -> ICLSeedsRun:
+def run_seeds(
+    setup: ICLSetup, ctx: Experiment, *, seeds=(0, 1, 2), eval_n: int = 256, desc: str | None = None
+) -> ICLSeedsRun:
     """Train the transformer of ``setup`` once per index in ``seeds`` as one batched
     program (:class:`~seqtheory.core.ensemble.Ensemble`), each member on its own fresh ICL-MC
     batches, all evaluated every ``setup.eval_every`` steps on the same ``eval_n`` held-out
@@ -369,22 +417,36 @@ def run_seeds(setup: ICLSetup, ctx: Experiment, *, seeds=(0, 1, 2), eval_n: int 
     seeds = tuple(check_int("seeds", s, minimum=0) for s in seeds)
     device = ctx.device
     evaluator = ICLEvaluator(setup, n=eval_n, seed=ctx.logical("heldout"), base=ctx.seed)
-    ens = Ensemble(setup.model, [ctx.logical("weights", s) for s in seeds],   # checks them
-                   base=ctx.seed).to(device)
+    ens = Ensemble(
+        setup.model,
+        [ctx.logical("weights", s) for s in seeds],  # checks them
+        base=ctx.seed,
+    ).to(device)
     gens = [ctx.generator("data", s) for s in seeds]
 
     def batch(step):
         xs = [setup.sample(setup.batch_size, g)[0] for g in gens]
-        x = torch.stack(xs)                                         # (M, B, T)
+        x = torch.stack(xs)  # (M, B, T)
         return x[..., :-1], x[..., 1:]
 
     if device.type == "cuda":
-        torch.cuda.init()                          # so that seeded() restores its generator
-    with ctx.seeded("dropout"):                    # dropout masks
-        history = train(ens, batch, setup.train_config(), eval_fn=member_eval(evaluator),
-                        desc=desc or f"ICL-MC, {len(seeds)} seeds", progress=ctx.progress)
-    return ICLSeedsRun(**ctx.header(setup, history.seconds), seeds=seeds, ensemble=ens,
-                       history=history, evaluator=evaluator)
+        torch.cuda.init()  # so that seeded() restores its generator
+    with ctx.seeded("dropout"):  # dropout masks
+        history = train(
+            ens,
+            batch,
+            setup.train_config(),
+            eval_fn=member_eval(evaluator),
+            desc=desc or f"ICL-MC, {len(seeds)} seeds",
+            progress=ctx.progress,
+        )
+    return ICLSeedsRun(
+        **ctx.header(setup, history.seconds),
+        seeds=seeds,
+        ensemble=ens,
+        history=history,
+        evaluator=evaluator,
+    )
 
 
 def train_icl(setup: ICLSetup, *, seed: int | None = None, **kwargs) -> ICLRun:
@@ -401,15 +463,21 @@ def predict_next(model: nn.Module, setup: ICLSetup, x: torch.Tensor) -> torch.Te
     if not isinstance(x, torch.Tensor) or x.dim() != 2:
         raise ValueError("x must be a (B, L) tensor of token ids")
     if not 1 <= x.shape[1] <= setup.input_len:
-        raise ValueError(f"x must have 1..{setup.input_len} tokens (the training input "
-                         f"length T - 1), got {x.shape[1]}")
+        raise ValueError(
+            f"x must have 1..{setup.input_len} tokens (the training input "
+            f"length T - 1), got {x.shape[1]}"
+        )
     with evaluating(model):
         logits = model(x)
     return logits[:, -1].double().softmax(-1)
 
 
-def plot_phases(history: History, ax=None, strategies=("uniform", "unigram", "bigram"),
-                colors: dict | None = None):
+def plot_phases(
+    history: History,
+    ax=None,
+    strategies=("uniform", "unigram", "bigram"),
+    colors: dict | None = None,
+):
     """KL(strategy || model) against training step (log scale), the background shaded by
     the strategy the model is closest to.  Returns the axes."""
     import matplotlib.pyplot as plt
@@ -431,8 +499,9 @@ def plot_phases(history: History, ax=None, strategies=("uniform", "unigram", "bi
     edges = np.r_[steps[0], (steps[1:] + steps[:-1]) / 2, steps[-1]]
     for i, c in enumerate(closest):
         ax.axvspan(edges[i], edges[i + 1], color=colors[strategies[c]], alpha=0.12, lw=0)
-    ax.set(yscale="log", ylim=(1e-3, 1), xlabel="training step",
-           ylabel="KL(strategy ‖ model) (nats)")
+    ax.set(
+        yscale="log", ylim=(1e-3, 1), xlabel="training step", ylabel="KL(strategy ‖ model) (nats)"
+    )
     ax.legend(title="distance to", loc="lower left", ncol=len(strategies), fontsize="small")
     return ax
 
@@ -451,9 +520,14 @@ def history_from_record(record: dict, names=("uniform", "unigram", "bigram")) ->
     bad = [k for k in keys if len(record[k]) != n]
     if bad:
         raise ValueError(f"{bad} must have one value per step ({n})")
-    evals = [{"step": int(record["steps"][i]), "loss": float(record["loss"][i]),
-              **{f"KL({m}||model)": float(record[f"KL({m}||model)"][i]) for m in names}}
-             for i in range(n)]
+    evals = [
+        {
+            "step": int(record["steps"][i]),
+            "loss": float(record["loss"][i]),
+            **{f"KL({m}||model)": float(record[f"KL({m}||model)"][i]) for m in names},
+        }
+        for i in range(n)
+    ]
     return History(evals=evals)
 
 
@@ -532,11 +606,10 @@ class MinimalICL(nn.Module):
         self.k = check_int("k", k, minimum=2)
         self.T = check_int("T", T, minimum=2)
         self.eps = eps
-        self.w = nn.Parameter(torch.zeros(T))             # layer-1 logit per distance 0..T-1
-        self.W = nn.Parameter(torch.zeros(k, k))          # layer-2 bilinear form
+        self.w = nn.Parameter(torch.zeros(T))  # layer-1 logit per distance 0..T-1
+        self.W = nn.Parameter(torch.zeros(k, k))  # layer-2 bilinear form
         idx = torch.arange(T)
-        self.register_buffer("dist", (idx[:, None] - idx[None, :]).clamp(min=0),
-                             persistent=False)
+        self.register_buffer("dist", (idx[:, None] - idx[None, :]).clamp(min=0), persistent=False)
         self.register_buffer("causal", idx[:, None] >= idx[None, :], persistent=False)
 
     def layer1(self, T: int) -> torch.Tensor:
@@ -548,12 +621,12 @@ class MinimalICL(nn.Module):
         B, T = x.shape
         if T > self.T:
             raise ValueError(f"sequence length {T} exceeds T={self.T}")
-        e = nn.functional.one_hot(x, self.k).float()                    # (B, T, k)
-        A1 = self.layer1(T)                                             # (T, T)
-        h = A1 @ e                                                      # (B, T, k)
-        scores = (e @ self.W) @ h.transpose(1, 2)                       # (B, T, T)
+        e = nn.functional.one_hot(x, self.k).float()  # (B, T, k)
+        A1 = self.layer1(T)  # (T, T)
+        h = A1 @ e  # (B, T, k)
+        scores = (e @ self.W) @ h.transpose(1, 2)  # (B, T, T)
         A2 = scores.masked_fill(~self.causal[:T, :T], float("-inf")).softmax(-1)
-        p = A2 @ e                                                      # (B, T, k)
+        p = A2 @ e  # (B, T, k)
         logp = ((1 - self.eps) * p + self.eps / self.k).log()
         return (logp, (A1, A2)) if return_attn else logp
 
@@ -563,8 +636,10 @@ class MinimalICL(nn.Module):
         a1 = self.layer1(self.T)
         W = self.W.detach()
         off = (W.sum() - W.diagonal().sum()) / (self.k * (self.k - 1))
-        return {"layer-1 weight on distance 1": attention_to_offset(a1, 1).item(),
-                "W diagonal contrast": (W.diagonal().mean() - off).item()}
+        return {
+            "layer-1 weight on distance 1": attention_to_offset(a1, 1).item(),
+            "W diagonal contrast": (W.diagonal().mean() - off).item(),
+        }
 
 
 #: the ablations of :func:`circuit_ablations`: label -> (layer, what replaces its pattern)
@@ -597,7 +672,7 @@ def circuit_ablations(model: Transformer, evaluator: ICLEvaluator) -> dict[str, 
         raise TypeError(f"evaluator must be an ICLEvaluator, got {type(evaluator).__name__}")
     with evaluating(model):
         param = next(model.parameters())
-        x = evaluator.x.to(param.device)                                # (B, T)
+        x = evaluator.x.to(param.device)  # (B, T)
         _, cache = model(x, return_cache=True)
         n_layers = len(cache.attn)
 
@@ -610,10 +685,10 @@ def circuit_ablations(model: Transformer, evaluator: ICLEvaluator) -> dict[str, 
             layer %= n_layers
             if how.startswith("without offset"):
                 o = int(how.split()[-1])
-                new = lambda p, o=o: attention_without_offset(p, o)    # noqa: E731
+                new = lambda p, o=o: attention_without_offset(p, o)  # noqa: E731
                 override = {layer: new}
             elif how == "mean":
-                means = cache.attn[layer].mean(0)                       # (H, T, T)
+                means = cache.attn[layer].mean(0)  # (H, T, T)
                 override = {(layer, h): means[h] for h in range(means.shape[0])}
             else:
                 override = {layer: uniform_causal_pattern(x.shape[1]).to(param.device)}

@@ -19,6 +19,7 @@ Randomness: every network and data set is drawn from an explicit ``torch.Generat
 experiments take theirs from the named streams of :data:`STREAMS` under the base seed
 (see :mod:`seqtheory.core.experiment`; ``seed=None`` is the book's base seed).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -35,13 +36,37 @@ from .core.training import History, train
 from .core.validate import check_float, check_int
 
 __all__ = [
-    "ParityMLPs", "ParityRun", "HiddenProgressSetup", "SETUP", "HiddenProgressResult",
-    "WaitingTimeResult", "run", "run_k_sweep", "run_n_sweep", "WidthLuckSetup",
-    "WIDTH_LUCK_SETUP", "WidthLuckResult", "run_width_luck", "sparse_parity",
-    "parity_labels", "hinge_loss", "train_online", "train_offline", "steps_to_success",
-    "placebo_ratios", "lucky_neuron_probability", "expected_lucky_neurons", "hypercube",
-    "population_gradient", "coverage_distribution", "support_coverage", "support_weight",
-    "fisher_two_sided", "STREAMS", "plot_waiting_times", "plot_success_rates",
+    "ParityMLPs",
+    "ParityRun",
+    "HiddenProgressSetup",
+    "SETUP",
+    "HiddenProgressResult",
+    "WaitingTimeResult",
+    "run",
+    "run_k_sweep",
+    "run_n_sweep",
+    "WidthLuckSetup",
+    "WIDTH_LUCK_SETUP",
+    "WidthLuckResult",
+    "run_width_luck",
+    "sparse_parity",
+    "parity_labels",
+    "hinge_loss",
+    "train_online",
+    "train_offline",
+    "steps_to_success",
+    "placebo_ratios",
+    "lucky_neuron_probability",
+    "expected_lucky_neurons",
+    "hypercube",
+    "population_gradient",
+    "coverage_distribution",
+    "support_coverage",
+    "support_weight",
+    "fisher_two_sided",
+    "STREAMS",
+    "plot_waiting_times",
+    "plot_success_rates",
 ]
 
 #: The experiments' random streams. Each draw seeds one generator that draws, in order, a
@@ -66,8 +91,10 @@ def _check_support(n: int, support) -> torch.Tensor:
 
 def _check_generator(generator) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
-        raise TypeError("generator must be a torch.Generator (e.g. "
-                        f"seqtheory.make_generator(seed, device)), got {type(generator).__name__}")
+        raise TypeError(
+            "generator must be a torch.Generator (e.g. "
+            f"seqtheory.make_generator(seed, device)), got {type(generator).__name__}"
+        )
     return generator
 
 
@@ -76,8 +103,10 @@ def parity_labels(x: torch.Tensor, support) -> torch.Tensor:
     if not isinstance(x, torch.Tensor) or x.dim() < 1:
         raise TypeError("x must be a torch.Tensor of shape (..., n) with entries +-1")
     if not bool(((x == 1) | (x == -1)).all()):
-        raise ValueError("x must have entries +1 or -1 (the parity of 0/1 inputs is their "
-                         "sum mod 2: map them with 1 - 2 * x first)")
+        raise ValueError(
+            "x must have entries +1 or -1 (the parity of 0/1 inputs is their "
+            "sum mod 2: map them with 1 - 2 * x first)"
+        )
     support = _check_support(x.shape[-1], support).to(x.device)
     return x[..., support].prod(dim=-1)
 
@@ -123,7 +152,7 @@ def hypercube(n: int) -> torch.Tensor:
     n = check_int("n", n, minimum=1)
     if n > 20:
         raise ValueError(f"n must be <= 20 to enumerate {{-1, +1}}^n, got {n}")
-    bits = (torch.arange(2 ** n)[:, None] >> torch.arange(n)) & 1         # (2^n, n)
+    bits = (torch.arange(2**n)[:, None] >> torch.arange(n)) & 1  # (2^n, n)
     return 1 - 2 * bits.float()
 
 
@@ -135,15 +164,15 @@ def population_gradient(model: ParityMLPs, support) -> torch.Tensor:
     """
     if not isinstance(model, ParityMLPs):
         raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
-    x = hypercube(model.n).to(model.w1.device)                           # (2^n, n)
-    y = parity_labels(x, support)                                        # (2^n,)
+    x = hypercube(model.n).to(model.w1.device)  # (2^n, n)
+    y = parity_labels(x, support)  # (2^n,)
     loss = hinge_loss(model(x), y[None, :]).sum()
     (grad,) = torch.autograd.grad(loss, model.w1)
     return grad.detach()
 
 
 #: hidden activations (numbers) an evaluation holds at once: 1 GiB in float32
-_EVAL_NUMBERS = 2 ** 28
+_EVAL_NUMBERS = 2**28
 
 
 class ParityMLPs(nn.Module):
@@ -159,8 +188,7 @@ class ParityMLPs(nn.Module):
     ``device`` (default: the generator's device).
     """
 
-    def __init__(self, n: int, widths, *, sparsity=None, generator: torch.Generator,
-                 device=None):
+    def __init__(self, n: int, widths, *, sparsity=None, generator: torch.Generator, device=None):
         super().__init__()
         self.n = check_int("n", n, minimum=1)
         widths = [check_int("width", w, minimum=1) for w in np.atleast_1d(widths).tolist()]
@@ -180,20 +208,20 @@ class ParityMLPs(nn.Module):
         self.widths, self.sparsity = widths, sparsity
         dev = g.device
 
-        def unit(*shape):                                                # U(-1, 1)
+        def unit(*shape):  # U(-1, 1)
             return torch.rand(*shape, generator=g, device=dev) * 2 - 1
 
         fan_in = torch.tensor([float(n if s is None else s) for s in sparsity], device=dev)
-        w1 = unit(M, W, n) / fan_in.sqrt()[:, None, None]                # (M, W, n)
+        w1 = unit(M, W, n) / fan_in.sqrt()[:, None, None]  # (M, W, n)
         for m, s in enumerate(sparsity):
-            if s is not None:                       # keep s random inputs per neuron
+            if s is not None:  # keep s random inputs per neuron
                 keep = torch.rand(W, n, generator=g, device=dev).argsort(dim=1)[:, :s]
                 mask = torch.zeros(W, n, device=dev).scatter_(1, keep, 1.0)
                 w1[m] *= mask
-        b1 = unit(M, W) / fan_in.sqrt()[:, None]                         # (M, W)
+        b1 = unit(M, W) / fan_in.sqrt()[:, None]  # (M, W)
         width_t = torch.tensor(widths, dtype=torch.float, device=dev)
-        a = unit(M, W) / width_t.sqrt()[:, None]                         # (M, W)
-        c = unit(M) / width_t.sqrt()                                      # (M,)
+        a = unit(M, W) / width_t.sqrt()[:, None]  # (M, W)
+        c = unit(M) / width_t.sqrt()  # (M,)
         live = (torch.arange(W, device=dev)[None, :] < width_t[:, None]).float()  # (M, W)
         self.register_buffer("live", live)
         self.w1 = nn.Parameter(w1 * live[:, :, None])
@@ -212,8 +240,11 @@ class ParityMLPs(nn.Module):
         """Hidden activations (M, B, W); ``x`` is (B, n) shared or (M, B, n) per network."""
         if x.shape[-1] != self.n:
             raise ValueError(f"inputs must have n={self.n} coordinates, got {x.shape[-1]}")
-        pre = torch.einsum("mwn,...bn->mbw", self.w1, x) if x.dim() == 2 else \
-            torch.einsum("mwn,mbn->mbw", self.w1, x)
+        pre = (
+            torch.einsum("mwn,...bn->mbw", self.w1, x)
+            if x.dim() == 2
+            else torch.einsum("mwn,mbn->mbw", self.w1, x)
+        )
         return torch.relu(pre + self.b1[:, None, :]) * self.live[:, None, :]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -229,8 +260,10 @@ class ParityMLPs(nn.Module):
         chunk = max(1, _EVAL_NUMBERS // (self.num_models * max(self.widths)))
         if B <= chunk:
             return ((self(x) * y) > 0).float().mean(dim=-1)
-        right = sum(((self(x[..., i:i + chunk, :]) * y[:, i:i + chunk]) > 0).float().sum(-1)
-                    for i in range(0, B, chunk))
+        right = sum(
+            ((self(x[..., i : i + chunk, :]) * y[:, i : i + chunk]) > 0).float().sum(-1)
+            for i in range(0, B, chunk)
+        )
         return right / B
 
     @torch.no_grad()
@@ -260,13 +293,13 @@ class ParityRun:
     (arrays in the networks' float32, read from the loop's
     :class:`~seqtheory.core.training.History`)."""
 
-    steps: np.ndarray            # (E,) evaluation steps
-    accuracy: np.ndarray         # (E, M) test accuracy per network
-    loss: np.ndarray             # (E, M) training hinge loss per network (last batch)
-    weight: np.ndarray           # (E, M, n) mean |w_i| per input coordinate
-    distance: np.ndarray         # (E, M) max |W_t - W_0| of the first layer
-    support: tuple = ()          # the parity's support
-    seconds: float = 0.0         # wall-clock time of the loop
+    steps: np.ndarray  # (E,) evaluation steps
+    accuracy: np.ndarray  # (E, M) test accuracy per network
+    loss: np.ndarray  # (E, M) training hinge loss per network (last batch)
+    weight: np.ndarray  # (E, M, n) mean |w_i| per input coordinate
+    distance: np.ndarray  # (E, M) max |W_t - W_0| of the first layer
+    support: tuple = ()  # the parity's support
+    seconds: float = 0.0  # wall-clock time of the loop
     history: History | None = field(default=None, repr=False)  # every step's losses
     column_distance: np.ndarray | None = field(default=None, repr=False)  # (E, M, n) max over
     #                                            neurons of |W_t - W_0| per input coordinate
@@ -277,15 +310,21 @@ class ParityRun:
         whose ``eval_fn`` returned ``accuracy``, ``weight``, ``distance`` and
         ``column_distance``."""
         steps, acc = hist.metric("accuracy")
-        f32 = np.float32                                 # the networks' dtype, as recorded
-        losses = hist.losses()                           # (steps, M), one row per step 1..N
-        loss = np.full(acc.shape, np.nan)                # no training loss before step 1
+        f32 = np.float32  # the networks' dtype, as recorded
+        losses = hist.losses()  # (steps, M), one row per step 1..N
+        loss = np.full(acc.shape, np.nan)  # no training loss before step 1
         loss[1:] = losses[steps[1:] - 1]
-        return cls(steps.astype(np.int64), acc.astype(f32), loss,
-                   hist.metric("weight")[1].astype(f32),
-                   hist.metric("distance")[1].astype(f32),
-                   support=tuple(int(i) for i in support), seconds=hist.seconds, history=hist,
-                   column_distance=hist.metric("column_distance")[1].astype(f32))
+        return cls(
+            steps.astype(np.int64),
+            acc.astype(f32),
+            loss,
+            hist.metric("weight")[1].astype(f32),
+            hist.metric("distance")[1].astype(f32),
+            support=tuple(int(i) for i in support),
+            seconds=hist.seconds,
+            history=hist,
+            column_distance=hist.metric("column_distance")[1].astype(f32),
+        )
 
     @property
     def support_ratio(self) -> np.ndarray:
@@ -303,8 +342,9 @@ class ParityRun:
         return r / r[0]
 
 
-def placebo_ratios(run: ParityRun, *, max_subsets: int = 5000,
-                   generator: np.random.Generator | None = None) -> np.ndarray:
+def placebo_ratios(
+    run: ParityRun, *, max_subsets: int = 5000, generator: np.random.Generator | None = None
+) -> np.ndarray:
     """The support ratio's placebo: :meth:`ParityRun.subset_ratio` for off-support subsets
     of the support's size, (P, E, M).
 
@@ -331,23 +371,50 @@ def placebo_ratios(run: ParityRun, *, max_subsets: int = 5000,
     return np.stack([run.subset_ratio(t) for t in subsets])
 
 
-def _fit(model: ParityMLPs, support, batch_fn, test, *, steps, lr, weight_decay, eval_every,
-         stop_at, progress, desc) -> ParityRun:
+def _fit(
+    model: ParityMLPs,
+    support,
+    batch_fn,
+    test,
+    *,
+    steps,
+    lr,
+    weight_decay,
+    eval_every,
+    stop_at,
+    progress,
+    desc,
+) -> ParityRun:
     """Both chapters' SGD: :func:`seqtheory.core.training.train` with the per-network hinge
     losses, evaluating test accuracy, coordinate weight and distance from init."""
     x_test, y_test = test
 
     def eval_fn(net, step):
-        return {"accuracy": net.accuracy(x_test, y_test), "weight": net.coordinate_weight(),
-                "distance": net.distance_from_init(), "column_distance": net.column_distance()}
+        return {
+            "accuracy": net.accuracy(x_test, y_test),
+            "weight": net.coordinate_weight(),
+            "distance": net.distance_from_init(),
+            "column_distance": net.column_distance(),
+        }
 
-    def solved(row) -> bool:                 # every network at stop_at (as float32 compares)
+    def solved(row) -> bool:  # every network at stop_at (as float32 compares)
         return bool(row["accuracy"].astype(np.float32).min() >= stop_at)
 
-    hist = train(model, batch_fn, optimizer="sgd", steps=steps, lr=lr,
-                 weight_decay=weight_decay, grad_clip=None, eval_every=eval_every,
-                 loss_fn=hinge_loss, eval_fn=eval_fn,
-                 stop_when=None if stop_at is None else solved, progress=progress, desc=desc)
+    hist = train(
+        model,
+        batch_fn,
+        optimizer="sgd",
+        steps=steps,
+        lr=lr,
+        weight_decay=weight_decay,
+        grad_clip=None,
+        eval_every=eval_every,
+        loss_fn=hinge_loss,
+        eval_fn=eval_fn,
+        stop_when=None if stop_at is None else solved,
+        progress=progress,
+        desc=desc,
+    )
     return ParityRun.from_history(hist, support)
 
 
@@ -379,12 +446,23 @@ def train_online(
         stop_at = check_float("stop_at", stop_at, low=0.0, high=1.0)
     g = _check_generator(generator)
     dev = model.w1.device
-    x_test, y_test = sparse_parity(check_int("test_size", test_size, minimum=1), model.n,
-                                   support, generator=g)
+    x_test, y_test = sparse_parity(
+        check_int("test_size", test_size, minimum=1), model.n, support, generator=g
+    )
     shape, on_g = (model.num_models, batch_size, model.n), support.to(g.device)
-    return _fit(model, support, lambda step: _draw(shape, on_g, g),
-                (x_test.to(dev), y_test.to(dev)), steps=steps, lr=lr, weight_decay=0.0,
-                eval_every=eval_every, stop_at=stop_at, progress=progress, desc=desc)
+    return _fit(
+        model,
+        support,
+        lambda step: _draw(shape, on_g, g),
+        (x_test.to(dev), y_test.to(dev)),
+        steps=steps,
+        lr=lr,
+        weight_decay=0.0,
+        eval_every=eval_every,
+        stop_at=stop_at,
+        progress=progress,
+        desc=desc,
+    )
 
 
 def train_offline(
@@ -421,18 +499,30 @@ def train_offline(
     g = _check_generator(generator)
     dev = model.w1.device
     X, Y = sparse_parity(int(samples.max()), model.n, support, models=M, generator=g)
-    test = sparse_parity(check_int("test_size", test_size, minimum=1), model.n, support,
-                         generator=g)
+    test = sparse_parity(
+        check_int("test_size", test_size, minimum=1), model.n, support, generator=g
+    )
     X, Y, test = X.to(dev), Y.to(dev), tuple(t.to(dev) for t in test)
     samples = samples.to(g.device)
 
     def batches(step):
         idx = (torch.rand(M, batch_size, generator=g, device=g.device) * samples[:, None]).long()
-        idx = idx.to(dev)                                                # (M, B)
+        idx = idx.to(dev)  # (M, B)
         return X.gather(1, idx[:, :, None].expand(-1, -1, model.n)), Y.gather(1, idx)
 
-    return _fit(model, support, batches, test, steps=steps, lr=lr, weight_decay=weight_decay,
-                eval_every=eval_every, stop_at=None, progress=progress, desc=desc)
+    return _fit(
+        model,
+        support,
+        batches,
+        test,
+        steps=steps,
+        lr=lr,
+        weight_decay=weight_decay,
+        eval_every=eval_every,
+        stop_at=None,
+        progress=progress,
+        desc=desc,
+    )
 
 
 def steps_to_success(run: ParityRun, threshold: float = 0.99) -> np.ndarray:
@@ -441,7 +531,7 @@ def steps_to_success(run: ParityRun, threshold: float = 0.99) -> np.ndarray:
     if not isinstance(run, ParityRun):
         raise TypeError(f"run must be a ParityRun, got {type(run).__name__}")
     threshold = check_float("threshold", threshold, low=0.0, high=1.0)
-    hit = run.accuracy >= threshold                                       # (E, M)
+    hit = run.accuracy >= threshold  # (E, M)
     first = hit.argmax(axis=0)
     return np.where(hit.any(axis=0), run.steps[first], np.nan)
 
@@ -454,8 +544,9 @@ def lucky_neuron_probability(n: int, k: int, s: int, overlap: int | None = None)
     if k > n or s > n:
         raise ValueError(f"need k <= n and s <= n, got n={n}, k={k}, s={s}")
     overlap = k if overlap is None else check_int("overlap", overlap, minimum=0)
-    return sum(math.comb(k, j) * math.comb(n - k, s - j)
-               for j in range(overlap, min(k, s) + 1)) / math.comb(n, s)
+    return sum(
+        math.comb(k, j) * math.comb(n - k, s - j) for j in range(overlap, min(k, s) + 1)
+    ) / math.comb(n, s)
 
 
 def expected_lucky_neurons(width, n: int, k: int, s: int) -> np.ndarray:
@@ -472,8 +563,10 @@ def coverage_distribution(n: int, k: int, s: int) -> np.ndarray:
     k, s = check_int("k", k, minimum=1), check_int("s", s, minimum=1)
     if k > n or s > n:
         raise ValueError(f"need k <= n and s <= n, got n={n}, k={k}, s={s}")
-    return np.array([math.comb(k, j) * math.comb(n - k, s - j) if j <= s else 0
-                     for j in range(k + 1)], dtype=float) / math.comb(n, s)
+    return np.array(
+        [math.comb(k, j) * math.comb(n - k, s - j) if j <= s else 0 for j in range(k + 1)],
+        dtype=float,
+    ) / math.comb(n, s)
 
 
 def support_coverage(model: ParityMLPs, support) -> torch.Tensor:
@@ -512,8 +605,9 @@ def fisher_two_sided(a: int, n1: int, b: int, n2: int) -> float:
         raise ValueError(f"need a <= n1 and b <= n2, got a={a}, n1={n1}, b={b}, n2={n2}")
     total = a + b
     lo, hi = max(0, total - n2), min(total, n1)
-    pmf = np.array([math.comb(n1, j) * math.comb(n2, total - j) for j in range(lo, hi + 1)],
-                   dtype=float) / math.comb(n1 + n2, total)
+    pmf = np.array(
+        [math.comb(n1, j) * math.comb(n2, total - j) for j in range(lo, hi + 1)], dtype=float
+    ) / math.comb(n1 + n2, total)
     return float(min(1.0, pmf[pmf <= pmf[a - lo] * (1 + 1e-7)].sum()))
 
 
@@ -534,22 +628,22 @@ def _check_sizes(name: str, values, low: int, high: int | None = None) -> tuple:
 class HiddenProgressSetup:
     """Sizes of the hidden-progress chapter (see :data:`SETUP`)."""
 
-    n: int = 30                   # input bits
-    k: int = 3                    # support size (coordinates 0..k-1) of experiments 1 and 3
-    width: int = 1000             # hidden ReLU units
-    batch_size: int = 32          # fresh samples per SGD step
-    lr: float = 0.1               # SGD learning rate
-    test_size: int = 2000         # fresh test examples for the accuracy
-    success: float = 0.99         # test accuracy that counts as solved (stops the sweeps)
-    seeds: int = 4                # networks trained at once in experiment 1 (run)
-    steps: int = 2000             # steps of experiment 1
-    eval_every: int = 50          # evaluate every this many steps (experiments 1 and 2)
-    ks: tuple = (2, 3, 4, 5)      # support sizes of the steps-vs-k sweep (run_k_sweep)
-    k_seeds: int = 3              # networks per k
-    max_steps: int = 15000        # give up on a k (or an n) after this many steps
+    n: int = 30  # input bits
+    k: int = 3  # support size (coordinates 0..k-1) of experiments 1 and 3
+    width: int = 1000  # hidden ReLU units
+    batch_size: int = 32  # fresh samples per SGD step
+    lr: float = 0.1  # SGD learning rate
+    test_size: int = 2000  # fresh test examples for the accuracy
+    success: float = 0.99  # test accuracy that counts as solved (stops the sweeps)
+    seeds: int = 4  # networks trained at once in experiment 1 (run)
+    steps: int = 2000  # steps of experiment 1
+    eval_every: int = 50  # evaluate every this many steps (experiments 1 and 2)
+    ks: tuple = (2, 3, 4, 5)  # support sizes of the steps-vs-k sweep (run_k_sweep)
+    k_seeds: int = 3  # networks per k
+    max_steps: int = 15000  # give up on a k (or an n) after this many steps
     ns: tuple = (15, 20, 30, 40, 50)  # input sizes of the steps-vs-n sweep (run_n_sweep)
-    n_seeds: int = 4              # networks per n
-    n_eval_every: int = 25        # evaluation interval of the steps-vs-n sweep
+    n_seeds: int = 4  # networks per n
+    n_eval_every: int = 25  # evaluation interval of the steps-vs-n sweep
     gradient_ns: tuple = (10, 12, 14)  # input sizes of the exact population gradient
 
     def __post_init__(self) -> None:
@@ -557,8 +651,18 @@ class HiddenProgressSetup:
         check_int("k", self.k, minimum=1)
         if self.k > self.n:
             raise ValueError(f"k must be <= n={self.n}, got {self.k}")
-        for name in ("width", "batch_size", "test_size", "seeds", "steps", "eval_every",
-                     "k_seeds", "max_steps", "n_seeds", "n_eval_every"):
+        for name in (
+            "width",
+            "batch_size",
+            "test_size",
+            "seeds",
+            "steps",
+            "eval_every",
+            "k_seeds",
+            "max_steps",
+            "n_seeds",
+            "n_eval_every",
+        ):
             check_int(name, getattr(self, name), minimum=1)
         check_float("lr", self.lr, low=0.0, low_open=True)
         check_float("success", self.success, low=0.0, high=1.0)
@@ -577,10 +681,17 @@ class HiddenProgressSetup:
 #: k = 6, n = 90 and n = 100 all ran to ``max_steps``.
 SETUP = Sizes(
     cpu=HiddenProgressSetup(),
-    full=HiddenProgressSetup(test_size=8192, seeds=8, steps=3000, ks=(2, 3, 4, 5, 6),
-                             k_seeds=25, max_steps=200000,
-                             ns=(15, 20, 30, 40, 50, 60, 70, 90, 100), n_seeds=25,
-                             gradient_ns=(10, 12, 14, 16, 18)),
+    full=HiddenProgressSetup(
+        test_size=8192,
+        seeds=8,
+        steps=3000,
+        ks=(2, 3, 4, 5, 6),
+        k_seeds=25,
+        max_steps=200000,
+        ns=(15, 20, 30, 40, 50, 60, 70, 90, 100),
+        n_seeds=25,
+        gradient_ns=(10, 12, 14, 16, 18),
+    ),
 )
 
 
@@ -588,9 +699,9 @@ SETUP = Sizes(
 class HiddenProgressResult(RunInfo):
     """Experiment 1 of the hidden-progress chapter (:func:`run`)."""
 
-    record: ParityRun            # every evaluation: accuracy, weights, distance, losses
-    success: np.ndarray          # (seeds,) first evaluation step at setup.success accuracy
-    model: ParityMLPs            # the trained networks (on the CPU)
+    record: ParityRun  # every evaluation: accuracy, weights, distance, losses
+    success: np.ndarray  # (seeds,) first evaluation step at setup.success accuracy
+    model: ParityMLPs  # the trained networks (on the CPU)
 
     @property
     def support(self) -> list[int]:
@@ -602,9 +713,9 @@ class WaitingTimeResult(RunInfo):
     """Steps to solve the parity as ``variable`` (``"k"`` or ``"n"``) varies
     (:func:`run_k_sweep`, :func:`run_n_sweep`)."""
 
-    variable: str                # "k" (support size) or "n" (input bits)
-    steps_to_success: dict       # value -> (networks,) steps to setup.success (nan: never)
-    records: dict = field(default_factory=dict, repr=False)   # value -> ParityRun
+    variable: str  # "k" (support size) or "n" (input bits)
+    steps_to_success: dict  # value -> (networks,) steps to setup.success (nan: never)
+    records: dict = field(default_factory=dict, repr=False)  # value -> ParityRun
 
     @property
     def values(self) -> np.ndarray:
@@ -616,8 +727,9 @@ class WaitingTimeResult(RunInfo):
         """Median steps over networks, per value. A network that never succeeded (within
         ``max_steps``) counts as slower than every one that did, so the median stays
         defined while fewer than half of them failed; it is ``inf`` otherwise."""
-        return np.array([np.median(np.where(np.isnan(v), np.inf, v))
-                         for v in self.steps_to_success.values()])
+        return np.array(
+            [np.median(np.where(np.isnan(v), np.inf, v)) for v in self.steps_to_success.values()]
+        )
 
     def power_law(self) -> tuple[float, float]:
         """Least-squares line through (log value, log median steps): ``(slope, intercept)``,
@@ -626,8 +738,10 @@ class WaitingTimeResult(RunInfo):
         med = self.medians
         ok = np.isfinite(med)
         if ok.sum() < 2:
-            raise ValueError(f"a power law needs two values of {self.variable} where most "
-                             f"networks succeeded; medians: {med.tolist()}")
+            raise ValueError(
+                f"a power law needs two values of {self.variable} where most "
+                f"networks succeeded; medians: {med.tolist()}"
+            )
         slope, icpt = np.polyfit(np.log(self.values[ok]), np.log(med[ok]), 1)
         return float(slope), float(icpt)
 
@@ -639,14 +753,24 @@ def run(setup: HiddenProgressSetup, ctx: Experiment) -> HiddenProgressResult:
     with ctx.timer() as t:
         g = ctx.generator("online", 0)
         nets = ParityMLPs(setup.n, [setup.width] * setup.seeds, generator=g)
-        record = train_online(nets, list(range(setup.k)), steps=setup.steps,
-                              batch_size=setup.batch_size, lr=setup.lr,
-                              eval_every=setup.eval_every, test_size=setup.test_size,
-                              generator=g, progress=ctx.progress,
-                              desc=f"n={setup.n}, k={setup.k}")
-    return HiddenProgressResult(**ctx.header(setup, t.seconds), record=record,
-                                success=steps_to_success(record, setup.success),
-                                model=nets.cpu())
+        record = train_online(
+            nets,
+            list(range(setup.k)),
+            steps=setup.steps,
+            batch_size=setup.batch_size,
+            lr=setup.lr,
+            eval_every=setup.eval_every,
+            test_size=setup.test_size,
+            generator=g,
+            progress=ctx.progress,
+            desc=f"n={setup.n}, k={setup.k}",
+        )
+    return HiddenProgressResult(
+        **ctx.header(setup, t.seconds),
+        record=record,
+        success=steps_to_success(record, setup.success),
+        model=nets.cpu(),
+    )
 
 
 def _sweep(setup: HiddenProgressSetup, ctx: Experiment, variable: str) -> WaitingTimeResult:
@@ -662,13 +786,23 @@ def _sweep(setup: HiddenProgressSetup, ctx: Experiment, variable: str) -> Waitin
             n, k = (setup.n, v) if by_k else (v, setup.k)
             g = ctx.generator("per_k" if by_k else "per_n", v)
             nets = ParityMLPs(n, [setup.width] * networks, generator=g)
-            rec = train_online(nets, list(range(k)), steps=setup.max_steps,
-                               batch_size=setup.batch_size, lr=setup.lr, eval_every=every,
-                               test_size=setup.test_size, stop_at=setup.success, generator=g,
-                               progress=ctx.progress, desc=f"{variable}={v}")
+            rec = train_online(
+                nets,
+                list(range(k)),
+                steps=setup.max_steps,
+                batch_size=setup.batch_size,
+                lr=setup.lr,
+                eval_every=every,
+                test_size=setup.test_size,
+                stop_at=setup.success,
+                generator=g,
+                progress=ctx.progress,
+                desc=f"{variable}={v}",
+            )
             steps[v], records[v] = steps_to_success(rec, setup.success), rec
-    return WaitingTimeResult(**ctx.header(setup, t.seconds), variable=variable,
-                             steps_to_success=steps, records=records)
+    return WaitingTimeResult(
+        **ctx.header(setup, t.seconds), variable=variable, steps_to_success=steps, records=records
+    )
 
 
 @experiment(HiddenProgressSetup, STREAMS)
@@ -706,8 +840,13 @@ def plot_waiting_times(result: WaitingTimeResult, ax=None, *, color=None, fit: b
     if fit:
         slope, icpt = result.power_law()
         ax.plot(x, med, "o", color="black", ms=4, label="median over seeds")
-        ax.plot(x, np.exp(icpt) * x**slope, color="gray", lw=1,
-                label=f"fit: steps ∝ ${result.variable}^{{{slope:.2f}}}$")
+        ax.plot(
+            x,
+            np.exp(icpt) * x**slope,
+            color="gray",
+            lw=1,
+            label=f"fit: steps ∝ ${result.variable}^{{{slope:.2f}}}$",
+        )
         ax.set(xscale="log")
         ax.legend(fontsize=8)
     else:
@@ -723,19 +862,19 @@ def plot_waiting_times(result: WaitingTimeResult, ax=None, *, color=None, fit: b
 class WidthLuckSetup:
     """Sizes of the width-and-luck chapter (see :data:`WIDTH_LUCK_SETUP`)."""
 
-    n: int = 30                       # input bits
-    k: int = 3                        # support size (coordinates 0..k-1)
+    n: int = 30  # input bits
+    k: int = 3  # support size (coordinates 0..k-1)
     samples: tuple = (200, 400, 600, 800)  # training-set sizes m
-    widths: tuple = (32, 128, 512)    # hidden widths
-    sparsity: int = 6                 # inputs per neuron under sparse initialisation
-    seeds: int = 4                    # runs per (m, width, initialisation)
-    steps: int = 6000                 # SGD steps
-    batch_size: int = 32              # examples per step, drawn from the training set
-    lr: float = 0.1                   # SGD learning rate
-    weight_decay: float = 0.01        # keeps the networks from settling on memorisation
-    eval_every: int = 1500            # evaluate every this many steps
-    test_size: int = 2000             # fresh test examples for the accuracy
-    success: float = 0.9              # test accuracy that counts as learning the parity
+    widths: tuple = (32, 128, 512)  # hidden widths
+    sparsity: int = 6  # inputs per neuron under sparse initialisation
+    seeds: int = 4  # runs per (m, width, initialisation)
+    steps: int = 6000  # SGD steps
+    batch_size: int = 32  # examples per step, drawn from the training set
+    lr: float = 0.1  # SGD learning rate
+    weight_decay: float = 0.01  # keeps the networks from settling on memorisation
+    eval_every: int = 1500  # evaluate every this many steps
+    test_size: int = 2000  # fresh test examples for the accuracy
+    success: float = 0.9  # test accuracy that counts as learning the parity
 
     def __post_init__(self) -> None:
         check_int("n", self.n, minimum=1)
@@ -764,9 +903,13 @@ class WidthLuckSetup:
 #: is not followed.
 WIDTH_LUCK_SETUP = Sizes(
     cpu=WidthLuckSetup(),
-    full=WidthLuckSetup(samples=(100, 200, 300, 400, 600, 800, 1200),
-                        widths=(32, 128, 512, 2048, 8192), seeds=16, steps=20000,
-                        eval_every=5000),
+    full=WidthLuckSetup(
+        samples=(100, 200, 300, 400, 600, 800, 1200),
+        widths=(32, 128, 512, 2048, 8192),
+        seeds=16,
+        steps=20000,
+        eval_every=5000,
+    ),
 )
 
 
@@ -775,16 +918,18 @@ class WidthLuckResult(RunInfo):
     """The width-and-luck grid (:func:`run_width_luck`): per width, one batched run of the
     networks ``combos`` = every (m, initialisation, seed)."""
 
-    combos: list                 # (m, init, r) of network j of every width
-    records: dict = field(repr=False)   # width -> ParityRun
-    models: dict = field(repr=False)    # width -> trained ParityMLPs (on the CPU)
+    combos: list  # (m, init, r) of network j of every width
+    records: dict = field(repr=False)  # width -> ParityRun
+    models: dict = field(repr=False)  # width -> trained ParityMLPs (on the CPU)
 
     def columns(self, m: int, init: str) -> list[int]:
         """Indices of the networks (seeds 0, 1, ...) with ``m`` examples and ``init``."""
         cols = [j for j, c in enumerate(self.combos) if c[0] == m and c[1] == init]
         if not cols:
-            raise ValueError(f"no networks with m={m} and init={init!r}; samples "
-                             f"{self.setup.samples}, inits {INITS}")
+            raise ValueError(
+                f"no networks with m={m} and init={init!r}; samples "
+                f"{self.setup.samples}, inits {INITS}"
+            )
         return cols
 
     def final_accuracy(self, width: int, m: int, init: str) -> np.ndarray:
@@ -805,8 +950,9 @@ class WidthLuckResult(RunInfo):
         """Successful runs, summed over seeds and the given samples, inits and widths
         (default: all widths)."""
         widths = self.setup.widths if widths is None else widths
-        return sum(int(self.successes(w, m, i).sum())
-                   for w in widths for m in samples for i in inits)
+        return sum(
+            int(self.successes(w, m, i).sum()) for w in widths for m in samples for i in inits
+        )
 
 
 @experiment(WidthLuckSetup, STREAMS)
@@ -818,17 +964,30 @@ def run_width_luck(setup: WidthLuckSetup, ctx: Experiment) -> WidthLuckResult:
         records, models = {}, {}
         for w in setup.widths:
             g = ctx.generator("per_width", w)
-            nets = ParityMLPs(setup.n, [w] * len(combos), generator=g,
-                              sparsity=[setup.sparsity if i == "sparse" else None
-                                        for _, i, _ in combos])
-            records[w] = train_offline(nets, list(range(setup.k)), [m for m, _, _ in combos],
-                                       steps=setup.steps, batch_size=setup.batch_size,
-                                       lr=setup.lr, weight_decay=setup.weight_decay,
-                                       eval_every=setup.eval_every, test_size=setup.test_size,
-                                       generator=g, progress=ctx.progress, desc=f"width {w}")
+            nets = ParityMLPs(
+                setup.n,
+                [w] * len(combos),
+                generator=g,
+                sparsity=[setup.sparsity if i == "sparse" else None for _, i, _ in combos],
+            )
+            records[w] = train_offline(
+                nets,
+                list(range(setup.k)),
+                [m for m, _, _ in combos],
+                steps=setup.steps,
+                batch_size=setup.batch_size,
+                lr=setup.lr,
+                weight_decay=setup.weight_decay,
+                eval_every=setup.eval_every,
+                test_size=setup.test_size,
+                generator=g,
+                progress=ctx.progress,
+                desc=f"width {w}",
+            )
             models[w] = nets.cpu()
-    return WidthLuckResult(**ctx.header(setup, t.seconds), combos=combos, records=records,
-                           models=models)
+    return WidthLuckResult(
+        **ctx.header(setup, t.seconds), combos=combos, records=records, models=models
+    )
 
 
 def plot_success_rates(result: WidthLuckResult, axes=None):
@@ -844,10 +1003,18 @@ def plot_success_rates(result: WidthLuckResult, axes=None):
         _, axes = plt.subplots(1, 2, figsize=(7.2, 3.2), sharey=True, constrained_layout=True)
     for ax, init in zip(axes, INITS, strict=True):
         for c, w in zip(palette(len(s.widths)), s.widths, strict=True):
-            ax.plot(s.samples, [result.success_rate(w, m, init) for m in s.samples], "o-",
-                    color=c, label=f"width {w}")
-        ax.set(xlabel="training examples m", xticks=list(s.samples),
-               title="dense init" if init == "dense" else f"sparse init (s = {s.sparsity})")
+            ax.plot(
+                s.samples,
+                [result.success_rate(w, m, init) for m in s.samples],
+                "o-",
+                color=c,
+                label=f"width {w}",
+            )
+        ax.set(
+            xlabel="training examples m",
+            xticks=list(s.samples),
+            title="dense init" if init == "dense" else f"sparse init (s = {s.sparsity})",
+        )
     axes[0].set_ylabel(f"success rate (test acc ≥ {s.success})")
     axes[1].legend()
     return axes

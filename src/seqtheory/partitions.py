@@ -25,6 +25,7 @@ random draws come from the named streams of :data:`STREAMS`.  The SAT experiment
 CPU, over a pool of worker processes under FULL (``workers``: one process per core), instance
 by instance with the same results as one process; gradient descent runs on ``device``.
 """
+
 from __future__ import annotations
 
 import gc
@@ -50,8 +51,7 @@ from .core.validate import check_choice, check_float, check_int
 #: (:func:`run_gradient_descent`); ``samples`` the SAT instances' samples; ``graphs`` the
 #: random graphs of :func:`run_effort`; ``gd_samples`` the noisy training samples of gradient
 #: descent; ``weights`` its initial weights; ``kmeans`` the k-means starts.
-STREAMS = Streams(problems=0, samples=10_000, graphs=0, gd_samples=20_000, weights=0,
-                  kmeans=0)
+STREAMS = Streams(problems=0, samples=10_000, graphs=0, gd_samples=20_000, weights=0, kmeans=0)
 
 __all__ = [
     "PartitionProblem",
@@ -119,8 +119,15 @@ class PartitionProblem:
         return self.labels.shape[1]
 
 
-def planted_problem(N: int, K: int = 3, I: int = 3, *, kind: str = "binary",  # noqa: E741
-                    balanced: bool = True, seed=0) -> PartitionProblem:
+def planted_problem(
+    N: int,
+    K: int = 3,
+    I: int = 3,
+    *,
+    kind: str = "binary",
+    balanced: bool = True,
+    seed=0,
+) -> PartitionProblem:
     """Random partitions of N tokens into K classes per group, and a random g.
 
     Balanced partitions have class sizes differing by at most one; imbalanced ones draw
@@ -131,7 +138,7 @@ def planted_problem(N: int, K: int = 3, I: int = 3, *, kind: str = "binary",  # 
     """
     N = check_int("N", N, minimum=1)
     K = check_int("K", K, minimum=2)
-    I = check_int("I", I, minimum=1)  # noqa: E741
+    I = check_int("I", I, minimum=1)
     check_choice("kind", kind, G_KINDS)
     if N < K:
         raise ValueError(f"N must be >= K (every class needs a token), got N={N} < K={K}")
@@ -168,8 +175,9 @@ def _identifiable(g: np.ndarray) -> bool:
     return True
 
 
-def sample(problem: PartitionProblem, S: int, *, seed=0,
-           noise: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def sample(
+    problem: PartitionProblem, S: int, *, seed=0, noise: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """``S`` samples: tokens (S, I), uniform in each group, and labels (S,).
 
     With ``noise > 0`` a fraction of the discrete labels is replaced by a random other
@@ -180,7 +188,7 @@ def sample(problem: PartitionProblem, S: int, *, seed=0,
     noise = check_float("noise", noise, low=0.0, high=1.0)
     rng = _as_rng(seed)
     x = rng.integers(0, problem.N, size=(S, problem.I))
-    classes = problem.labels[np.arange(problem.I), x]                 # (S, I)
+    classes = problem.labels[np.arange(problem.I), x]  # (S, I)
     y = problem.g[tuple(classes.T)]
     if noise > 0:
         if problem.kind == "gaussian":
@@ -197,18 +205,25 @@ def sample(problem: PartitionProblem, S: int, *, seed=0,
 class SatResult:
     """Outcome of :func:`solve_partitions`."""
 
-    status: str                 # "unique", "ambiguous", "unsatisfiable" or "satisfiable"
-    labels: np.ndarray | None   # a consistent partition (I, N), canonical labels
-    g: np.ndarray | None        # the g found alongside it
-    seconds: float              # solver time (both solves)
+    status: str  # "unique", "ambiguous", "unsatisfiable" or "satisfiable"
+    labels: np.ndarray | None  # a consistent partition (I, N), canonical labels
+    g: np.ndarray | None  # the g found alongside it
+    seconds: float  # solver time (both solves)
     n_vars: int = 0
     n_clauses: int = 0
     alternative: np.ndarray | None = field(default=None, repr=False)
 
 
-def encode_cnf(x: np.ndarray, y: np.ndarray, N: int, K: int, *, g: np.ndarray | None = None,
-               symmetry_breaking: bool = True,
-               shared: bool = False) -> tuple[list[list[int]], dict]:
+def encode_cnf(
+    x: np.ndarray,
+    y: np.ndarray,
+    N: int,
+    K: int,
+    *,
+    g: np.ndarray | None = None,
+    symmetry_breaking: bool = True,
+    shared: bool = False,
+) -> tuple[list[list[int]], dict]:
     """CNF clauses for "there are partitions (and, if g is None, a g) consistent with
     the samples".  Returns ``(clauses, layout)``; variables are 1-based integers.
 
@@ -221,8 +236,8 @@ def encode_cnf(x: np.ndarray, y: np.ndarray, N: int, K: int, *, g: np.ndarray | 
     reduction from graph colouring).
     """
     x, y, N, K = _check_samples(x, y, N, K)
-    I = x.shape[1]  # noqa: E741
-    P = 1 if shared else I                   # number of distinct partitions
+    I = x.shape[1]
+    P = 1 if shared else I  # number of distinct partitions
     n_token_vars = P * N * K
     clauses = _one_class_clauses(P, N, K)
     tuples = _class_tuples(K, I)
@@ -237,8 +252,7 @@ def encode_cnf(x: np.ndarray, y: np.ndarray, N: int, K: int, *, g: np.ndarray | 
         n_vars = n_token_vars + len(tuples)
         if symmetry_breaking:
             clauses += _precedence_clauses(P, N, K)
-    layout = {"N": N, "K": K, "I": P, "n_vars": n_vars, "tuples": tuples,
-              "g_known": g is not None}
+    layout = {"N": N, "K": K, "I": P, "n_vars": n_vars, "tuples": tuples, "g_known": g is not None}
     return clauses, layout
 
 
@@ -269,8 +283,11 @@ def _one_class_clauses(P: int, N: int, K: int) -> list[list[int]]:
     for i in range(P):
         for n in range(N):
             clauses.append([_var(i, n, c, N, K) for c in range(K)])
-            clauses += [[-_var(i, n, a, N, K), -_var(i, n, b, N, K)]
-                        for a in range(K) for b in range(a + 1, K)]
+            clauses += [
+                [-_var(i, n, a, N, K), -_var(i, n, b, N, K)]
+                for a in range(K)
+                for b in range(a + 1, K)
+            ]
     return clauses
 
 
@@ -281,46 +298,47 @@ def _precedence_clauses(P: int, N: int, K: int) -> list[list[int]]:
         clauses.append([_var(i, 0, 0, N, K)])
         for n in range(1, N):
             for c in range(1, K):
-                clauses.append([-_var(i, n, c, N, K)]
-                               + [_var(i, m, c - 1, N, K) for m in range(n)])
+                clauses.append([-_var(i, n, c, N, K)] + [_var(i, m, c - 1, N, K) for m in range(n)])
     return clauses
 
 
-def _class_tuples(K: int, I: int) -> np.ndarray:  # noqa: E741
+def _class_tuples(K: int, I: int) -> np.ndarray:
     """Every class tuple (K ** I, I), the last group's class varying fastest."""
     return np.array(np.meshgrid(*[np.arange(K)] * I, indexing="ij")).reshape(I, -1).T
 
 
-def _tuple_literals(x: np.ndarray, N: int, K: int, tuples: np.ndarray, *,
-                    shared: bool = False) -> np.ndarray:
+def _tuple_literals(
+    x: np.ndarray, N: int, K: int, tuples: np.ndarray, *, shared: bool = False
+) -> np.ndarray:
     """For sample s, class tuple t and group i the variable ``v(i, x_si, t_i)``:
     (S, K ** I, I)."""
-    I = x.shape[1]  # noqa: E741
+    I = x.shape[1]
     group = np.zeros(I, np.int64) if shared else np.arange(I)
     return 1 + (group[None, None, :] * N + x[:, None, :]) * K + tuples[None, :, :]
 
 
-def _g_clauses(x: np.ndarray, y: np.ndarray, N: int, K: int, tuples: np.ndarray, *,
-               shared: bool = False) -> list[list[int]]:
+def _g_clauses(
+    x: np.ndarray, y: np.ndarray, N: int, K: int, tuples: np.ndarray, *, shared: bool = False
+) -> list[list[int]]:
     """With g unknown: sample s in class tuple t implies g(t) = y_s, one clause per (s, t);
     the variable of g(t) follows the ``P * N * K`` token variables."""
     values = np.unique(y)
     if not np.isin(values, [0, 1]).all():
         raise ValueError("with g unknown, labels must be binary (0/1)")
-    I = x.shape[1]  # noqa: E741
+    I = x.shape[1]
     base = _tuple_literals(x, N, K, tuples, shared=shared)
-    gvar = (1 if shared else I) * N * K + 1 + np.arange(len(tuples))     # g(t) = 1
+    gvar = (1 if shared else I) * N * K + 1 + np.arange(len(tuples))  # g(t) = 1
     glit = np.where(y[:, None] == 1, gvar[None, :], -gvar[None, :])  # (S, K^I)
     return np.concatenate([-base, glit[..., None]], axis=2).reshape(-1, I + 1).tolist()
 
 
 def _decode(model: list[int], layout: dict) -> tuple[np.ndarray, np.ndarray | None]:
-    N, K, I = layout["N"], layout["K"], layout["I"]  # noqa: E741
+    N, K, I = layout["N"], layout["K"], layout["I"]
     assign = np.array(model[: I * N * K]) > 0
     labels = assign.reshape(I, N, K).argmax(-1)
     g = None
     if not layout["g_known"]:
-        gv = np.array(model[I * N * K: layout["n_vars"]]) > 0
+        gv = np.array(model[I * N * K : layout["n_vars"]]) > 0
         g = gv.astype(int).reshape((K,) * I)
     return labels, g
 
@@ -339,10 +357,9 @@ def g_symmetries(g: np.ndarray, *, shared: bool = False) -> list[tuple]:
     g = np.asarray(g)
     if g.ndim < 1 or len(set(g.shape)) != 1:
         raise ValueError(f"g must have shape (K,) * I, got {g.shape}")
-    K, I = g.shape[0], g.ndim  # noqa: E741
+    K, I = g.shape[0], g.ndim
     perms = [np.array(p) for p in itertools.permutations(range(K))]
-    choices = ([(p,) * I for p in perms] if shared
-               else itertools.product(perms, repeat=I))
+    choices = [(p,) * I for p in perms] if shared else itertools.product(perms, repeat=I)
     out = []
     for sig in choices:
         if np.array_equal(g[np.ix_(*sig)], g):
@@ -350,9 +367,17 @@ def g_symmetries(g: np.ndarray, *, shared: bool = False) -> list[tuple]:
     return out
 
 
-def solve_partitions(x, y, N: int, K: int, *, g: np.ndarray | None = None,
-                     shared: bool = False, check_unique: bool = True,
-                     solver: str = "cadical153") -> SatResult:
+def solve_partitions(
+    x,
+    y,
+    N: int,
+    K: int,
+    *,
+    g: np.ndarray | None = None,
+    shared: bool = False,
+    check_unique: bool = True,
+    solver: str = "cadical153",
+) -> SatResult:
     """Find partitions consistent with the samples and decide whether they are unique.
 
     After a first solution, clauses excluding that partition are added and the solver is
@@ -367,23 +392,42 @@ def solve_partitions(x, y, N: int, K: int, *, g: np.ndarray | None = None,
     start = time.perf_counter()
     with Solver(name=solver, bootstrap_with=clauses) as s:
         if not s.solve():
-            return SatResult("unsatisfiable", None, None, time.perf_counter() - start,
-                             layout["n_vars"], len(clauses))
+            return SatResult(
+                "unsatisfiable",
+                None,
+                None,
+                time.perf_counter() - start,
+                layout["n_vars"],
+                len(clauses),
+            )
         labels, g_found = _decode(s.get_model(), layout)
         if not check_unique:
-            return SatResult("satisfiable", canonical(labels), g_found,
-                             time.perf_counter() - start, layout["n_vars"], len(clauses))
-        I = layout["I"]  # noqa: E741
+            return SatResult(
+                "satisfiable",
+                canonical(labels),
+                g_found,
+                time.perf_counter() - start,
+                layout["n_vars"],
+                len(clauses),
+            )
+        I = layout["I"]
         sigmas = g_symmetries(g, shared=shared) if g is not None else [(np.arange(K),) * I]
-        idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K      # (I, N)
+        idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K  # (I, N)
         for sig in sigmas:
-            image = np.stack([sig[i][labels[i]] for i in range(I)])             # (I, N)
+            image = np.stack([sig[i][labels[i]] for i in range(I)])  # (I, N)
             s.add_clause((-(idx + image)).ravel().tolist())
         other = s.solve()
         alt = _decode(s.get_model(), layout)[0] if other else None
     status = "ambiguous" if other else "unique"
-    return SatResult(status, canonical(labels), g_found, time.perf_counter() - start,
-                     layout["n_vars"], len(clauses), alt)
+    return SatResult(
+        status,
+        canonical(labels),
+        g_found,
+        time.perf_counter() - start,
+        layout["n_vars"],
+        len(clauses),
+        alt,
+    )
 
 
 def colouring_instance(edges, n: int, K: int = 3):
@@ -415,19 +459,26 @@ def random_graph(n: int, degree: float, *, seed=0) -> np.ndarray:
     return np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
 
 
-def _sample_clauses(x: np.ndarray, y: np.ndarray, N: int, K: int, g: np.ndarray, *,
-                    shared: bool = False) -> np.ndarray:
+def _sample_clauses(
+    x: np.ndarray, y: np.ndarray, N: int, K: int, g: np.ndarray, *, shared: bool = False
+) -> np.ndarray:
     """Clauses (rows of I negative literals) by which samples forbid class tuples with
     the wrong g value, for g known; sample by sample."""
     tuples = _class_tuples(K, x.shape[1])
     base = _tuple_literals(x, N, K, tuples, shared=shared)
-    bad = g[tuple(tuples.T)][None, :] != y[:, None]                       # (S, K^I)
-    return -base[bad]                                                      # (n, I)
+    bad = g[tuple(tuples.T)][None, :] != y[:, None]  # (S, K^I)
+    return -base[bad]  # (n, I)
 
 
-def recovery_threshold(problem: PartitionProblem, s_max: int, *, seed=0,
-                       g_known: bool = True, rel_tol: float = 0.02,
-                       solver: str = "cadical153") -> int:
+def recovery_threshold(
+    problem: PartitionProblem,
+    s_max: int,
+    *,
+    seed=0,
+    g_known: bool = True,
+    rel_tol: float = 0.02,
+    solver: str = "cadical153",
+) -> int:
     """Smallest number of samples from which the SAT solver recovers ``problem`` exactly.
 
     Draws one stream of ``s_max`` samples and searches over its prefixes: a prefix is a
@@ -445,14 +496,16 @@ def recovery_threshold(problem: PartitionProblem, s_max: int, *, seed=0,
     s_max = check_int("s_max", s_max, minimum=1)
     rel_tol = check_float("rel_tol", rel_tol, low=1e-6, high=1.0)
     x, y = sample(problem, s_max, seed=seed)
-    N, K, I = problem.N, problem.K, problem.I  # noqa: E741
+    N, K, I = problem.N, problem.K, problem.I
     grid = prefix_grid(s_max, rel_tol)
 
     if not g_known:
+
         def ok_at(k):
             S = int(grid[k])
             res = solve_partitions(x[:S], y[:S], N, K)
             return res.status == "unique" and same_partition(res.labels, problem.labels)
+
         return _search(grid, ok_at, s_max)
 
     token_clauses, _ = encode_cnf(x[:1], y[:1], N, K, g=problem.g)
@@ -467,12 +520,13 @@ class _PrefixSolver:
     activation literal, and ``ok_at(k)`` asks whether prefix ``grid[k]`` recovers ``problem``.
     """
 
-    def __init__(self, s, problem: PartitionProblem, x: np.ndarray, y: np.ndarray,
-                 grid: np.ndarray):
+    def __init__(
+        self, s, problem: PartitionProblem, x: np.ndarray, y: np.ndarray, grid: np.ndarray
+    ):
         self.s, self.problem, self.x, self.y, self.grid = s, problem, x, y, grid
-        N, K, I = problem.N, problem.K, problem.I  # noqa: E741
+        N, K, I = problem.N, problem.K, problem.I
         self.sigmas = g_symmetries(problem.g)
-        self.idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K    # (I, N)
+        self.idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K  # (I, N)
         self.next_var = I * N * K + 1
         self.acts: list[int] = []
 
@@ -485,13 +539,12 @@ class _PrefixSolver:
         """Add the samples up to ``grid[k]``, each stretch guarded by its own literal."""
         pb, grid = self.problem, self.grid
         gc_was = gc.isenabled()
-        gc.disable()                          # millions of small lists: no GC passes
+        gc.disable()  # millions of small lists: no GC passes
         try:
             while len(self.acts) <= k:
                 j = len(self.acts)
                 lo = 0 if j == 0 else int(grid[j - 1])
-                rows = _sample_clauses(self.x[lo:grid[j]], self.y[lo:grid[j]], pb.N, pb.K,
-                                       pb.g)
+                rows = _sample_clauses(self.x[lo : grid[j]], self.y[lo : grid[j]], pb.N, pb.K, pb.g)
                 a = self._new_var()
                 guarded = np.concatenate([np.full((len(rows), 1), -a), rows], 1)
                 for clause in guarded.tolist():
@@ -505,19 +558,19 @@ class _PrefixSolver:
         """True if the prefix ``grid[k]`` has the planted partition as its only one."""
         self.activate(k)
         s, pb = self.s, self.problem
-        N, K, I = pb.N, pb.K, pb.I  # noqa: E741
-        if not s.solve(assumptions=self.acts[: k + 1]):   # pragma: no cover - planted fits
+        N, K, I = pb.N, pb.K, pb.I
+        if not s.solve(assumptions=self.acts[: k + 1]):  # pragma: no cover - planted fits
             return False
         model = s.get_model()
         labels = (np.array(model[: I * N * K]) > 0).reshape(I, N, K).argmax(-1)
         if not same_partition(labels, pb.labels):
-            return False                      # a second consistent partition exists
+            return False  # a second consistent partition exists
         b = self._new_var()
-        for sig in self.sigmas:               # block the planted one, all its labellings
+        for sig in self.sigmas:  # block the planted one, all its labellings
             image = np.stack([sig[i][labels[i]] for i in range(I)])
             s.add_clause([-b] + (-(self.idx + image)).ravel().tolist())
         other = s.solve(assumptions=self.acts[: k + 1] + [b])
-        s.add_clause([-b])                    # retire the blocking clauses
+        s.add_clause([-b])  # retire the blocking clauses
         return not other
 
 
@@ -527,8 +580,9 @@ def prefix_grid(s_max: int, rel_tol: float = 0.02) -> np.ndarray:
     longest prefix known not to recover the instance."""
     s_max = check_int("s_max", s_max, minimum=1)
     rel_tol = check_float("rel_tol", rel_tol, low=1e-6, high=1.0)
-    grid = np.unique(np.round(np.geomspace(1, s_max, 2 + int(
-        math.log(s_max) / math.log1p(rel_tol)))).astype(int))
+    grid = np.unique(
+        np.round(np.geomspace(1, s_max, 2 + int(math.log(s_max) / math.log1p(rel_tol)))).astype(int)
+    )
     grid = grid[grid <= s_max]
     return grid if grid[-1] == s_max else np.append(grid, s_max)
 
@@ -536,7 +590,7 @@ def prefix_grid(s_max: int, rel_tol: float = 0.02) -> np.ndarray:
 def _search(grid: np.ndarray, ok_at, s_max: int) -> int:
     """Smallest grid[k] with ok_at(k), for a monotone ok_at: gallop up, then bisect."""
     n = len(grid)
-    lo, k = -1, max(0, int(np.searchsorted(grid, grid[-1] / 8)))   # lo: known failure
+    lo, k = -1, max(0, int(np.searchsorted(grid, grid[-1] / 8)))  # lo: known failure
     while not ok_at(k):
         if k == n - 1:
             return s_max + 1
@@ -556,16 +610,16 @@ def separation_rates(problem: PartitionProblem) -> np.ndarray:
     A sample containing token n of group i (true class a) rules out "n is in class b"
     exactly when that happens, so rho is the chance per appearance of ruling out b.
     """
-    g, K, I = np.asarray(problem.g), problem.K, problem.I  # noqa: E741
+    g, K, I = np.asarray(problem.g), problem.K, problem.I
     freq = np.stack([np.bincount(row, minlength=K) for row in problem.labels]) / problem.N
     rho = np.zeros((I, K, K))
     for i in range(I):
-        gi = np.moveaxis(g, i, 0).reshape(K, -1)                         # (K, K^(I-1))
+        gi = np.moveaxis(g, i, 0).reshape(K, -1)  # (K, K^(I-1))
         others = [freq[j] for j in range(I) if j != i]
         weight = np.ones(1)
         for f in others:
-            weight = np.outer(weight, f).ravel()                         # (K^(I-1),)
-        differ = gi[:, None, :] != gi[None, :, :]                        # (K, K, K^(I-1))
+            weight = np.outer(weight, f).ravel()  # (K^(I-1),)
+        differ = gi[:, None, :] != gi[None, :, :]  # (K, K, K^(I-1))
         rho[i] = (differ * weight).sum(-1)
     return rho
 
@@ -578,15 +632,14 @@ def survival_prediction(problem: PartitionProblem, S) -> np.ndarray:
     approximates the probability that none survives.  Vectorised over ``S``.
     """
     S = np.asarray(S, dtype=float)
-    rho = separation_rates(problem)                                      # (I, K, K)
+    rho = separation_rates(problem)  # (I, K, K)
     K = problem.K
     counts = np.stack([np.bincount(row, minlength=K) for row in problem.labels])  # (I, K)
     wrong = ~np.eye(K, dtype=bool)
     per_pair = np.broadcast_to(counts[:, :, None], rho.shape)[:, wrong]  # (I, K(K-1))
     rates = rho[:, wrong]
-    base = np.log1p(-rates / problem.N)                                  # (I, K(K-1))
-    return (per_pair[..., None] * np.exp(base[..., None] * S.ravel())).sum((0, 1)).reshape(
-        S.shape)
+    base = np.log1p(-rates / problem.N)  # (I, K(K-1))
+    return (per_pair[..., None] * np.exp(base[..., None] * S.ravel())).sum((0, 1)).reshape(S.shape)
 
 
 def single_token_moves(problem: PartitionProblem, x, y) -> np.ndarray:
@@ -597,29 +650,39 @@ def single_token_moves(problem: PartitionProblem, x, y) -> np.ndarray:
     """
     if not isinstance(problem, PartitionProblem):
         raise TypeError(f"problem must be a PartitionProblem, got {type(problem).__name__}")
-    I, N, K = problem.I, problem.N, problem.K  # noqa: E741
+    I, N, K = problem.I, problem.N, problem.K
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim != 2 or x.shape[1] != I or len(y) != len(x):
-        raise ValueError(f"x must be (S, {I}) tokens and y (S,) labels, got {x.shape} and "
-                         f"{y.shape}")
+        raise ValueError(
+            f"x must be (S, {I}) tokens and y (S,) labels, got {x.shape} and {y.shape}"
+        )
     if x.size and (x.min() < 0 or x.max() >= N):
         raise ValueError(f"x must hold tokens in 0..{N - 1}")
-    cls = problem.labels[np.arange(I), x]                                # (S, I)
+    cls = problem.labels[np.arange(I), x]  # (S, I)
     ruled = np.zeros((I, N, K), dtype=bool)
     for i in range(I):
         for b in range(K):
             alt = cls.copy()
             alt[:, i] = b
-            contradicted = problem.g[tuple(alt.T)] != y                  # (S,)
+            contradicted = problem.g[tuple(alt.T)] != y  # (S,)
             ruled[i, x[contradicted, i], b] = True
     wrong = np.ones((I, N, K), dtype=bool)
     wrong[np.arange(I)[:, None], np.arange(N)[None, :], problem.labels] = False
     return wrong & ~ruled
 
 
-def solver_effort(x, y, N: int, K: int, *, g=None, shared: bool = False,
-                  check_unique: bool = False, max_conflicts: int = 500_000,
-                  solver: str = "cadical153") -> dict:
+def solver_effort(
+    x,
+    y,
+    N: int,
+    K: int,
+    *,
+    g=None,
+    shared: bool = False,
+    check_unique: bool = False,
+    max_conflicts: int = 500_000,
+    solver: str = "cadical153",
+) -> dict:
     """Decide satisfiability once and report the solver's effort: ``{"status", "conflicts",
     "seconds"}``.  Conflicts are a machine-independent measure; ``status`` is "unknown"
     if the conflict budget ran out.  With ``check_unique``, a satisfiable instance also
@@ -637,19 +700,17 @@ def solver_effort(x, y, N: int, K: int, *, g=None, shared: bool = False,
         conflicts = s.accum_stats().get("conflicts", 0)
         if check_unique and answer:
             labels = _decode(s.get_model(), layout)[0]
-            I = layout["I"]  # noqa: E741
-            sigmas = (g_symmetries(g, shared=shared) if g is not None
-                      else [(np.arange(K),) * I])
+            I = layout["I"]
+            sigmas = g_symmetries(g, shared=shared) if g is not None else [(np.arange(K),) * I]
             idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K  # (I, N)
             for sig in sigmas:
-                image = np.stack([sig[i][labels[i]] for i in range(I)])         # (I, N)
+                image = np.stack([sig[i][labels[i]] for i in range(I)])  # (I, N)
                 s.add_clause((-(idx + image)).ravel().tolist())
             s.conf_budget(max_conflicts)
             s.solve_limited()
             unique_conflicts = s.accum_stats().get("conflicts", 0) - conflicts
     status = {True: "satisfiable", False: "unsatisfiable", None: "unknown"}[answer]
-    out = {"status": status, "conflicts": int(conflicts),
-           "seconds": time.perf_counter() - start}
+    out = {"status": status, "conflicts": int(conflicts), "seconds": time.perf_counter() - start}
     if check_unique:
         out["unique_conflicts"] = int(unique_conflicts)
     return out
@@ -700,29 +761,33 @@ def class_separation(embeddings, labels) -> float:
     e = np.asarray(embeddings, dtype=float)
     lab = np.asarray(labels)
     if e.ndim != 2 or lab.shape != (len(e),):
-        raise ValueError(f"embeddings must be (N, m) and labels (N,), got {e.shape} and "
-                         f"{lab.shape}")
+        raise ValueError(
+            f"embeddings must be (N, m) and labels (N,), got {e.shape} and {lab.shape}"
+        )
     if np.unique(lab).size < 2:
         raise ValueError("labels must name at least two classes")
-    dist = np.linalg.norm(e[:, None] - e[None], axis=-1)                  # (N, N)
+    dist = np.linalg.norm(e[:, None] - e[None], axis=-1)  # (N, N)
     same = lab[:, None] == lab[None]
     within = dist[same & ~np.eye(len(lab), dtype=bool)]
     return float(within.mean() / dist[~same].mean()) if within.size else 0.0
 
 
-def coverage_probability(N: int, S: int, I: int = 1) -> float:  # noqa: E741
+def coverage_probability(N: int, S: int, I: int = 1) -> float:
     """Probability that S uniform draws from N tokens see every token, in each of I groups
     (exact, by inclusion-exclusion) — a necessary condition for recovering a partition."""
     N, S = check_int("N", N, minimum=1), check_int("S", S, minimum=0)
-    I = check_int("I", I, minimum=1)  # noqa: E741
+    I = check_int("I", I, minimum=1)
     j = np.arange(N + 1)
-    log_binom = (math.lgamma(N + 1) - np.array([math.lgamma(k + 1) for k in j])
-                 - np.array([math.lgamma(N - k + 1) for k in j]))
+    log_binom = (
+        math.lgamma(N + 1)
+        - np.array([math.lgamma(k + 1) for k in j])
+        - np.array([math.lgamma(N - k + 1) for k in j])
+    )
     with np.errstate(divide="ignore"):
         log_term = log_binom + S * np.log1p(-j / N)
     terms = np.where(j % 2 == 0, 1.0, -1.0) * np.exp(log_term)
     p = float(np.clip(terms.sum(), 0.0, 1.0))
-    return p ** I
+    return p**I
 
 
 # ------------------------------------------------------------------ gradient descent on embeddings
@@ -737,7 +802,7 @@ def _contract(embedded: list, core):
     ``embedded[i]`` is (R, S, m) and ``core`` is (R, m, ..., m) with I trailing axes.
     """
     out = core.unsqueeze(1).expand(-1, embedded[0].shape[1], *core.shape[1:])  # (R, S, m..)
-    for e in embedded:                       # contract the leading mode, one group at a time
+    for e in embedded:  # contract the leading mode, one group at a time
         out = (out * e.reshape(*e.shape, *([1] * (out.dim() - 3)))).sum(2)
     return out
 
@@ -746,7 +811,7 @@ def _predict_all(E, core):
     """f for every token tuple: (R, N ** I), tuple (n_1, ..., n_I) at index
     ``((n_1 N + n_2) N + ...) N + n_I``.  ``E`` is (R, I, N, m), ``core`` (R, m, ..., m)."""
     out = core
-    for i in range(E.shape[1]):              # contract the leading m axis, append an N axis
+    for i in range(E.shape[1]):  # contract the leading m axis, append an N axis
         out = torch.einsum("rna,ra...->r...n", E[:, i], out)  # (R, m.., N..)
     return out.reshape(out.shape[0], -1)
 
@@ -762,34 +827,48 @@ class Multilinear(nn.Module):
     samples through their tuple counts.
     """
 
-    def __init__(self, runs: int, I: int, N: int, m: int, *,  # noqa: E741
-                 init: float = 0.1, seed=0, device=None, dense: bool = False):
+    def __init__(
+        self,
+        runs: int,
+        I: int,
+        N: int,
+        m: int,
+        *,
+        init: float = 0.1,
+        seed=0,
+        device=None,
+        dense: bool = False,
+    ):
         super().__init__()
         device = check_device("device", device)
         generator = seed if isinstance(seed, torch.Generator) else make_generator(seed, device)
-        self.E = nn.Parameter(init * torch.randn(runs, I, N, m, generator=generator,
-                                                 device=device))          # (R, I, N, m)
-        self.T = nn.Parameter(init * torch.randn(runs, *([m] * I), generator=generator,
-                                                 device=device))          # (R, m, ..., m)
+        self.E = nn.Parameter(
+            init * torch.randn(runs, I, N, m, generator=generator, device=device)
+        )  # (R, I, N, m)
+        self.T = nn.Parameter(
+            init * torch.randn(runs, *([m] * I), generator=generator, device=device)
+        )  # (R, m, ..., m)
         self.dense = dense
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         if self.dense:
-            return _predict_all(self.E, self.T)                          # (R, N ** I)
+            return _predict_all(self.E, self.T)  # (R, N ** I)
         runs = torch.arange(self.E.shape[0], device=tokens.device)[:, None]
-        embedded = [self.E[:, i][runs, tokens[:, :, i]]                 # I x (R, S, m)
-                    for i in range(self.E.shape[1])]
-        return _contract(embedded, self.T)                               # (R, S)
+        embedded = [
+            self.E[:, i][runs, tokens[:, :, i]]  # I x (R, S, m)
+            for i in range(self.E.shape[1])
+        ]
+        return _contract(embedded, self.T)  # (R, S)
 
 
 @dataclass
 class EmbeddingFit:
     """What :func:`train_embeddings` returns (NumPy arrays on the CPU)."""
 
-    embeddings: np.ndarray      # (R, I, N, m) after the last step
-    core: np.ndarray            # (R, m, ..., m) learned core tensors
-    history: History            # training.History (per-run losses in member_loss)
-    snapshots: dict             # step -> embeddings (R, I, N, m) at that step
+    embeddings: np.ndarray  # (R, I, N, m) after the last step
+    core: np.ndarray  # (R, m, ..., m) learned core tensors
+    history: History  # training.History (per-run losses in member_loss)
+    snapshots: dict  # step -> embeddings (R, I, N, m) at that step
 
     @property
     def losses(self) -> np.ndarray:
@@ -802,11 +881,22 @@ class EmbeddingFit:
         return self.losses[-1]
 
 
-def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa: E741
-                     steps: int = 2000, lr: float = 0.05, init: float = 0.1,
-                     seed=0, snapshot_every: int | None = None,
-                     progress: bool = False, dense: bool | None = None,
-                     device=None) -> EmbeddingFit:
+def train_embeddings(
+    xs: list,
+    ys: list,
+    N: int,
+    I: int,
+    *,
+    m: int = 3,
+    steps: int = 2000,
+    lr: float = 0.05,
+    init: float = 0.1,
+    seed=0,
+    snapshot_every: int | None = None,
+    progress: bool = False,
+    dense: bool | None = None,
+    device=None,
+) -> EmbeddingFit:
     """Fit R multilinear models at once, one per (x, y) pair, by full-batch Adam.
 
     Model: every token n of group i has an embedding ``E_i[n]`` in R^m, and
@@ -829,27 +919,39 @@ def train_embeddings(xs: list, ys: list, N: int, I: int, *, m: int = 3,  # noqa:
     if len(xs) != len(ys) or not xs:
         raise ValueError("xs and ys must be non-empty lists of the same length")
     N, m = check_int("N", N, minimum=1), check_int("m", m, minimum=1)
-    I = check_int("I", I, minimum=1)  # noqa: E741
+    I = check_int("I", I, minimum=1)
     steps = check_int("steps", steps, minimum=1)
     if snapshot_every is not None:
         check_int("snapshot_every", snapshot_every, minimum=1)
     dev = check_device("device", device)
     if dense is None:
         dense = N**I <= DENSE_CELLS
-    X, Y, W = (t.to(dev) for t in _pack_samples(xs, ys, N, I))        # once
+    X, Y, W = (t.to(dev) for t in _pack_samples(xs, ys, N, I))  # once
     model = Multilinear(len(xs), I, N, m, init=init, seed=seed, dense=dense, device=dev)
     loss_fn = _table_loss(X, Y, W, N) if dense else _sample_loss(W)
     snap_steps = tuple(range(0, steps + 1, snapshot_every)) if snapshot_every else ()
-    hist = train(model, lambda step: (X, Y), loss_fn=loss_fn, steps=steps, lr=lr,
-                 optimizer="adamw", weight_decay=0.0, grad_clip=None, eval_every=steps,
-                 snapshot_steps=snap_steps, progress=progress, desc="gradient descent")
+    hist = train(
+        model,
+        lambda step: (X, Y),
+        loss_fn=loss_fn,
+        steps=steps,
+        lr=lr,
+        optimizer="adamw",
+        weight_decay=0.0,
+        grad_clip=None,
+        eval_every=steps,
+        snapshot_steps=snap_steps,
+        progress=progress,
+        desc="gradient descent",
+    )
     snaps = {step: state["E"].numpy() for step, state in hist.snapshots.items()}
-    hist.snapshots = {}                                                 # kept as embeddings
-    return EmbeddingFit(embeddings=to_numpy(model.E), core=to_numpy(model.T), history=hist,
-                        snapshots=snaps)
+    hist.snapshots = {}  # kept as embeddings
+    return EmbeddingFit(
+        embeddings=to_numpy(model.E), core=to_numpy(model.T), history=hist, snapshots=snaps
+    )
 
 
-def _pack_samples(xs: list, ys: list, N: int, I: int) -> tuple:  # noqa: E741
+def _pack_samples(xs: list, ys: list, N: int, I: int) -> tuple:
     """The runs' samples as padded tensors: tokens X (R, S, I), labels Y (R, S) centred and
     scaled per run, weights W (R, S) of 1 / (samples of the run), 0 on the padding."""
     R, S = len(xs), max(len(x) for x in xs)
@@ -871,28 +973,30 @@ def _pack_samples(xs: list, ys: list, N: int, I: int) -> tuple:  # noqa: E741
 def _table_loss(X: torch.Tensor, Y: torch.Tensor, W: torch.Tensor, N: int):
     """The per-run loss from f on every token tuple (R, N ** I), through the tuple counts:
     sum_s w_s (f(x_s) - y_s)^2 = sum_t (C_t f_t^2 - 2 Y_t f_t) + sum_s w_s y_s^2."""
-    (R, S, I), dev = X.shape, X.device  # noqa: E741
+    (R, S, I), dev = X.shape, X.device
     flat = torch.zeros(R, S, dtype=torch.long, device=dev)
     for i in range(I):
-        flat = flat * N + X[:, :, i]                                    # (R, S) tuple index
-    C = torch.zeros(R, N**I, device=dev).scatter_add_(1, flat, W)       # weight of each tuple
+        flat = flat * N + X[:, :, i]  # (R, S) tuple index
+    C = torch.zeros(R, N**I, device=dev).scatter_add_(1, flat, W)  # weight of each tuple
     Ysum = torch.zeros(R, N**I, device=dev).scatter_add_(1, flat, W * Y)  # label sums
-    const = (W * Y**2).sum(1)                                           # (R,)
+    const = (W * Y**2).sum(1)  # (R,)
 
-    def loss_fn(f, _):                                                  # f: (R, N ** I)
-        return ((C * f - 2 * Ysum) * f).sum(1) + const                  # (R,)
+    def loss_fn(f, _):  # f: (R, N ** I)
+        return ((C * f - 2 * Ysum) * f).sum(1) + const  # (R,)
+
     return loss_fn
 
 
 def _sample_loss(W: torch.Tensor):
     """The per-run loss sample by sample: f (R, S) against the labels, weighted by W."""
-    def loss_fn(f, y):                                                  # f: (R, S)
-        return (W * (f - y) ** 2).sum(1)                                # (R,)
+
+    def loss_fn(f, y):  # f: (R, S)
+        return (W * (f - y) ** 2).sum(1)  # (R,)
+
     return loss_fn
 
 
-def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
-           seed=0) -> np.ndarray:
+def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50, seed=0) -> np.ndarray:
     """Cluster each set of points (B, N, m) into K groups; labels (B, N).
 
     Batched Lloyd iterations from k-means++ starts; the restart with the smallest
@@ -915,19 +1019,18 @@ def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
     for _ in range(restarts):
         centers = np.empty((B, K, pts.shape[2]))
         centers[:, 0] = pts[np.arange(B), rng.integers(0, N, B)]
-        for k in range(1, K):                  # k-means++ seeding
+        for k in range(1, K):  # k-means++ seeding
             d2 = ((pts[:, :, None] - centers[:, None, :k]) ** 2).sum(-1).min(-1)  # (B, N)
             prob = d2 / d2.sum(1, keepdims=True).clip(1e-12)
             pick = (prob.cumsum(1) < rng.random((B, 1))).sum(1).clip(max=N - 1)
             centers[:, k] = pts[np.arange(B), pick]
         for _ in range(iters):
-            d2 = ((pts[:, :, None] - centers[:, None]) ** 2).sum(-1)     # (B, N, K)
+            d2 = ((pts[:, :, None] - centers[:, None]) ** 2).sum(-1)  # (B, N, K)
             assign = d2.argmin(-1)
-            onehot = np.eye(K)[assign]                                  # (B, N, K)
-            counts = onehot.sum(1)                                      # (B, K)
+            onehot = np.eye(K)[assign]  # (B, N, K)
+            counts = onehot.sum(1)  # (B, K)
             sums = np.einsum("bnk,bnd->bkd", onehot, pts)
-            centers = np.where(counts[..., None] > 0, sums / counts.clip(1)[..., None],
-                               centers)
+            centers = np.where(counts[..., None] > 0, sums / counts.clip(1)[..., None], centers)
         cost = np.take_along_axis(d2, assign[..., None], -1)[..., 0].sum(1)
         better = cost < best_cost
         best[better], best_cost[better] = assign[better], cost[better]
@@ -939,33 +1042,33 @@ def kmeans(points: np.ndarray, K: int, *, restarts: int = 8, iters: int = 50,
 class PartitionSetup:
     """Sizes of the partitions chapter's experiments (K classes, I groups, binary g)."""
 
-    K: int = 3                          # classes per group
-    I: int = 3                          # groups  # noqa: E741
-    balanced: bool = True               # balanced classes (else Dirichlet(1) proportions)
+    K: int = 3  # classes per group
+    I: int = 3  # groups
+    balanced: bool = True  # balanced classes (else Dirichlet(1) proportions)
     # Experiment 1: SAT recovery thresholds
-    sizes: tuple = (16, 32, 64, 128)    # N, tokens per group
-    trials: int = 30                    # planted instances per N
-    c_max: float = 16.0                 # threshold search up to S = c_max N ln N
+    sizes: tuple = (16, 32, 64, 128)  # N, tokens per group
+    trials: int = 30  # planted instances per N
+    c_max: float = 16.0  # threshold search up to S = c_max N ln N
     # Experiment 2: solver effort
     colouring_sizes: tuple = (100, 200, 300, 350)  # graph vertices n, at degree 4.6
-    colouring_graphs: int = 3           # random graphs per point
-    colouring_n: int = 200              # vertices for the sweep over the mean degree
+    colouring_graphs: int = 3  # random graphs per point
+    colouring_n: int = 200  # vertices for the sweep over the mean degree
     colouring_degrees: tuple = (3.0, 4.0, 4.3, 4.6, 5.0, 6.0)
-    effort_sizes: tuple = (64, 128)     # N for solver effort against c (planted)
+    effort_sizes: tuple = (64, 128)  # N for solver effort against c (planted)
     effort_cs: tuple = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0)
-    effort_trials: int = 6              # planted instances per (N, c)
+    effort_trials: int = 6  # planted instances per (N, c)
     # Experiment 3: gradient descent on embeddings
-    gd_N: int = 32                      # the main N (of gd_sizes) for figures
-    gd_sizes: tuple = (16, 32)          # N for gradient descent
-    gd_cs: tuple = (4, 8, 12, 16, 32)   # c = S / (N ln N)
-    gd_runs: int = 8                    # instances per (N, c), trained as one tensor program
-    gd_steps: int = 1500                # full-batch Adam steps
-    gd_lr: float = 0.03                 # Adam's learning rate
-    gd_noise: float = 0.0               # fraction of flipped labels
-    gd_snapshot_every: int = 50         # keep the embeddings every this many steps
+    gd_N: int = 32  # the main N (of gd_sizes) for figures
+    gd_sizes: tuple = (16, 32)  # N for gradient descent
+    gd_cs: tuple = (4, 8, 12, 16, 32)  # c = S / (N ln N)
+    gd_runs: int = 8  # instances per (N, c), trained as one tensor program
+    gd_steps: int = 1500  # full-batch Adam steps
+    gd_lr: float = 0.03  # Adam's learning rate
+    gd_noise: float = 0.0  # fraction of flipped labels
+    gd_snapshot_every: int = 50  # keep the embeddings every this many steps
     # variations
-    variation_trials: int = 30          # imbalanced instances at N = 32
-    unknown_k_trials: int = 8           # instances for the unknown-K variation
+    variation_trials: int = 30  # imbalanced instances at N = 32
+    unknown_k_trials: int = 8  # instances for the unknown-K variation
 
     def __post_init__(self) -> None:
         check_int("K", self.K, minimum=2)
@@ -977,16 +1080,23 @@ class PartitionSetup:
             if not isinstance(values, tuple) or not values:
                 raise TypeError(f"{name} must be a non-empty tuple, got {values!r}")
             for v in values:
-                check_int(f"{name} entry", v, minimum=self.K if name != "colouring_sizes"
-                          else 2)
+                check_int(f"{name} entry", v, minimum=self.K if name != "colouring_sizes" else 2)
         for name in ("colouring_degrees", "effort_cs", "gd_cs"):
             values = getattr(self, name)
             if not isinstance(values, tuple) or not values:
                 raise TypeError(f"{name} must be a non-empty tuple, got {values!r}")
             for v in values:
                 check_float(f"{name} entry", v, low=0.0, low_open=True)
-        for name in ("trials", "colouring_graphs", "effort_trials", "gd_runs", "gd_steps",
-                     "gd_snapshot_every", "variation_trials", "unknown_k_trials"):
+        for name in (
+            "trials",
+            "colouring_graphs",
+            "effort_trials",
+            "gd_runs",
+            "gd_steps",
+            "gd_snapshot_every",
+            "variation_trials",
+            "unknown_k_trials",
+        ):
             check_int(name, getattr(self, name), minimum=1)
         check_int("colouring_n", self.colouring_n, minimum=2)
         check_float("c_max", self.c_max, low=0.0, low_open=True)
@@ -997,13 +1107,21 @@ class PartitionSetup:
 
 
 #: CPU default and FULL=1 sizes of the partitions chapter
-SETUP = Sizes(cpu=PartitionSetup(),
-              full=PartitionSetup(sizes=(16, 32, 64, 128, 256, 512), trials=100, gd_runs=32,
-                                  gd_sizes=(16, 32, 64),
-                                  colouring_sizes=(100, 200, 300, 400, 450),
-                                  colouring_graphs=10,
-                                  effort_sizes=(64, 128, 256), effort_trials=20,
-                                  variation_trials=100, unknown_k_trials=32))
+SETUP = Sizes(
+    cpu=PartitionSetup(),
+    full=PartitionSetup(
+        sizes=(16, 32, 64, 128, 256, 512),
+        trials=100,
+        gd_runs=32,
+        gd_sizes=(16, 32, 64),
+        colouring_sizes=(100, 200, 300, 400, 450),
+        colouring_graphs=10,
+        effort_sizes=(64, 128, 256),
+        effort_trials=20,
+        variation_trials=100,
+        unknown_k_trials=32,
+    ),
+)
 
 
 def samples_for(c: float, N: int) -> int:
@@ -1050,8 +1168,9 @@ def _pool_context():
     return ctx
 
 
-def _map_instances(fn, cells: list, workers: int, *, costs=None, desc: str = "",
-                   progress: bool = False) -> list:
+def _map_instances(
+    fn, cells: list, workers: int, *, costs=None, desc: str = "", progress: bool = False
+) -> list:
     """``[fn(cell) for cell in cells]``, on ``workers`` processes when there are more than
     one (``fn`` module-level, cells and results picklable).
 
@@ -1063,8 +1182,9 @@ def _map_instances(fn, cells: list, workers: int, *, costs=None, desc: str = "",
     workers = min(workers, len(cells))
     if workers <= 1:
         return [fn(cell) for cell in progress_bar(cells, desc=desc, disable=not progress)]
-    order = (range(len(cells)) if costs is None
-             else sorted(range(len(cells)), key=lambda k: -costs[k]))
+    order = (
+        range(len(cells)) if costs is None else sorted(range(len(cells)), key=lambda k: -costs[k])
+    )
     out: list = [None] * len(cells)
     bar = progress_bar(total=len(cells), desc=desc, disable=not progress)
     pool = ProcessPoolExecutor(workers, mp_context=_pool_context())
@@ -1086,8 +1206,8 @@ def _map_instances(fn, cells: list, workers: int, *, costs=None, desc: str = "",
 class ThresholdResult(RunInfo):
     """What :func:`run_thresholds` returns: the smallest recovering S of every instance."""
 
-    thresholds: dict            # N -> (trials,) smallest S that recovers each instance
-    problems: dict              # N -> [PartitionProblem] of the instances
+    thresholds: dict  # N -> (trials,) smallest S that recovers each instance
+    problems: dict  # N -> [PartitionProblem] of the instances
 
     def rate_at(self, N: int, c: float) -> float:
         """Fraction of the instances of size N recovered with S = c N ln N samples."""
@@ -1101,15 +1221,15 @@ class ThresholdResult(RunInfo):
 def _threshold_instance(cell: tuple) -> tuple:
     """One instance of :func:`run_thresholds`: ``(setup, N, t, ctx)`` -> ``(S, problem)``."""
     setup, N, t, ctx = cell
-    pb = planted_problem(N, setup.K, setup.I, balanced=setup.balanced,
-                         seed=ctx.rng("problems", t))
+    pb = planted_problem(N, setup.K, setup.I, balanced=setup.balanced, seed=ctx.rng("problems", t))
     S = recovery_threshold(pb, samples_for(setup.c_max, N), seed=ctx.rng("samples", t))
     return S, pb
 
 
 @experiment(PartitionSetup, STREAMS)
-def run_thresholds(setup: PartitionSetup, ctx: Experiment, *,
-                   workers: int | None = None) -> ThresholdResult:
+def run_thresholds(
+    setup: PartitionSetup, ctx: Experiment, *, workers: int | None = None
+) -> ThresholdResult:
     """Experiment 1: :func:`recovery_threshold` for ``setup.trials`` planted instances of
     every N in ``setup.sizes`` (balanced or not, g known), searched up to
     ``S = setup.c_max N ln N``.
@@ -1125,17 +1245,24 @@ def run_thresholds(setup: PartitionSetup, ctx: Experiment, *,
     workers = _check_workers(workers)
     with ctx.timer() as timer:
         cells = [(setup, N, t, ctx) for N in setup.sizes for t in range(setup.trials)]
-        results = _map_instances(_threshold_instance, cells, workers,
-                                 costs=[cell[1] for cell in cells], desc="SAT thresholds",
-                                 progress=ctx.progress)
+        results = _map_instances(
+            _threshold_instance,
+            cells,
+            workers,
+            costs=[cell[1] for cell in cells],
+            desc="SAT thresholds",
+            progress=ctx.progress,
+        )
         thresholds: dict = {}
         problems: dict = {}
         for (_, N, _, _), (S, pb) in zip(cells, results, strict=True):
             thresholds.setdefault(N, []).append(S)
             problems.setdefault(N, []).append(pb)
-    return ThresholdResult(**_cpu_header(ctx, setup, timer.seconds),
-                           thresholds={N: np.array(v) for N, v in thresholds.items()},
-                           problems=problems)
+    return ThresholdResult(
+        **_cpu_header(ctx, setup, timer.seconds),
+        thresholds={N: np.array(v) for N, v in thresholds.items()},
+        problems=problems,
+    )
 
 
 #: the two families of :attr:`EffortResult.by_size`
@@ -1150,10 +1277,10 @@ class EffortResult(RunInfo):
     for the families ``"colouring, degree 4.6"`` and ``"planted, c = 4"``.
     """
 
-    by_size: dict               # family -> (rows, 3) array: variables, conflicts, seconds
-    by_degree: dict             # mean degree -> (colouring_graphs,) conflicts, n = colouring_n
-    by_c: dict                  # (N, c) -> (effort_trials,) conflicts of planted instances
-    by_c_unique: dict           # (N, c) -> (effort_trials,) conflicts of the uniqueness call
+    by_size: dict  # family -> (rows, 3) array: variables, conflicts, seconds
+    by_degree: dict  # mean degree -> (colouring_graphs,) conflicts, n = colouring_n
+    by_c: dict  # (N, c) -> (effort_trials,) conflicts of planted instances
+    by_c_unique: dict  # (N, c) -> (effort_trials,) conflicts of the uniqueness call
 
 
 def _effort_job(job: tuple):
@@ -1178,11 +1305,11 @@ def _effort_job(job: tuple):
 def _effort_at_size(n: int, s: int, setup: PartitionSetup, ctx: Experiment) -> tuple:
     """Rows ``(variables, conflicts, seconds)`` of colouring graph s on n vertices at mean
     degree 4.6 and of planted instance s with as many Boolean variables, at c = 4."""
-    K, I = setup.K, setup.I  # noqa: E741
+    K, I = setup.K, setup.I
     gx, gy, gg = colouring_instance(random_graph(n, 4.6, seed=ctx.rng("graphs", s)), n)
     e = solver_effort(gx, gy, n, 3, g=gg, shared=True)
     colouring = (3 * n, e["conflicts"], e["seconds"])
-    N = n // I                               # same number of variables: I * N * K = 3 n
+    N = n // I  # same number of variables: I * N * K = 3 n
     pb = planted_problem(N, K, I, seed=ctx.rng("problems", s))
     px, py = sample(pb, samples_for(4, N), seed=ctx.rng("samples", s))
     e = solver_effort(px, py, N, K, g=pb.g)
@@ -1191,12 +1318,16 @@ def _effort_at_size(n: int, s: int, setup: PartitionSetup, ctx: Experiment) -> t
 
 def _effort_jobs(setup: PartitionSetup) -> list:
     """The jobs ``(kind, key, s)`` of :func:`run_effort`, in the order of its result."""
-    return ([("size", n, s) for n in setup.colouring_sizes
-             for s in range(setup.colouring_graphs)]
-            + [("degree", d, s) for d in setup.colouring_degrees
-               for s in range(setup.colouring_graphs)]
-            + [("c", (N, c), s) for N in setup.effort_sizes for c in setup.effort_cs
-               for s in range(setup.effort_trials)])
+    return (
+        [("size", n, s) for n in setup.colouring_sizes for s in range(setup.colouring_graphs)]
+        + [("degree", d, s) for d in setup.colouring_degrees for s in range(setup.colouring_graphs)]
+        + [
+            ("c", (N, c), s)
+            for N in setup.effort_sizes
+            for c in setup.effort_cs
+            for s in range(setup.effort_trials)
+        ]
+    )
 
 
 def _effort_variables(setup: PartitionSetup, kind: str, key) -> int:
@@ -1223,15 +1354,18 @@ def _collect_effort(setup: PartitionSetup, jobs: list, results: list) -> dict:
         else:
             by_c[key].append(out[0])
             by_c_unique[key].append(out[1])
-    return {"by_size": {k: np.array(v, dtype=float) for k, v in by_size.items()},
-            "by_degree": {k: np.array(v) for k, v in by_degree.items()},
-            "by_c": {k: np.array(v) for k, v in by_c.items()},
-            "by_c_unique": {k: np.array(v) for k, v in by_c_unique.items()}}
+    return {
+        "by_size": {k: np.array(v, dtype=float) for k, v in by_size.items()},
+        "by_degree": {k: np.array(v) for k, v in by_degree.items()},
+        "by_c": {k: np.array(v) for k, v in by_c.items()},
+        "by_c_unique": {k: np.array(v) for k, v in by_c_unique.items()},
+    }
 
 
 @experiment(PartitionSetup, STREAMS)
-def run_effort(setup: PartitionSetup, ctx: Experiment, *,
-               workers: int | None = None) -> EffortResult:
+def run_effort(
+    setup: PartitionSetup, ctx: Experiment, *, workers: int | None = None
+) -> EffortResult:
     """Experiment 2: how hard the SAT solver works (:func:`solver_effort`).
 
     Colouring instances of random graphs (the shared-partition variant) at mean degree 4.6
@@ -1251,11 +1385,14 @@ def run_effort(setup: PartitionSetup, ctx: Experiment, *,
     workers = _check_workers(workers)
     with ctx.timer() as timer:
         jobs = _effort_jobs(setup)
-        results = _map_instances(_effort_job, [(kind, key, s, setup, ctx)
-                                               for kind, key, s in jobs], workers,
-                                 costs=[_effort_variables(setup, kind, key)
-                                        for kind, key, _ in jobs],
-                                 desc="solver effort", progress=ctx.progress)
+        results = _map_instances(
+            _effort_job,
+            [(kind, key, s, setup, ctx) for kind, key, s in jobs],
+            workers,
+            costs=[_effort_variables(setup, kind, key) for kind, key, _ in jobs],
+            desc="solver effort",
+            progress=ctx.progress,
+        )
         fields = _collect_effort(setup, jobs, results)
     return EffortResult(**_cpu_header(ctx, setup, timer.seconds), **fields)
 
@@ -1267,12 +1404,12 @@ class GDCell:
 
     N: int
     c: float
-    problems: list              # the planted instances
-    samples: list               # each instance's training samples (x, y)
-    fit: EmbeddingFit           # embeddings, history (per-run losses), snapshots
-    labels: np.ndarray          # (runs, I, N) k-means classes
-    recovered: np.ndarray       # (runs,) exact recovery (up to relabelling)
-    aris: np.ndarray            # (runs,) adjusted Rand index, mean over groups
+    problems: list  # the planted instances
+    samples: list  # each instance's training samples (x, y)
+    fit: EmbeddingFit  # embeddings, history (per-run losses), snapshots
+    labels: np.ndarray  # (runs, I, N) k-means classes
+    recovered: np.ndarray  # (runs,) exact recovery (up to relabelling)
+    aris: np.ndarray  # (runs,) adjusted Rand index, mean over groups
 
     @property
     def recovery(self) -> float:
@@ -1295,7 +1432,7 @@ class GDCell:
 class GDResult(RunInfo):
     """What :func:`run_gradient_descent` returns: one :class:`GDCell` per (N, c)."""
 
-    cells: dict                 # (N, c) -> GDCell
+    cells: dict  # (N, c) -> GDCell
 
     def __getitem__(self, key) -> GDCell:
         """``result[N, c]``: the cell for size N and sample ratio c."""
@@ -1304,21 +1441,40 @@ class GDResult(RunInfo):
 
 def _gd_cell(setup: PartitionSetup, ctx: Experiment, N: int, c: float) -> GDCell:
     """One cell of :func:`run_gradient_descent`: train, cluster and score at (N, c)."""
-    K, I, R = setup.K, setup.I, setup.gd_runs  # noqa: E741
+    K, I, R = setup.K, setup.I, setup.gd_runs
     problems = [planted_problem(N, K, I, seed=ctx.rng("problems", r)) for r in range(R)]
-    data = [sample(pb, samples_for(c, N), seed=ctx.rng("gd_samples", r),
-                   noise=setup.gd_noise) for r, pb in enumerate(problems)]
-    fit = train_embeddings([d[0] for d in data], [d[1] for d in data], N, I, m=K,
-                           steps=setup.gd_steps, lr=setup.gd_lr,
-                           seed=ctx.generator("weights", 0),
-                           snapshot_every=setup.gd_snapshot_every, device=ctx.device)
-    labels = kmeans(fit.embeddings.reshape(-1, N, K), K,
-                    seed=ctx.rng("kmeans", 0)).reshape(R, I, N)
+    data = [
+        sample(pb, samples_for(c, N), seed=ctx.rng("gd_samples", r), noise=setup.gd_noise)
+        for r, pb in enumerate(problems)
+    ]
+    fit = train_embeddings(
+        [d[0] for d in data],
+        [d[1] for d in data],
+        N,
+        I,
+        m=K,
+        steps=setup.gd_steps,
+        lr=setup.gd_lr,
+        seed=ctx.generator("weights", 0),
+        snapshot_every=setup.gd_snapshot_every,
+        device=ctx.device,
+    )
+    labels = kmeans(fit.embeddings.reshape(-1, N, K), K, seed=ctx.rng("kmeans", 0)).reshape(R, I, N)
     rec = [same_partition(labels[r], problems[r].labels) for r in range(R)]
-    ari = [np.mean([adjusted_rand_index(labels[r, i], problems[r].labels[i])
-                    for i in range(I)]) for r in range(R)]
-    return GDCell(N=N, c=c, problems=problems, samples=data, fit=fit,
-                  labels=labels, recovered=np.array(rec), aris=np.array(ari))
+    ari = [
+        np.mean([adjusted_rand_index(labels[r, i], problems[r].labels[i]) for i in range(I)])
+        for r in range(R)
+    ]
+    return GDCell(
+        N=N,
+        c=c,
+        problems=problems,
+        samples=data,
+        fit=fit,
+        labels=labels,
+        recovered=np.array(rec),
+        aris=np.array(ari),
+    )
 
 
 @experiment(PartitionSetup, STREAMS)
@@ -1334,7 +1490,8 @@ def run_gradient_descent(setup: PartitionSetup, ctx: Experiment) -> GDResult:
     """
     with ctx.timer() as timer:
         jobs = [(N, c) for N in setup.gd_sizes for c in setup.gd_cs]
-        cells = {(N, c): _gd_cell(setup, ctx, N, c)
-                 for N, c in progress_bar(jobs, desc="gradient descent",
-                                          disable=not ctx.progress)}
+        cells = {
+            (N, c): _gd_cell(setup, ctx, N, c)
+            for N, c in progress_bar(jobs, desc="gradient descent", disable=not ctx.progress)
+        }
     return GDResult(**ctx.header(setup, timer.seconds), cells=cells)

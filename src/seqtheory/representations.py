@@ -11,6 +11,7 @@ that the chapter's figures and further analyses use.
 >>> result = run(SETUP.pick(), device="cpu")
 >>> result.held_out[0.0].shape                   # (sizes, seeds)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,8 +35,16 @@ from .sources.knowledge_graphs import (
 )
 
 __all__ = [
-    "SETUP", "STREAMS", "KinshipTask", "RepresentationResult", "RepresentationSetup",
-    "affine_fits", "kinship_task", "plot_stitching", "plot_zone", "run",
+    "SETUP",
+    "STREAMS",
+    "KinshipTask",
+    "RepresentationResult",
+    "RepresentationSetup",
+    "affine_fits",
+    "kinship_task",
+    "plot_stitching",
+    "plot_zone",
+    "run",
 ]
 
 #: The random streams of one run (logical seeds under its base seed): ``forest`` f the
@@ -45,28 +54,36 @@ __all__ = [
 #: graph, ``stitch_random`` the random embeddings of the stitching control, ``cka_random``
 #: the random embeddings that CKA compares trained ones with, ``affine_random`` those of
 #: the affine-fit control.
-STREAMS = Streams(forest=0, split=0, relabel=1, weights=0, other_graph=100, stitch_random=0,
-                  cka_random=7, affine_random=9)
+STREAMS = Streams(
+    forest=0,
+    split=0,
+    relabel=1,
+    weights=0,
+    other_graph=100,
+    stitch_random=0,
+    cka_random=7,
+    affine_random=9,
+)
 
 
 @dataclass(frozen=True)
 class RepresentationSetup:
     """Sizes of the universality chapter's experiments (CPU default; FULL=1 is larger)."""
 
-    n_families: int = 2                     # founding couples
-    generations: int = 4                    # generations, founders included
-    children: tuple = (2, 2)                # children per couple (min, max)
-    forest_seed: int = 0                    # seed of the family forest
-    train_fraction: float = 0.8             # fraction of ordered pairs used for training
-    fractions: tuple = (0.5,)               # further training fractions (data starvation)
-    dims: tuple = (1, 2, 3, 4, 6, 8, 16, 32)   # embedding sizes d
-    seeds: tuple = (0, 1, 2, 3)             # initialisation seeds per size
-    hidden: int = 32                        # decoder width
-    steps: int = 1000                       # full-batch AdamW steps per model
-    lr: float = 1e-2                        # AdamW learning rate of the models
-    weight_decays: tuple = (0.0, 0.1)       # no pressure / resource pressure
-    stitch_steps: int = 300                 # AdamW steps for each affine map
-    bilinear_dims: tuple = (8,)             # sizes of the bilinear-decoder models, trained
+    n_families: int = 2  # founding couples
+    generations: int = 4  # generations, founders included
+    children: tuple = (2, 2)  # children per couple (min, max)
+    forest_seed: int = 0  # seed of the family forest
+    train_fraction: float = 0.8  # fraction of ordered pairs used for training
+    fractions: tuple = (0.5,)  # further training fractions (data starvation)
+    dims: tuple = (1, 2, 3, 4, 6, 8, 16, 32)  # embedding sizes d
+    seeds: tuple = (0, 1, 2, 3)  # initialisation seeds per size
+    hidden: int = 32  # decoder width
+    steps: int = 1000  # full-batch AdamW steps per model
+    lr: float = 1e-2  # AdamW learning rate of the models
+    weight_decays: tuple = (0.0, 0.1)  # no pressure / resource pressure
+    stitch_steps: int = 300  # AdamW steps for each affine map
+    bilinear_dims: tuple = (8,)  # sizes of the bilinear-decoder models, trained
     #                                         with the largest weight decay
 
     def __post_init__(self) -> None:
@@ -76,14 +93,18 @@ class RepresentationSetup:
             raise TypeError(f"children must be a pair (min, max), got {self.children!r}")
         lo, hi = (check_int("children", c, minimum=1) for c in self.children)
         if hi < lo:
-            raise ValueError(f"children must be (min, max) with min <= max, got "
-                             f"{self.children}")
+            raise ValueError(f"children must be (min, max) with min <= max, got {self.children}")
         check_int("forest_seed", self.forest_seed, minimum=0)
-        check_float("train_fraction", self.train_fraction, low=0.0, high=1.0,
-                    low_open=True, high_open=True)
-        for name, values in (("fractions", self.fractions), ("dims", self.dims),
-                             ("seeds", self.seeds), ("weight_decays", self.weight_decays),
-                             ("bilinear_dims", self.bilinear_dims)):
+        check_float(
+            "train_fraction", self.train_fraction, low=0.0, high=1.0, low_open=True, high_open=True
+        )
+        for name, values in (
+            ("fractions", self.fractions),
+            ("dims", self.dims),
+            ("seeds", self.seeds),
+            ("weight_decays", self.weight_decays),
+            ("bilinear_dims", self.bilinear_dims),
+        ):
             if not isinstance(values, tuple):
                 raise TypeError(f"{name} must be a tuple, got {type(values).__name__}")
             if name != "fractions" and not values:
@@ -93,8 +114,10 @@ class RepresentationSetup:
         for f in self.fractions:
             check_float("fractions", f, low=0.0, high=1.0, low_open=True, high_open=True)
         if self.train_fraction in self.fractions:
-            raise ValueError(f"fractions must not repeat train_fraction "
-                             f"({self.train_fraction}), got {self.fractions}")
+            raise ValueError(
+                f"fractions must not repeat train_fraction "
+                f"({self.train_fraction}), got {self.fractions}"
+            )
         for d in self.dims + self.bilinear_dims:
             check_int("dims", d, minimum=1)
         for s in self.seeds:
@@ -109,9 +132,14 @@ class RepresentationSetup:
 
 SETUP = Sizes(
     cpu=RepresentationSetup(),
-    full=RepresentationSetup(children=(2, 3), dims=(1, 2, 3, 4, 6, 8, 12, 16, 32, 64),
-                             seeds=tuple(range(8)), hidden=64, steps=3000,
-                             stitch_steps=600),
+    full=RepresentationSetup(
+        children=(2, 3),
+        dims=(1, 2, 3, 4, 6, 8, 12, 16, 32, 64),
+        seeds=tuple(range(8)),
+        hidden=64,
+        steps=3000,
+        stitch_steps=600,
+    ),
 )
 
 
@@ -119,11 +147,11 @@ SETUP = Sizes(
 class KinshipTask:
     """The knowledge graph of a run and its splits (what :func:`kinship_task` draws)."""
 
-    forest: FamilyForest            # the knowledge graph
-    data: KinshipData               # its ordered pairs, split at setup.train_fraction
-    other_forest: FamilyForest      # the same family shapes, people relabelled
-    other_data: KinshipData         # the same pairs and split, labelled by other_forest
-    fraction_data: dict             # training fraction -> KinshipData (setup.fractions)
+    forest: FamilyForest  # the knowledge graph
+    data: KinshipData  # its ordered pairs, split at setup.train_fraction
+    other_forest: FamilyForest  # the same family shapes, people relabelled
+    other_data: KinshipData  # the same pairs and split, labelled by other_forest
+    fraction_data: dict  # training fraction -> KinshipData (setup.fractions)
 
 
 def kinship_task(setup: RepresentationSetup, *, seed: int | None = None) -> KinshipTask:
@@ -134,14 +162,23 @@ def kinship_task(setup: RepresentationSetup, *, seed: int | None = None) -> Kins
     if not isinstance(setup, RepresentationSetup):
         raise TypeError(f"setup must be a RepresentationSetup, got {type(setup).__name__}")
     seed = experiment_seed(seed)
-    forest = FamilyForest.generate(setup.n_families, setup.generations, setup.children,
-                                   seed=STREAMS.seed("forest", setup.forest_seed), base=seed)
+    forest = FamilyForest.generate(
+        setup.n_families,
+        setup.generations,
+        setup.children,
+        seed=STREAMS.seed("forest", setup.forest_seed),
+        base=seed,
+    )
     split = STREAMS.seed("split")
     data = kinship_data(forest, setup.train_fraction, seed=split, base=seed)
     other_forest = forest.shuffled(seed=STREAMS.seed("relabel"), base=seed)
-    return KinshipTask(forest, data, other_forest, data.relabelled(other_forest),
-                       {frac: kinship_data(forest, frac, seed=split, base=seed)
-                        for frac in setup.fractions})
+    return KinshipTask(
+        forest,
+        data,
+        other_forest,
+        data.relabelled(other_forest),
+        {frac: kinship_data(forest, frac, seed=split, base=seed) for frac in setup.fractions},
+    )
 
 
 @dataclass
@@ -151,21 +188,21 @@ class RepresentationResult(RunInfo):
     ``setup.dims`` x ``setup.seeds``; models are frozen and on the CPU, ordered
     size-major (use ``models.index(d, seed)``)."""
 
-    task: KinshipTask               # the forest and its splits (see kinship_task)
-    zoo: dict                       # weight decay -> KinshipModels (dims x seeds)
-    other_zoo: dict                 # weight decay -> KinshipModels, one per size, other graph
-    bilinear: KinshipModels         # bilinear decoders (bilinear_dims x seeds), largest wd
-    histories: dict                 # name -> History of each training run
-    held_out: dict                  # weight decay -> (sizes, seeds) held-out fact accuracy
-    train_acc: dict                 # weight decay -> (sizes, seeds) training accuracy
-    starved: dict                   # training fraction -> (sizes, seeds) held-out accuracy
+    task: KinshipTask  # the forest and its splits (see kinship_task)
+    zoo: dict  # weight decay -> KinshipModels (dims x seeds)
+    other_zoo: dict  # weight decay -> KinshipModels, one per size, other graph
+    bilinear: KinshipModels  # bilinear decoders (bilinear_dims x seeds), largest wd
+    histories: dict  # name -> History of each training run
+    held_out: dict  # weight decay -> (sizes, seeds) held-out fact accuracy
+    train_acc: dict  # weight decay -> (sizes, seeds) training accuracy
+    starved: dict  # training fraction -> (sizes, seeds) held-out accuracy
     #                                 without weight decay (train_fraction included)
-    stitched: dict                  # weight decay -> {"own", "across seeds", "random",
+    stitched: dict  # weight decay -> {"own", "across seeds", "random",
     #                                 "other graph": (sizes, seeds) held-out accuracy of B}
-    cka: dict                       # weight decay -> (sizes, pairs of seeds) debiased CKA
-    cka_random: dict                # weight decay -> (sizes, seeds) debiased CKA between a
+    cka: dict  # weight decay -> (sizes, pairs of seeds) debiased CKA
+    cka_random: dict  # weight decay -> (sizes, seeds) debiased CKA between a
     #                                 trained embedding and a random one of the same size
-    affine_fit: dict                # weight decay -> {"across seeds", "random": (sizes,
+    affine_fit: dict  # weight decay -> {"across seeds", "random": (sizes,
     #                                 seeds)} R² of B's embedding from the best affine
     #                                 function of A's (the next seed's, or random points)
 
@@ -188,35 +225,59 @@ def _by_size(setup: RepresentationSetup, values) -> np.ndarray:
     return np.asarray(values).reshape(len(setup.dims), len(setup.seeds))
 
 
-def _train_zoos(setup: RepresentationSetup, ctx: Experiment, task: KinshipTask,
-                histories: dict) -> tuple[dict, dict, dict, KinshipModels]:
+def _train_zoos(
+    setup: RepresentationSetup, ctx: Experiment, task: KinshipTask, histories: dict
+) -> tuple[dict, dict, dict, KinshipModels]:
     """Every training sweep of :func:`run`, each History added to ``histories``: ``(zoo,
     other_zoo, starved, bilinear)``, ``starved`` the held-out accuracy (models,) of each
     training fraction's zoo."""
-    kw = dict(hidden=setup.hidden, steps=setup.steps, lr=setup.lr, base=ctx.seed,
-              device=ctx.device, progress=ctx.progress)
+    kw = dict(
+        hidden=setup.hidden,
+        steps=setup.steps,
+        lr=setup.lr,
+        base=ctx.seed,
+        device=ctx.device,
+        progress=ctx.progress,
+    )
     seeds = tuple(ctx.logical("weights", s) for s in setup.seeds)
     zoo, other_zoo, starved = {}, {}, {}
     for wd in setup.weight_decays:
         zoo[wd], histories[f"zoo, wd {wd}"] = train_kinship(
-            task.data, setup.dims, seeds, weight_decay=wd,
-            desc=f"zoo, weight decay {wd}", **kw)
+            task.data, setup.dims, seeds, weight_decay=wd, desc=f"zoo, weight decay {wd}", **kw
+        )
         other_zoo[wd], histories[f"other graph, wd {wd}"] = train_kinship(
-            task.other_data, setup.dims, (ctx.logical("other_graph"),), weight_decay=wd,
-            desc=f"other graph, weight decay {wd}", **kw)
+            task.other_data,
+            setup.dims,
+            (ctx.logical("other_graph"),),
+            weight_decay=wd,
+            desc=f"other graph, weight decay {wd}",
+            **kw,
+        )
     for frac, frac_data in task.fraction_data.items():
         models, histories[f"fraction {frac}"] = train_kinship(
-            frac_data, setup.dims, seeds, weight_decay=0.0,
-            desc=f"training fraction {frac}", **kw)
+            frac_data, setup.dims, seeds, weight_decay=0.0, desc=f"training fraction {frac}", **kw
+        )
         starved[frac] = accuracy(models, frac_data)
     bilinear, histories["bilinear"] = train_kinship(
-        task.data, setup.bilinear_dims, seeds, weight_decay=max(setup.weight_decays),
-        decoder="bilinear", desc="bilinear decoders", **kw)
+        task.data,
+        setup.bilinear_dims,
+        seeds,
+        weight_decay=max(setup.weight_decays),
+        decoder="bilinear",
+        desc="bilinear decoders",
+        **kw,
+    )
     return zoo, other_zoo, starved, bilinear
 
 
-def _compare(setup: RepresentationSetup, ctx: Experiment, data: KinshipData, zoo: dict,
-             other_zoo: dict, starved: dict) -> dict:
+def _compare(
+    setup: RepresentationSetup,
+    ctx: Experiment,
+    data: KinshipData,
+    zoo: dict,
+    other_zoo: dict,
+    starved: dict,
+) -> dict:
     """Accuracies, stitching controls, CKA and affine fits of the zoos: the measured
     fields of :class:`RepresentationResult`.  Moves the zoos to the CPU."""
     held_out, train_acc = {}, {}
@@ -229,21 +290,42 @@ def _compare(setup: RepresentationSetup, ctx: Experiment, data: KinshipData, zoo
     stitched, cka, cka_random = {}, {}, {}
     gen = ctx.generator("cka_random", device="cpu")
     for wd, Z in zoo.items():
-        controls = stitch_controls(Z, data, other_zoo[wd], seed=ctx.logical("stitch_random"),
-                                   base=ctx.seed, steps=setup.stitch_steps)
+        controls = stitch_controls(
+            Z,
+            data,
+            other_zoo[wd],
+            seed=ctx.logical("stitch_random"),
+            base=ctx.seed,
+            steps=setup.stitch_steps,
+        )
         stitched[wd] = {name: _by_size(setup, v) for name, v in controls.items()}
-        cka[wd] = np.stack(list(cka_across_seeds(Z).values()))          # (sizes, pairs)
+        cka[wd] = np.stack(list(cka_across_seeds(Z).values()))  # (sizes, pairs)
         cka_random[wd] = np.array(  # (sizes, seeds): trained vs random
-            [[debiased_cka(Z.embedding(Z.index(d, ctx.logical("weights", s))),
-                           torch.randn(data.n_people, d, generator=gen))
-              for s in setup.seeds] for d in setup.dims])
+            [
+                [
+                    debiased_cka(
+                        Z.embedding(Z.index(d, ctx.logical("weights", s))),
+                        torch.randn(data.n_people, d, generator=gen),
+                    )
+                    for s in setup.seeds
+                ]
+                for d in setup.dims
+            ]
+        )
     for models in (*zoo.values(), *other_zoo.values()):
         models.to("cpu")
     gen = ctx.generator("affine_random", device="cpu")
     seeds = tuple(ctx.logical("weights", s) for s in setup.seeds)
     affine_fit = {wd: affine_fits(Z, setup.dims, seeds, gen) for wd, Z in zoo.items()}
-    return dict(held_out=held_out, train_acc=train_acc, starved=starved, stitched=stitched,
-                cka=cka, cka_random=cka_random, affine_fit=affine_fit)
+    return dict(
+        held_out=held_out,
+        train_acc=train_acc,
+        starved=starved,
+        stitched=stitched,
+        cka=cka,
+        cka_random=cka_random,
+        affine_fit=affine_fit,
+    )
 
 
 @experiment(RepresentationSetup, STREAMS)
@@ -266,9 +348,15 @@ def run(setup: RepresentationSetup, ctx: Experiment) -> RepresentationResult:
         zoo, other_zoo, starved, bilinear = _train_zoos(setup, ctx, task, histories)
         measured = _compare(setup, ctx, task.data, zoo, other_zoo, starved)
         bilinear.to("cpu")
-    return RepresentationResult(**ctx.header(setup, t.seconds), task=task, zoo=zoo,
-                                other_zoo=other_zoo, bilinear=bilinear, histories=histories,
-                                **measured)
+    return RepresentationResult(
+        **ctx.header(setup, t.seconds),
+        task=task,
+        zoo=zoo,
+        other_zoo=other_zoo,
+        bilinear=bilinear,
+        histories=histories,
+        **measured,
+    )
 
 
 def affine_fits(models: KinshipModels, dims, seeds, generator: torch.Generator) -> dict:
@@ -280,8 +368,10 @@ def affine_fits(models: KinshipModels, dims, seeds, generator: torch.Generator) 
         raise TypeError(f"models must be KinshipModels, got {type(models).__name__}")
     if len(seeds) < 2:
         raise ValueError(f"seeds must name at least two seeds, got {tuple(seeds)}")
-    out = {"across seeds": np.zeros((len(dims), len(seeds))),
-           "random": np.zeros((len(dims), len(seeds)))}
+    out = {
+        "across seeds": np.zeros((len(dims), len(seeds))),
+        "random": np.zeros((len(dims), len(seeds))),
+    }
     for i, d in enumerate(dims):
         E = [models.embedding(models.index(d, s)) for s in seeds]
         for k in range(len(seeds)):
@@ -300,8 +390,7 @@ def _median_band(ax, x, values, color, label, fmt="o-") -> None:
 
 def _check_result(result) -> None:
     if not isinstance(result, RepresentationResult):
-        raise TypeError(f"result must be a RepresentationResult, got "
-                        f"{type(result).__name__}")
+        raise TypeError(f"result must be a RepresentationResult, got {type(result).__name__}")
 
 
 def plot_zone(result: RepresentationResult, axes=None):
@@ -319,19 +408,33 @@ def plot_zone(result: RepresentationResult, axes=None):
     dims = np.array(result.setup.dims)
     for (wd, acc), c in zip(result.held_out.items(), palette(6), strict=False):
         _median_band(a, dims, acc, c, f"held-out facts, weight decay {wd}")
-        a.plot(dims, np.median(result.train_acc[wd], 1), ":", color=c,
-               label=f"training pairs, weight decay {wd}")
-    a.set(ylim=(0, 1.03), xlabel="embedding size d", ylabel="accuracy",
-          title=f"(a) Too small underfits, too large memorizes\n(median, band: "
-                f"{len(result.setup.seeds)} seeds)")
+        a.plot(
+            dims,
+            np.median(result.train_acc[wd], 1),
+            ":",
+            color=c,
+            label=f"training pairs, weight decay {wd}",
+        )
+    a.set(
+        ylim=(0, 1.03),
+        xlabel="embedding size d",
+        ylabel="accuracy",
+        title=f"(a) Too small underfits, too large memorizes\n(median, band: "
+        f"{len(result.setup.seeds)} seeds)",
+    )
     # the largest fraction in (a)'s colour for no weight decay (the same runs' split), then
     # colours (a) does not use
     starved_colors = [palette(6)[i] for i in (0, 2, 3, 4, 5)]
-    for (frac, acc), c in zip(sorted(result.starved.items(), reverse=True), starved_colors,
-                              strict=False):
+    for (frac, acc), c in zip(
+        sorted(result.starved.items(), reverse=True), starved_colors, strict=False
+    ):
         _median_band(b, dims, acc, c, f"held-out facts, train on {frac:.0%} of pairs")
-    b.set(ylim=(0, 1.03), xlabel="embedding size d", ylabel="accuracy",
-          title="(b) Starved of data\n(no weight decay)")
+    b.set(
+        ylim=(0, 1.03),
+        xlabel="embedding size d",
+        ylabel="accuracy",
+        title="(b) Starved of data\n(no weight decay)",
+    )
     for ax in (a, b):
         log_ticks(ax, dims)
         ax.legend(loc="lower right", fontsize=8)
@@ -357,11 +460,11 @@ def plot_stitching(result: RepresentationResult, axes=None):
     _check_result(result)
     wds = list(result.stitched)
     fig, spare = None, None
-    if axes is None:             # two columns (7.5 in wide), the legend in a spare panel
+    if axes is None:  # two columns (7.5 in wide), the legend in a spare panel
         rows = (len(wds) + 2 + 1) // 2
         fig, grid = plt.subplots(rows, 2, figsize=(7.5, 3.1 * rows), constrained_layout=True)
         grid = grid.ravel()
-        axes, spare = grid[:len(wds) + 1], grid[len(wds) + 1:]
+        axes, spare = grid[: len(wds) + 1], grid[len(wds) + 1 :]
         for ax in spare:
             ax.axis("off")
     dims, colors = np.array(result.setup.dims), palette(6)
@@ -369,23 +472,32 @@ def plot_stitching(result: RepresentationResult, axes=None):
         for (name, (label, fmt)), c in zip(STITCH_STYLES.items(), colors, strict=False):
             if name in result.stitched[wd]:
                 _median_band(ax, dims, result.stitched[wd][name], c, label, fmt)
-        ax.set(ylim=(0, 1.03), xlabel="embedding size d", ylabel="held-out fact accuracy",
-               title=f"Stitching into B, weight decay {wd}\n"
-                     f"({len(result.setup.seeds)} seeds of B)")
+        ax.set(
+            ylim=(0, 1.03),
+            xlabel="embedding size d",
+            ylabel="held-out fact accuracy",
+            title=f"Stitching into B, weight decay {wd}\n({len(result.setup.seeds)} seeds of B)",
+        )
         log_ticks(ax, dims)
     handles, names = axes[0].get_legend_handles_labels()
     if spare is not None and len(spare):
         spare[0].legend(handles, names, loc="center", fontsize=9)
     else:
-        (fig or axes[0].figure).legend(handles, names, loc="outside lower center", ncol=4,
-                                       fontsize=9)
+        (fig or axes[0].figure).legend(
+            handles, names, loc="outside lower center", ncol=4, fontsize=9
+        )
     ax = axes[len(wds)]
     for (wd, c), marker in zip(zip(wds, colors, strict=False), "osD^v", strict=False):
         _median_band(ax, dims, result.cka[wd], c, f"across seeds, wd {wd}", marker + "-")
-        _median_band(ax, dims, result.cka_random[wd], c, f"trained vs random, wd {wd}",
-                     marker + ":")
-    ax.set(ylim=(-0.1, 1), xlabel="embedding size d", ylabel="debiased CKA",
-           title="CKA between embeddings")
+        _median_band(
+            ax, dims, result.cka_random[wd], c, f"trained vs random, wd {wd}", marker + ":"
+        )
+    ax.set(
+        ylim=(-0.1, 1),
+        xlabel="embedding size d",
+        ylabel="debiased CKA",
+        title="CKA between embeddings",
+    )
     log_ticks(ax, dims)
     ax.legend(fontsize=8)
     return axes

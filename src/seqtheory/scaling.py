@@ -20,6 +20,7 @@ device=..., progress=...)``, a result that extends :class:`~seqtheory.core.exper
 :func:`run_data_sweep` (Experiment 2), :func:`run_beta_sweep` (2b), :func:`run_model_sweep`
 (3); sizes in :class:`ScalingSetup` / ``SETUP``; random streams in ``STREAMS``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -71,14 +72,13 @@ __all__ = [
 
 # The logical seeds of the module (each under a base seed, see seqtheory.core.seeds.derive_seed):
 STREAMS = Streams(
-    targets=0,           # a torus task's random target and embedding (TorusTask.seed)
-    samples=0,           # learner seed s: its noisy training samples (TorusTask.sample)
-    tests=10_000,        # learner seed s: its clean test set
-    networks=0,          # a network's initialisation and mini-batch order (_network_seed)
-    pool_tests=20_000,   # approximation_error: a task's clean test set
-    pool=30_000,         # approximation_error: a task's pool of clean training points
+    targets=0,  # a torus task's random target and embedding (TorusTask.seed)
+    samples=0,  # learner seed s: its noisy training samples (TorusTask.sample)
+    tests=10_000,  # learner seed s: its clean test set
+    networks=0,  # a network's initialisation and mini-batch order (_network_seed)
+    pool_tests=20_000,  # approximation_error: a task's clean test set
+    pool=30_000,  # approximation_error: a task's pool of clean training points
 )
-
 
 
 # ----------------------------------------------------------------------------- power laws
@@ -136,8 +136,7 @@ def fit_power_law(x, y) -> PowerLawFit:
     se = pooled_se
     if y.shape[1] > 1:
         se = float(max(slopes.std(ddof=1) / np.sqrt(len(slopes)), pooled_se))
-    return PowerLawFit(exponent=-float(slopes.mean()), coef=float(np.exp(pooled_icpt)),
-                       stderr=se)
+    return PowerLawFit(exponent=-float(slopes.mean()), coef=float(np.exp(pooled_icpt)), stderr=se)
 
 
 def predicted_exponents(d: float, beta: float = 1.0) -> dict:
@@ -151,8 +150,11 @@ def predicted_exponents(d: float, beta: float = 1.0) -> dict:
     """
     d = check_float("d", d, low=0.0, low_open=True)
     beta = check_float("beta", beta, low=0.0, low_open=True)
-    return {"alpha_data": 2 * beta / (2 * beta + d), "alpha_model": 2 * beta / d,
-            "sharma_kaplan": 4.0 / d}
+    return {
+        "alpha_data": 2 * beta / (2 * beta + d),
+        "alpha_model": 2 * beta / d,
+        "sharma_kaplan": 4.0 / d,
+    }
 
 
 @dataclass(frozen=True)
@@ -187,20 +189,19 @@ def fit_power_law_floor(x, y, *, grid: int = 400) -> FloorFit:
     xc = lx - lx.mean()
 
     def best(floors):
-        ly = np.log(y[None, :] - floors[:, None])                             # (G, n)
-        slope = (ly - ly.mean(1, keepdims=True)) @ xc / (xc @ xc)             # (G,)
+        ly = np.log(y[None, :] - floors[:, None])  # (G, n)
+        slope = (ly - ly.mean(1, keepdims=True)) @ xc / (xc @ xc)  # (G,)
         icpt = ly.mean(1) - slope * lx.mean()
         pred = floors[:, None] + np.exp(icpt[:, None] + slope[:, None] * lx)  # (G, n)
         loss = ((np.log(pred) - ly0) ** 2).sum(1)
         return int(np.argmin(loss)), slope, icpt
 
-    floors = y.min() * (1.0 - np.geomspace(1.0, 1e-9, grid))                 # (G,)
+    floors = y.min() * (1.0 - np.geomspace(1.0, 1e-9, grid))  # (G,)
     g, *_ = best(floors)
     lo, hi = floors[max(g - 1, 0)], floors[min(g + 1, grid - 1)]
     floors = np.linspace(lo, hi, grid)
     g, slope, icpt = best(floors)
-    return FloorFit(exponent=-float(slope[g]), coef=float(np.exp(icpt[g])),
-                    floor=float(floors[g]))
+    return FloorFit(exponent=-float(slope[g]), coef=float(np.exp(icpt[g])), floor=float(floors[g]))
 
 
 def relu_square(x, depth: int):
@@ -217,9 +218,9 @@ def relu_square(x, depth: int):
         raise ValueError("x must lie in [0, 1]")
     relu = lambda z: np.maximum(z, 0.0)  # noqa: E731
     out, g = x.copy(), x.copy()
-    for s in range(1, depth + 1):          # one loop step per layer of the network
-        g = 2 * relu(g) - 4 * relu(g - 0.5)            # hat function, from two ReLUs
-        out = out - g / 4.0 ** s
+    for s in range(1, depth + 1):  # one loop step per layer of the network
+        g = 2 * relu(g) - 4 * relu(g - 0.5)  # hat function, from two ReLUs
+        out = out - g / 4.0**s
     return out
 
 
@@ -241,13 +242,13 @@ class TorusTask:
     errors are measured against the clean f.
     """
 
-    d: int = 2              # intrinsic dimension of the torus
-    D: int = 16             # ambient dimension (at least 2d)
-    beta: float = 1.0       # smoothness of the target
-    noise: float = 0.5      # std of the label noise (the target has unit std)
-    max_freq: int = 32      # largest |k_i| in the Fourier series (if n_modes allows)
-    n_modes: int = 4096     # at most this many frequency vectors
-    seed: int = 0           # draws the target and the embedding (a logical seed)
+    d: int = 2  # intrinsic dimension of the torus
+    D: int = 16  # ambient dimension (at least 2d)
+    beta: float = 1.0  # smoothness of the target
+    noise: float = 0.5  # std of the label noise (the target has unit std)
+    max_freq: int = 32  # largest |k_i| in the Fourier series (if n_modes allows)
+    n_modes: int = 4096  # at most this many frequency vectors
+    seed: int = 0  # draws the target and the embedding (a logical seed)
     base: int | None = None  # base seed of ``seed`` and of the samples' seeds (None: the
     #                          book's base seed, see seqtheory.core.seeds.derive_seed)
 
@@ -262,22 +263,22 @@ class TorusTask:
         check_int("n_modes", self.n_modes, minimum=1)
         check_int("seed", self.seed, minimum=0)
         rng = make_rng(self.seed, base=self.base)
-        M = self.max_freq            # all k with |k_i| <= M, M as large as n_modes allows
+        M = self.max_freq  # all k with |k_i| <= M, M as large as n_modes allows
         while M > 1 and ((2 * M + 1) ** self.d - 1) // 2 > self.n_modes:
             M -= 1
         self.cutoff = M
         grid = np.indices((2 * M + 1,) * self.d).reshape(self.d, -1).T - M
-        nonzero = grid != 0                      # keep one of each pair {k, -k}: the
-        first = grid[np.arange(len(grid)), nonzero.argmax(1)]   # first non-zero entry > 0
+        nonzero = grid != 0  # keep one of each pair {k, -k}: the
+        first = grid[np.arange(len(grid)), nonzero.argmax(1)]  # first non-zero entry > 0
         grid = grid[nonzero.any(1) & (first > 0)]
-        k2 = (grid ** 2).sum(1)
+        k2 = (grid**2).sum(1)
         amp = rng.standard_normal(len(grid)) * (1.0 + k2) ** (-(self.beta + self.d / 2) / 2)
-        amp /= np.sqrt((amp ** 2).sum() / 2)        # Var f = sum a_k^2 / 2 = 1
-        self.freqs = grid.astype(np.float64)                           # (m, d)
-        self.amps = amp                                                # (m,)
-        self.phases = rng.uniform(0, 2 * np.pi, len(grid))             # (m,)
+        amp /= np.sqrt((amp**2).sum() / 2)  # Var f = sum a_k^2 / 2 = 1
+        self.freqs = grid.astype(np.float64)  # (m, d)
+        self.amps = amp  # (m,)
+        self.phases = rng.uniform(0, 2 * np.pi, len(grid))  # (m,)
         Q, _ = np.linalg.qr(rng.standard_normal((self.D, self.D)))
-        self.rotation = Q[:, : 2 * self.d]                             # (D, 2d)
+        self.rotation = Q[:, : 2 * self.d]  # (D, 2d)
 
     def target(self, theta, *, device=None) -> np.ndarray:
         """The clean target f at angles ``theta`` (n, d), 4,096 points at a time (a pool of
@@ -285,27 +286,36 @@ class TorusTask:
         in float64 on ``device`` if it is a CUDA GPU, else on the CPU (the FULL sweeps
         evaluate about 10^10 point-modes: minutes on one CPU thread)."""
         device = _compute_device(device)
-        theta = torch.as_tensor(np.asarray(theta, float))              # torch's cos is
+        theta = torch.as_tensor(np.asarray(theta, float))  # torch's cos is
         freqs, phases = torch.from_numpy(self.freqs).T, torch.from_numpy(self.phases)
-        amps = torch.from_numpy(self.amps)                             # 3x NumPy's
+        amps = torch.from_numpy(self.amps)  # 3x NumPy's
         if device.type != "cpu":
             theta, freqs, phases, amps = (t.to(device) for t in (theta, freqs, phases, amps))
-        return torch.cat([torch.cos(th @ freqs + phases) @ amps           # (rows,)
-                          for th in theta.split(4096)]).cpu().numpy()  # (n,)
+        return (
+            torch.cat(
+                [
+                    torch.cos(th @ freqs + phases) @ amps  # (rows,)
+                    for th in theta.split(4096)
+                ]
+            )
+            .cpu()
+            .numpy()
+        )  # (n,)
 
     def embed(self, theta) -> np.ndarray:
         """Points of R^D for angles ``theta`` (n, d)."""
         theta = np.asarray(theta, float)
         flat = np.concatenate([np.cos(theta), np.sin(theta)], 1) / np.sqrt(self.d)
-        return flat @ self.rotation.T                                  # (n, D)
+        return flat @ self.rotation.T  # (n, D)
 
     def sample(self, n: int, seed: int = 0, *, noisy: bool = True, device=None):
         """``(X, y, theta)``: n points (float32 tensor (n, D)), labels (n,), angles; drawn
         from the logical sample seed ``seed`` under the task's base seed.  The target is
         computed on ``device`` (see :meth:`target`); the tensors are on the CPU."""
         n = check_int("n", n, minimum=1)
-        rng = np.random.default_rng([derive_seed(self.seed, self.base),
-                                     derive_seed(seed, self.base), 1])
+        rng = np.random.default_rng(
+            [derive_seed(self.seed, self.base), derive_seed(seed, self.base), 1]
+        )
         theta = rng.uniform(0, 2 * np.pi, (n, self.d))
         y = self.target(theta, device=device)
         if noisy:
@@ -314,8 +324,16 @@ class TorusTask:
         return X, torch.from_numpy(y).float(), theta
 
 
-def knn_error(task: TorusTask, n: int, seed: int = 0, *, n_test: int = 2048,
-              ks: Sequence[int] | None = None, block: int = 4096, device=None) -> float:
+def knn_error(
+    task: TorusTask,
+    n: int,
+    seed: int = 0,
+    *,
+    n_test: int = 2048,
+    ks: Sequence[int] | None = None,
+    block: int = 4096,
+    device=None,
+) -> float:
     """Test MSE (vs the clean target) of k-NN regression on n noisy samples (stream
     ``samples``, index ``seed``) against a clean test set (stream ``tests``, index ``seed``).
 
@@ -341,9 +359,16 @@ def _compute_device(device) -> torch.device:
     return device if device.type == "cuda" else torch.device("cpu")
 
 
-def _knn_error(X: torch.Tensor, y: torch.Tensor, Xt: torch.Tensor, yt: torch.Tensor,
-               ks: Sequence[int] | None = None, *, block: int = 4096,
-               device=None) -> float:
+def _knn_error(
+    X: torch.Tensor,
+    y: torch.Tensor,
+    Xt: torch.Tensor,
+    yt: torch.Tensor,
+    ks: Sequence[int] | None = None,
+    *,
+    block: int = 4096,
+    device=None,
+) -> float:
     """k-NN regression's test MSE on (Xt, yt), k chosen by leave-one-out on (X, y).
 
     The search runs on ``device`` (None: where X is), ``block`` query rows at a time: one
@@ -360,25 +385,28 @@ def _knn_error(X: torch.Tensor, y: torch.Tensor, Xt: torch.Tensor, yt: torch.Ten
         if not ks:
             raise ValueError(f"ks must contain a k below the training-set size n={n}")
     else:
-        ks = [2 ** i for i in range(16) if 2 ** i <= max(n // 8, 1)]
+        ks = [2**i for i in range(16) if 2**i <= max(n // 8, 1)]
     kmax = max(ks)
     device = X.device if device is None else device
     X, y, Xt, yt = (t.to(device) for t in (X, y, Xt, yt))
     cols = torch.tensor([k - 1 for k in ks], device=device)
-    sums = []                                  # running sums at each k of ks (rows, len(ks))
+    sums = []  # running sums at each k of ks (rows, len(ks))
     for start in range(0, n, block):
-        d_tr = torch.cdist(X[start:start + block], X)                  # (rows, n)
+        d_tr = torch.cdist(X[start : start + block], X)  # (rows, n)
         rows = torch.arange(len(d_tr), device=device)
-        d_tr[rows, start + rows] = float("inf")                        # leave the point out
-        nb = d_tr.topk(kmax, largest=False).indices                    # (rows, kmax)
+        d_tr[rows, start + rows] = float("inf")  # leave the point out
+        nb = d_tr.topk(kmax, largest=False).indices  # (rows, kmax)
         del d_tr
-        sums.append(y[nb].cumsum(1)[:, cols])                          # (rows, len(ks))
-    csum = torch.cat(sums)                                             # (n, len(ks))
-    loo = torch.stack([((csum[:, i] / k - y) ** 2).mean()
-                       for i, k in enumerate(ks)]).tolist()
+        sums.append(y[nb].cumsum(1)[:, cols])  # (rows, len(ks))
+    csum = torch.cat(sums)  # (n, len(ks))
+    loo = torch.stack([((csum[:, i] / k - y) ** 2).mean() for i, k in enumerate(ks)]).tolist()
     k = ks[int(np.argmin(loo))]
-    pred = torch.cat([y[torch.cdist(Xt[s:s + block], X).topk(k, largest=False).indices]
-                      .mean(1) for s in range(0, len(Xt), block)])     # (n_test,)
+    pred = torch.cat(
+        [
+            y[torch.cdist(Xt[s : s + block], X).topk(k, largest=False).indices].mean(1)
+            for s in range(0, len(Xt), block)
+        ]
+    )  # (n_test,)
     return float(((pred - yt) ** 2).mean())
 
 
@@ -397,7 +425,7 @@ class PointMLP(nn.Module):
         self.net = nn.Sequential(*layers, nn.Linear(fan_in, 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x).squeeze(-1)                                 # (B,)
+        return self.net(x).squeeze(-1)  # (B,)
 
 
 class PointTransformer(nn.Module):
@@ -408,8 +436,9 @@ class PointTransformer(nn.Module):
     over the tokens, and its 1-dimensional "unembedding" at the last token is the output.
     """
 
-    def __init__(self, D: int, n_tokens: int = 4, d_model: int = 32, n_layers: int = 2,
-                 n_heads: int = 2):
+    def __init__(
+        self, D: int, n_tokens: int = 4, d_model: int = 32, n_layers: int = 2, n_heads: int = 2
+    ):
         super().__init__()
         from .core.models import Transformer, TransformerConfig
 
@@ -419,13 +448,20 @@ class PointTransformer(nn.Module):
             raise ValueError(f"D={D} must be divisible by n_tokens={n_tokens}")
         self.n_tokens = n_tokens
         self.embed = nn.Linear(D // n_tokens, d_model)
-        self.body = Transformer(TransformerConfig(
-            vocab_size=1, max_len=n_tokens, n_layers=n_layers, n_heads=n_heads,
-            d_model=d_model, init_std=0.05))
+        self.body = Transformer(
+            TransformerConfig(
+                vocab_size=1,
+                max_len=n_tokens,
+                n_layers=n_layers,
+                n_heads=n_heads,
+                d_model=d_model,
+                init_std=0.05,
+            )
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        tokens = self.embed(x.view(x.shape[0], self.n_tokens, -1))    # (B, T, C)
-        return self.body(embeds=tokens)[:, -1, 0]                      # (B,)
+        tokens = self.embed(x.view(x.shape[0], self.n_tokens, -1))  # (B, T, C)
+        return self.body(embeds=tokens)[:, -1, 0]  # (B,)
 
 
 def make_learner(kind: str, D: int, size: int = 32) -> nn.Module:
@@ -450,7 +486,7 @@ def _pad(tensors: Sequence[torch.Tensor], device) -> tuple[torch.Tensor, torch.T
 
 def _masked_mse(model, X: torch.Tensor, y: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Each member's mean squared error on its own first ``lengths[m]`` points (M,)."""
-    err = (model(X) - y) ** 2                                          # (M, n_max)
+    err = (model(X) - y) ** 2  # (M, n_max)
     mask = torch.arange(X.shape[1], device=X.device) < lengths[:, None]
     return (err * mask).sum(1) / lengths
 
@@ -465,7 +501,7 @@ class _Members(nn.Module):
         self.ensemble = ensemble
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.ensemble(x)                                        # (M, B)
+        return self.ensemble(x)  # (M, B)
 
 
 def _member_mse(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -473,14 +509,28 @@ def _member_mse(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return ((pred - y) ** 2).mean(1)
 
 
-_DRAW_STEPS = 256     # steps whose mini-batch indices fit_regressors draws at once
+_DRAW_STEPS = 256  # steps whose mini-batch indices fit_regressors draws at once
 
 
-def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence,
-                   val: Sequence | None = None, *, init_seeds: Sequence[int], steps: int,
-                   batch: int = 128, lr: float = 3e-3, weight_decay: float = 0.01,
-                   eval_every: int = 100, progress: bool = False, desc: str = "training",
-                   device=None, base: int | None = None) -> np.ndarray:
+def fit_regressors(
+    kind: str,
+    D: int,
+    size: int,
+    train: Sequence,
+    test: Sequence,
+    val: Sequence | None = None,
+    *,
+    init_seeds: Sequence[int],
+    steps: int,
+    batch: int = 128,
+    lr: float = 3e-3,
+    weight_decay: float = 0.01,
+    eval_every: int = 100,
+    progress: bool = False,
+    desc: str = "training",
+    device=None,
+    base: int | None = None,
+) -> np.ndarray:
     """Train M regressors of one architecture as one batched program; their test MSEs (M,).
 
     Member ``m`` (initialised under the logical seed ``init_seeds[m]`` of base seed
@@ -503,45 +553,89 @@ def fit_regressors(kind: str, D: int, size: int, train: Sequence, test: Sequence
     batch = check_int("batch", batch, minimum=1)
     eval_every = check_int("eval_every", eval_every, minimum=1)
     M = len(train)
-    if M == 0 or len(test) != M or (val is not None and len(val) != M) \
-            or len(init_seeds) != M:
-        raise ValueError("train, test, val and init_seeds must have one entry per member "
-                         f"(got {M}, {len(test)}, {None if val is None else len(val)}, "
-                         f"{len(init_seeds)})")
-    model = _Members(Ensemble(lambda: make_learner(kind, D, size), list(init_seeds),
-                              base=base))
-    return _fit_members(model, train, test, val, init_seeds=init_seeds, steps=steps,
-                        batch=batch, lr=lr, weight_decay=weight_decay, eval_every=eval_every,
-                        progress=progress, desc=desc, device=device, base=base)
+    if M == 0 or len(test) != M or (val is not None and len(val) != M) or len(init_seeds) != M:
+        raise ValueError(
+            "train, test, val and init_seeds must have one entry per member "
+            f"(got {M}, {len(test)}, {None if val is None else len(val)}, "
+            f"{len(init_seeds)})"
+        )
+    model = _Members(Ensemble(lambda: make_learner(kind, D, size), list(init_seeds), base=base))
+    return _fit_members(
+        model,
+        train,
+        test,
+        val,
+        init_seeds=init_seeds,
+        steps=steps,
+        batch=batch,
+        lr=lr,
+        weight_decay=weight_decay,
+        eval_every=eval_every,
+        progress=progress,
+        desc=desc,
+        device=device,
+        base=base,
+    )
 
 
-def _fit_members(model: nn.Module, train: Sequence, test: Sequence, val: Sequence | None,
-                 *, init_seeds: Sequence[int], steps: int, batch: int, lr: float,
-                 weight_decay: float, eval_every: int, progress: bool, desc: str,
-                 device: torch.device, base: int | None) -> np.ndarray:
+def _fit_members(
+    model: nn.Module,
+    train: Sequence,
+    test: Sequence,
+    val: Sequence | None,
+    *,
+    init_seeds: Sequence[int],
+    steps: int,
+    batch: int,
+    lr: float,
+    weight_decay: float,
+    eval_every: int,
+    progress: bool,
+    desc: str,
+    device: torch.device,
+    base: int | None,
+) -> np.ndarray:
     """:func:`fit_regressors` on its checked arguments, for a built ``_Members`` model."""
     from .core.training import train as train_loop
 
     model = model.to(device)
-    batch_fn = _member_batches(train, init_seeds, steps=steps, batch=batch, device=device,
-                               base=base)
+    batch_fn = _member_batches(
+        train, init_seeds, steps=steps, batch=batch, device=device, base=base
+    )
     Xte, nte = _pad([x for x, _ in test], device)
     yte, _ = _pad([y for _, y in test], device)
     eval_fn, best = None, None
     if val is not None:
         eval_fn, best = _best_checkpoint(val, (Xte, yte, nte), device)
-    train_loop(model, batch_fn, steps=steps, lr=lr, weight_decay=weight_decay,
-               schedule="cosine", grad_clip=None, eval_every=eval_every if val is not None
-               else steps, eval_fn=eval_fn, loss_fn=_member_mse, progress=progress,
-               desc=desc)
+    train_loop(
+        model,
+        batch_fn,
+        steps=steps,
+        lr=lr,
+        weight_decay=weight_decay,
+        schedule="cosine",
+        grad_clip=None,
+        eval_every=eval_every if val is not None else steps,
+        eval_fn=eval_fn,
+        loss_fn=_member_mse,
+        progress=progress,
+        desc=desc,
+    )
     if val is None:
         with evaluating(model):
             return to_numpy(_masked_mse(model, Xte, yte, nte)).astype(float)
     return to_numpy(best["test"]).astype(float)
 
 
-def _member_batches(train: Sequence, init_seeds: Sequence[int], *, steps: int, batch: int,
-                    device: torch.device, base: int | None) -> Callable:
+def _member_batches(
+    train: Sequence,
+    init_seeds: Sequence[int],
+    *,
+    steps: int,
+    batch: int,
+    device: torch.device,
+    base: int | None,
+) -> Callable:
     """``batch_fn(step)`` of :func:`_fit_members`: member m's ``batch`` points of the step,
     drawn with replacement from ``train[m]`` by a generator of logical seed
     ``init_seeds[m]`` under ``base``; ``(X (M, batch, D), y (M, batch))``."""
@@ -560,11 +654,15 @@ def _member_batches(train: Sequence, init_seeds: Sequence[int], *, steps: int, b
         if drawn["first"] != first:
             span = min(_DRAW_STEPS, steps - first + 1)
             drawn["first"] = first
-            drawn["idx"] = torch.stack([torch.randint(n, (span, batch), generator=g,
-                                                      device=device)
-                                        for n, g in zip(counts, gens, strict=True)], 1)
-        idx = drawn["idx"][step - first]                                   # (M, batch)
-        return Xtr[rows, idx], ytr[rows, idx]                  # (M, batch, D), (M, batch)
+            drawn["idx"] = torch.stack(
+                [
+                    torch.randint(n, (span, batch), generator=g, device=device)
+                    for n, g in zip(counts, gens, strict=True)
+                ],
+                1,
+            )
+        idx = drawn["idx"][step - first]  # (M, batch)
+        return Xtr[rows, idx], ytr[rows, idx]  # (M, batch, D), (M, batch)
 
     return batch_fn
 
@@ -578,24 +676,26 @@ def _best_checkpoint(val: Sequence, test: tuple, device: torch.device) -> tuple[
     Xv, nv = _pad([x for x, _ in val], device)
     yv, _ = _pad([y for _, y in val], device)
     M = len(val)
-    best = {"val": torch.full((M,), float("inf"), device=device),
-            "test": torch.full((M,), float("nan"), device=device)}
+    best = {
+        "val": torch.full((M,), float("inf"), device=device),
+        "test": torch.full((M,), float("nan"), device=device),
+    }
 
     def eval_fn(net, step: int) -> dict:
-        v = _masked_mse(net, Xv, yv, nv)                                   # (M,)
+        v = _masked_mse(net, Xv, yv, nv)  # (M,)
         if step > 0:
             better = v < best["val"]
             if better.any():
-                best["test"] = torch.where(better, _masked_mse(net, Xte, yte, nte),
-                                           best["test"])
+                best["test"] = torch.where(better, _masked_mse(net, Xte, yte, nte), best["test"])
                 best["val"] = torch.minimum(v, best["val"])
         return {"val mse": v}
 
     return eval_fn, best
 
 
-def _padded_mlps(D: int, widths: Sequence[int], init_seeds: Sequence[int],
-                 base: int | None) -> nn.Module:
+def _padded_mlps(
+    D: int, widths: Sequence[int], init_seeds: Sequence[int], base: int | None
+) -> nn.Module:
     """The MLPs of every width in ``widths`` and seed in ``init_seeds`` (width-major) as one
     ``_Members`` of MLPs of the largest width: member (w, s) holds ``make_learner("mlp", D,
     w)`` under seed s in its first w units and zeros elsewhere.  A zero unit stays zero in
@@ -606,16 +706,18 @@ def _padded_mlps(D: int, widths: Sequence[int], init_seeds: Sequence[int],
     from .core.ensemble import Ensemble
 
     seeds = list(init_seeds)
-    parts = [Ensemble(lambda w=w: make_learner("mlp", D, w), seeds, base=base)
-             for w in widths]
-    padded = Ensemble(lambda: make_learner("mlp", D, max(widths)),
-                      list(range(len(widths) * len(seeds))), base=base)
+    parts = [Ensemble(lambda w=w: make_learner("mlp", D, w), seeds, base=base) for w in widths]
+    padded = Ensemble(
+        lambda: make_learner("mlp", D, max(widths)),
+        list(range(len(widths) * len(seeds))),
+        base=base,
+    )
     S = len(seeds)
     with torch.no_grad():
         for name, p in padded.stacked.items():
             p.zero_()
             for i, part in enumerate(parts):
-                q = part.stacked[name]                                  # (S, *width-w shape)
+                q = part.stacked[name]  # (S, *width-w shape)
                 p[(slice(i * S, (i + 1) * S), *(slice(0, n) for n in q.shape[1:]))] = q
     return _Members(padded)
 
@@ -643,11 +745,22 @@ def _check_tasks(tasks: list, message: str) -> list:
     return tasks
 
 
-def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: str = "knn",
-                    seeds: Sequence[int] = (0,), *, size: int = 32, steps: int = 1500,
-                    batch: int = 128, lr: float = 3e-3, n_test: int = 2048,
-                    eval_every: int = 100, progress: bool = True,
-                    device=None, base: int | None = None) -> np.ndarray:
+def learning_curves(
+    tasks: Sequence[TorusTask],
+    sizes: Sequence[int],
+    learner: str = "knn",
+    seeds: Sequence[int] = (0,),
+    *,
+    size: int = 32,
+    steps: int = 1500,
+    batch: int = 128,
+    lr: float = 3e-3,
+    n_test: int = 2048,
+    eval_every: int = 100,
+    progress: bool = True,
+    device=None,
+    base: int | None = None,
+) -> np.ndarray:
     """Test errors (len(tasks), len(sizes), len(seeds)) of ``learner`` ("knn", "mlp" or
     "transformer") trained on n = each size noisy samples of each task with each seed.
 
@@ -669,29 +782,55 @@ def learning_curves(tasks: Sequence[TorusTask], sizes: Sequence[int], learner: s
     seeds = [check_int("seed", int(s), minimum=0) for s in seeds]
     if not sizes or not seeds:
         raise ValueError("sizes and seeds must be non-empty")
-    jobs = [(t, i, j) for t in range(len(tasks)) for i in range(len(sizes))
-            for j in range(len(seeds))]
+    jobs = [
+        (t, i, j) for t in range(len(tasks)) for i in range(len(sizes)) for j in range(len(seeds))
+    ]
     where = _compute_device(device)
-    test_sets = {(t, j): tasks[t].sample(n_test, STREAMS.seed("tests", seeds[j]), noisy=False,
-                                         device=where)[:2]
-                 for t in range(len(tasks)) for j in range(len(seeds))}
-    if learner == "knn":     # the same numbers as knn_error(task, n, seed, n_test=n_test)
+    test_sets = {
+        (t, j): tasks[t].sample(n_test, STREAMS.seed("tests", seeds[j]), noisy=False, device=where)[
+            :2
+        ]
+        for t in range(len(tasks))
+        for j in range(len(seeds))
+    }
+    if learner == "knn":  # the same numbers as knn_error(task, n, seed, n_test=n_test)
         err = _knn_members(tasks, sizes, seeds, jobs, test_sets, where, progress)
     else:
         steps = check_int("steps", steps, minimum=1)
         train, val, test, init = _network_members(tasks, sizes, seeds, jobs, test_sets, where)
-        err = fit_regressors(learner, tasks[0].D, size, train, test, val, init_seeds=init,
-                             steps=steps, batch=batch, lr=lr, weight_decay=1e-4,
-                             eval_every=eval_every, progress=progress, device=device,
-                             base=base, desc=f"{len(jobs)} {learner}s in one batch")
+        err = fit_regressors(
+            learner,
+            tasks[0].D,
+            size,
+            train,
+            test,
+            val,
+            init_seeds=init,
+            steps=steps,
+            batch=batch,
+            lr=lr,
+            weight_decay=1e-4,
+            eval_every=eval_every,
+            progress=progress,
+            device=device,
+            base=base,
+            desc=f"{len(jobs)} {learner}s in one batch",
+        )
     out = np.empty((len(tasks), len(sizes), len(seeds)))
     for k, (t, i, j) in enumerate(jobs):
         out[t, i, j] = err[k]
     return out
 
 
-def _knn_members(tasks: list, sizes: list, seeds: list, jobs: list, test_sets: dict,
-                 where: torch.device, progress: bool) -> list:
+def _knn_members(
+    tasks: list,
+    sizes: list,
+    seeds: list,
+    jobs: list,
+    test_sets: dict,
+    where: torch.device,
+    progress: bool,
+) -> list:
     """k-NN test errors of the jobs ``(task, size, seed)`` of :func:`learning_curves`."""
     err = []
     for t, i, j in progress_bar(jobs, desc="kNN", disable=not progress, leave=False):
@@ -700,8 +839,9 @@ def _knn_members(tasks: list, sizes: list, seeds: list, jobs: list, test_sets: d
     return err
 
 
-def _network_members(tasks: list, sizes: list, seeds: list, jobs: list, test_sets: dict,
-                     where: torch.device) -> tuple[list, list, list, list]:
+def _network_members(
+    tasks: list, sizes: list, seeds: list, jobs: list, test_sets: dict, where: torch.device
+) -> tuple[list, list, list, list]:
     """``(train, val, test, init_seeds)`` of the jobs ``(task, size, seed)`` of
     :func:`learning_curves`: the first fifth of each sample validates, the rest trains, and
     every (seed, task, size) has its own initialisation."""
@@ -716,16 +856,32 @@ def _network_members(tasks: list, sizes: list, seeds: list, jobs: list, test_set
     return train, val, test, init
 
 
-def learning_curve(task: TorusTask, sizes: Sequence[int], learner: str = "knn",
-                   seeds: Sequence[int] = (0,), **kwargs) -> np.ndarray:
+def learning_curve(
+    task: TorusTask,
+    sizes: Sequence[int],
+    learner: str = "knn",
+    seeds: Sequence[int] = (0,),
+    **kwargs,
+) -> np.ndarray:
     """Test errors (len(sizes), len(seeds)) of ``learner`` on one task
     (see :func:`learning_curves`)."""
     return learning_curves([task], sizes, learner, seeds, **kwargs)[0]
 
 
-def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size: int = 32,
-              steps: int = 1500, batch: int = 128, lr: float = 3e-3, n_test: int = 2048,
-              eval_every: int = 100, device=None) -> float:
+def net_error(
+    task: TorusTask,
+    n: int,
+    kind: str = "mlp",
+    seed: int = 0,
+    *,
+    size: int = 32,
+    steps: int = 1500,
+    batch: int = 128,
+    lr: float = 3e-3,
+    n_test: int = 2048,
+    eval_every: int = 100,
+    device=None,
+) -> float:
     """Test MSE (vs the clean target) of a network trained on n noisy samples.
 
     80% of the n samples train the network (AdamW, mini-batches, cosine decay); the other
@@ -733,9 +889,22 @@ def net_error(task: TorusTask, n: int, kind: str = "mlp", seed: int = 0, *, size
     small training sets are not judged by how badly they overfit the noise.
     """
     check_choice("kind", kind, ("mlp", "transformer"))
-    return float(learning_curves([task], [n], kind, [seed], size=size, steps=steps,
-                                 batch=batch, lr=lr, n_test=n_test, eval_every=eval_every,
-                                 progress=False, device=device)[0, 0, 0])
+    return float(
+        learning_curves(
+            [task],
+            [n],
+            kind,
+            [seed],
+            size=size,
+            steps=steps,
+            batch=batch,
+            lr=lr,
+            n_test=n_test,
+            eval_every=eval_every,
+            progress=False,
+            device=device,
+        )[0, 0, 0]
+    )
 
 
 def num_params(kind: str, D: int, size: int) -> int:
@@ -747,11 +916,21 @@ def num_params(kind: str, D: int, size: int) -> int:
         return count(make_learner(kind, D, size))
 
 
-def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] = (8, 16, 32),
-                        seeds: Sequence[int] = (0,), *, steps: int = 2000, batch: int = 128,
-                        lr: float = 3e-3, n_test: int = 4096, pool: int = 65_536,
-                        progress: bool = True, device=None,
-                        base: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def approximation_error(
+    tasks,
+    kind: str = "transformer",
+    sizes: Sequence[int] = (8, 16, 32),
+    seeds: Sequence[int] = (0,),
+    *,
+    steps: int = 2000,
+    batch: int = 128,
+    lr: float = 3e-3,
+    n_test: int = 4096,
+    pool: int = 65_536,
+    progress: bool = True,
+    device=None,
+    base: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(parameter counts (len(sizes),), test MSEs)`` of networks of each size (width or
     d_model), trained on clean samples drawn from a pool far larger than the networks
     (``pool`` points, one pool per task, stream ``pool``; the test set is stream
@@ -767,8 +946,9 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
     floating-point rounding).
     """
     one = isinstance(tasks, TorusTask)
-    tasks = _check_tasks([tasks] if one else list(tasks),
-                         "tasks must be a TorusTask or a non-empty sequence of them")
+    tasks = _check_tasks(
+        [tasks] if one else list(tasks), "tasks must be a TorusTask or a non-empty sequence of them"
+    )
     device = check_device("device", device)
     steps = check_int("steps", steps, minimum=1)
     batch = check_int("batch", batch, minimum=1)
@@ -792,40 +972,88 @@ def approximation_error(tasks, kind: str = "transformer", sizes: Sequence[int] =
     return params, (errs[0] if one else errs)
 
 
-def _pool_members(tasks: list, jobs: list, pool: int, n_test: int,
-                  device: torch.device) -> tuple[list, list]:
+def _pool_members(
+    tasks: list, jobs: list, pool: int, n_test: int, device: torch.device
+) -> tuple[list, list]:
     """``(train, test)`` of the jobs ``(task, seed)`` of :func:`approximation_error`: one
     pool (stream ``pool``) and one test set (stream ``pool_tests``) per task, shared by the
     seeds (which draw the initialisation and the order of the mini-batches)."""
-    pools = [t.sample(pool, STREAMS.seed("pool"), noisy=False, device=device)[:2]
-             for t in tasks]
-    tests = [t.sample(n_test, STREAMS.seed("pool_tests"), noisy=False, device=device)[:2]
-             for t in tasks]
+    pools = [t.sample(pool, STREAMS.seed("pool"), noisy=False, device=device)[:2] for t in tasks]
+    tests = [
+        t.sample(n_test, STREAMS.seed("pool_tests"), noisy=False, device=device)[:2] for t in tasks
+    ]
     return [pools[t] for t, _ in jobs], [tests[t] for t, _ in jobs]
 
 
-def _fit_padded_mlps(D: int, sizes: list, train: list, test: list, init: list, *,
-                     steps: int, batch: int, lr: float, progress: bool, device: torch.device,
-                     base: int | None) -> np.ndarray:
+def _fit_padded_mlps(
+    D: int,
+    sizes: list,
+    train: list,
+    test: list,
+    init: list,
+    *,
+    steps: int,
+    batch: int,
+    lr: float,
+    progress: bool,
+    device: torch.device,
+    base: int | None,
+) -> np.ndarray:
     """Test MSEs (len(sizes) * len(init),), size-major, of the MLPs of every width in
     ``sizes`` trained as one zero-padded program (:func:`_padded_mlps`)."""
-    return _fit_members(_padded_mlps(D, sizes, init, base), train * len(sizes),
-                        test * len(sizes), None, init_seeds=init * len(sizes),
-                        steps=steps, batch=batch, lr=lr, weight_decay=0.01,
-                        eval_every=100, progress=progress,
-                        desc=f"{len(sizes) * len(init)} mlps of {len(sizes)} widths",
-                        device=device, base=base)
+    return _fit_members(
+        _padded_mlps(D, sizes, init, base),
+        train * len(sizes),
+        test * len(sizes),
+        None,
+        init_seeds=init * len(sizes),
+        steps=steps,
+        batch=batch,
+        lr=lr,
+        weight_decay=0.01,
+        eval_every=100,
+        progress=progress,
+        desc=f"{len(sizes) * len(init)} mlps of {len(sizes)} widths",
+        device=device,
+        base=base,
+    )
 
 
-def _fit_size_by_size(kind: str, D: int, sizes: list, train: list, test: list, init: list,
-                      *, steps: int, batch: int, lr: float, progress: bool,
-                      device: torch.device, base: int | None) -> np.ndarray:
+def _fit_size_by_size(
+    kind: str,
+    D: int,
+    sizes: list,
+    train: list,
+    test: list,
+    init: list,
+    *,
+    steps: int,
+    batch: int,
+    lr: float,
+    progress: bool,
+    device: torch.device,
+    base: int | None,
+) -> np.ndarray:
     """Test MSEs (len(sizes) * len(init),), size-major: the networks of each size train as
     one batched program (:func:`fit_regressors`)."""
-    return np.concatenate([
-        fit_regressors(kind, D, size, train, test, init_seeds=init, steps=steps,
-                       batch=batch, lr=lr, device=device, base=base)
-        for size in progress_bar(sizes, desc=f"{kind}s", disable=not progress, leave=False)])
+    return np.concatenate(
+        [
+            fit_regressors(
+                kind,
+                D,
+                size,
+                train,
+                test,
+                init_seeds=init,
+                steps=steps,
+                batch=batch,
+                lr=lr,
+                device=device,
+                base=base,
+            )
+            for size in progress_bar(sizes, desc=f"{kind}s", disable=not progress, leave=False)
+        ]
+    )
 
 
 def plot_product_tree(d: int = 8, ax=None, op: str = "product"):
@@ -847,14 +1075,13 @@ def plot_product_tree(d: int = 8, ax=None, op: str = "product"):
         depth += 1
         nxt = []
         for i in range(0, len(level), 2):
-            pair = level[i:i + 2]
+            pair = level[i : i + 2]
             pos = float(np.mean([p for p, _ in pair]))
             for p, _ in pair:
                 ax.plot([p, pos], [depth - 1, depth], color="0.5", zorder=1)
             nxt.append((pos, sign if len(pair) == 2 else "$=$"))
         level = nxt
-        ax.scatter([p for p, _ in level], [depth] * len(level), s=500, color="#9ecae1",
-                   zorder=2)
+        ax.scatter([p for p, _ in level], [depth] * len(level), s=500, color="#9ecae1", zorder=2)
         for p, label in level:
             ax.text(p, depth, label, ha="center", va="center", zorder=3)
     ax.set_yticks(range(depth + 1), ["inputs"] + [f"layer {i}" for i in range(1, depth + 1)])
@@ -891,14 +1118,17 @@ def load_text_sweep(name: str = "scaling_text.json") -> dict:
 
     grid = [[run(s, n, width0) for n in sizes] for s in seeds]
     return {
-        "meta": meta, "seeds": np.array(seeds), "sizes": np.array(sizes),
+        "meta": meta,
+        "seeds": np.array(seeds),
+        "sizes": np.array(sizes),
         "test_loss": np.array([[r["test_loss"] for r in row] for row in grid]),
         "best_step": np.array([[r["best_step"] for r in row] for row in grid]),
         "id": np.array([[r["id"] for r in row] for row in grid]),
         "widths": np.array(widths),
         "width_id": np.array([[run(s, n_ab, w)["id"] for w in widths] for s in seeds]),
-        "width_best_step": np.array([[run(s, n_ab, w)["best_step"] for w in widths]
-                                     for s in seeds]),
+        "width_best_step": np.array(
+            [[run(s, n_ab, w)["best_step"] for w in widths] for s in seeds]
+        ),
         "layer_id": np.array([run(s, n_ab, width0)["layer_id"] for s in seeds]),
         "positions": np.array(meta["positions"]),
         "position_id": np.array([run(s, n_ab, width0)["position_id"] for s in seeds]),
@@ -940,42 +1170,64 @@ class ScalingSetup:
     :func:`~seqtheory.core.seeds.derive_seed` (base 0 keeps them as written).
     """
 
-    id_points: int = 5000                     # points per manifold for the ID table
-    sphere_dims: tuple = (2, 4, 8, 16, 32)    # spheres S^d whose dimension is estimated
-    torus_dims: tuple = (1, 2, 4)             # intrinsic dimensions of the regression task
-    ambient: int = 16                         # ambient dimension D of the torus data
-    max_freq: int = 8                         # Fourier cutoff of the random target
-    sizes: tuple = (128, 256, 512, 1024, 2048, 4096)   # training-set sizes n
-    knn_seeds: tuple = (0, 1, 2)              # seeds of the k-NN learning curves
-    mlp_seeds: tuple = (0, 1, 2)              # seeds of the MLP learning curves
-    data_learners: tuple = ("kNN", "MLP")     # Experiment 2 (FULL adds the transformer)
-    net_sizes: tuple = (256, 512, 1024, 2048, 4096)     # sizes for the transformer
-    tf_seeds: tuple = (0, 1, 2)               # seeds of the transformer learning curves
-    approx_kinds: tuple = ("mlp",)            # Experiment 3 (FULL adds the transformer)
-    approx_seeds: tuple = (0, 1, 2)           # seeds of the model-size sweep
-    net_steps: int = 600                      # optimisation steps per network
-    beta_dim: int = 2                         # torus dimension of the smoothness sweep
-    betas: tuple = (0.5, 1.0, 1.5, 2.0)       # smoothness values of the sweep
-    beta_max_freq: int = 32                   # Fourier cutoff there (8 would hide beta)
-    beta_seeds: tuple = (0, 1, 2)             # seeds of the smoothness sweep
-    widths: tuple = (8, 16, 32, 64)           # MLP widths for model scaling
-    tf_widths: tuple = (8, 16, 32)            # transformer d_model for model scaling
-    width_dims: tuple = (2, 4)                # d for the model-scaling experiment
+    id_points: int = 5000  # points per manifold for the ID table
+    sphere_dims: tuple = (2, 4, 8, 16, 32)  # spheres S^d whose dimension is estimated
+    torus_dims: tuple = (1, 2, 4)  # intrinsic dimensions of the regression task
+    ambient: int = 16  # ambient dimension D of the torus data
+    max_freq: int = 8  # Fourier cutoff of the random target
+    sizes: tuple = (128, 256, 512, 1024, 2048, 4096)  # training-set sizes n
+    knn_seeds: tuple = (0, 1, 2)  # seeds of the k-NN learning curves
+    mlp_seeds: tuple = (0, 1, 2)  # seeds of the MLP learning curves
+    data_learners: tuple = ("kNN", "MLP")  # Experiment 2 (FULL adds the transformer)
+    net_sizes: tuple = (256, 512, 1024, 2048, 4096)  # sizes for the transformer
+    tf_seeds: tuple = (0, 1, 2)  # seeds of the transformer learning curves
+    approx_kinds: tuple = ("mlp",)  # Experiment 3 (FULL adds the transformer)
+    approx_seeds: tuple = (0, 1, 2)  # seeds of the model-size sweep
+    net_steps: int = 600  # optimisation steps per network
+    beta_dim: int = 2  # torus dimension of the smoothness sweep
+    betas: tuple = (0.5, 1.0, 1.5, 2.0)  # smoothness values of the sweep
+    beta_max_freq: int = 32  # Fourier cutoff there (8 would hide beta)
+    beta_seeds: tuple = (0, 1, 2)  # seeds of the smoothness sweep
+    widths: tuple = (8, 16, 32, 64)  # MLP widths for model scaling
+    tf_widths: tuple = (8, 16, 32)  # transformer d_model for model scaling
+    width_dims: tuple = (2, 4)  # d for the model-scaling experiment
     text_sizes: tuple = (2_000, 4_000, 8_000, 16_000, 32_000, 64_000)  # characters
-    text_steps: int = 1000                    # steps of each character model
-    text_widths: tuple = (16, 32, 64)         # d_model for ID vs model size
-    text_docs: int = 450                      # held-out documents for activation ID
-    text_seeds: tuple = (0, 1, 2)             # seeds of the archived text sweep
-    text_ablation_n: int = 16_000             # characters for the layer/width/position runs
+    text_steps: int = 1000  # steps of each character model
+    text_widths: tuple = (16, 32, 64)  # d_model for ID vs model size
+    text_docs: int = 450  # held-out documents for activation ID
+    text_seeds: tuple = (0, 1, 2)  # seeds of the archived text sweep
+    text_ablation_n: int = 16_000  # characters for the layer/width/position runs
 
     def __post_init__(self) -> None:
-        for name in ("id_points", "ambient", "max_freq", "net_steps", "beta_dim",
-                     "beta_max_freq", "text_steps", "text_docs", "text_ablation_n"):
+        for name in (
+            "id_points",
+            "ambient",
+            "max_freq",
+            "net_steps",
+            "beta_dim",
+            "beta_max_freq",
+            "text_steps",
+            "text_docs",
+            "text_ablation_n",
+        ):
             check_int(name, getattr(self, name), minimum=1)
-        ints = {"sphere_dims": 1, "torus_dims": 1, "sizes": 5, "knn_seeds": 0,
-                "mlp_seeds": 0, "net_sizes": 5, "tf_seeds": 0, "approx_seeds": 0,
-                "beta_seeds": 0, "widths": 1, "tf_widths": 1, "width_dims": 1,
-                "text_sizes": 1, "text_widths": 1, "text_seeds": 0}
+        ints = {
+            "sphere_dims": 1,
+            "torus_dims": 1,
+            "sizes": 5,
+            "knn_seeds": 0,
+            "mlp_seeds": 0,
+            "net_sizes": 5,
+            "tf_seeds": 0,
+            "approx_seeds": 0,
+            "beta_seeds": 0,
+            "widths": 1,
+            "tf_widths": 1,
+            "width_dims": 1,
+            "text_sizes": 1,
+            "text_widths": 1,
+            "text_seeds": 0,
+        }
         for name, low in ints.items():
             values = getattr(self, name)
             if not isinstance(values, tuple) or not values:
@@ -987,10 +1239,13 @@ class ScalingSetup:
         for b in self.betas:
             check_float("betas", b, low=0.0, low_open=True)
         if self.ambient < 2 * max(*self.torus_dims, *self.width_dims, self.beta_dim):
-            raise ValueError(f"ambient must be >= 2 * the largest torus dimension, got "
-                             f"{self.ambient}")
-        for name, allowed in (("data_learners", ("kNN", "MLP", "transformer")),
-                              ("approx_kinds", ("mlp", "transformer"))):
+            raise ValueError(
+                f"ambient must be >= 2 * the largest torus dimension, got {self.ambient}"
+            )
+        for name, allowed in (
+            ("data_learners", ("kNN", "MLP", "transformer")),
+            ("approx_kinds", ("mlp", "transformer")),
+        ):
             values = getattr(self, name)
             if not isinstance(values, tuple) or not values:
                 raise TypeError(f"{name} must be a non-empty tuple, got {values!r}")
@@ -1000,35 +1255,60 @@ class ScalingSetup:
     def text_kwargs(self, **changes) -> dict:
         """Keyword arguments of :func:`seqtheory.text.train_char_model` for the chapter's
         character model (2 layers, d_model 32, 2 heads, context 32), with ``changes``."""
-        return {**dict(d_model=32, n_heads=2, context=32, batch=32, lr=1e-2,
-                       steps=self.text_steps, progress=False), **changes}
+        return {
+            **dict(
+                d_model=32,
+                n_heads=2,
+                context=32,
+                batch=32,
+                lr=1e-2,
+                steps=self.text_steps,
+                progress=False,
+            ),
+            **changes,
+        }
 
 
 SETUP = Sizes(
     cpu=ScalingSetup(),
-    full=ScalingSetup(id_points=20_000, torus_dims=(1, 2, 3, 4, 6),
-                      sizes=tuple(2 ** k for k in range(7, 16)), knn_seeds=(0, 1, 2, 3, 4),
-                      mlp_seeds=(0, 1, 2, 3, 4), net_sizes=tuple(2 ** k for k in range(8, 16)),
-                      data_learners=("kNN", "MLP", "transformer"),
-                      approx_kinds=("mlp", "transformer"), approx_seeds=(0, 1, 2, 3, 4),
-                      tf_seeds=(0, 1, 2, 3, 4), beta_seeds=(0, 1, 2, 3, 4), net_steps=4000,
-                      widths=(8, 16, 32, 64, 128, 256),
-                      tf_widths=(8, 16, 32, 64, 128), width_dims=(2, 3, 4),
-                      text_sizes=tuple(2_000 * 2 ** k for k in range(10)), text_steps=8000,
-                      text_widths=(16, 32, 64, 128, 256),
-                      # 4,000 held-out documents x 32 positions, as the official code's
-                      # README runs embeddings.py (--num_dataset_subsample 4000
-                      # --max_embeddings_per_sample 32)
-                      text_docs=4000),
+    full=ScalingSetup(
+        id_points=20_000,
+        torus_dims=(1, 2, 3, 4, 6),
+        sizes=tuple(2**k for k in range(7, 16)),
+        knn_seeds=(0, 1, 2, 3, 4),
+        mlp_seeds=(0, 1, 2, 3, 4),
+        net_sizes=tuple(2**k for k in range(8, 16)),
+        data_learners=("kNN", "MLP", "transformer"),
+        approx_kinds=("mlp", "transformer"),
+        approx_seeds=(0, 1, 2, 3, 4),
+        tf_seeds=(0, 1, 2, 3, 4),
+        beta_seeds=(0, 1, 2, 3, 4),
+        net_steps=4000,
+        widths=(8, 16, 32, 64, 128, 256),
+        tf_widths=(8, 16, 32, 64, 128),
+        width_dims=(2, 3, 4),
+        text_sizes=tuple(2_000 * 2**k for k in range(10)),
+        text_steps=8000,
+        text_widths=(16, 32, 64, 128, 256),
+        # 4,000 held-out documents x 32 positions, as the official code's
+        # README runs embeddings.py (--num_dataset_subsample 4000
+        # --max_embeddings_per_sample 32)
+        text_docs=4000,
+    ),
 )
 
 
 # ----------------------------------------------------------------------------- experiments
 
 
-def torus_tasks(setup: ScalingSetup, dims: Sequence[int] | None = None, *,
-                seed: int | None = None, beta: float = 1.0,
-                max_freq: int | None = None) -> dict:
+def torus_tasks(
+    setup: ScalingSetup,
+    dims: Sequence[int] | None = None,
+    *,
+    seed: int | None = None,
+    beta: float = 1.0,
+    max_freq: int | None = None,
+) -> dict:
     """``{d: TorusTask}`` for each torus dimension (default ``setup.torus_dims``) in
     ``setup.ambient`` dimensions, their targets drawn from stream ``targets`` under the base
     seed ``seed`` (None: the book's base seed), which the tasks keep for their samples."""
@@ -1037,17 +1317,26 @@ def torus_tasks(setup: ScalingSetup, dims: Sequence[int] | None = None, *,
     seed = experiment_seed(seed)
     dims = setup.torus_dims if dims is None else tuple(dims)
     max_freq = setup.max_freq if max_freq is None else max_freq
-    return {d: TorusTask(d=d, D=setup.ambient, beta=beta, max_freq=max_freq,
-                         seed=STREAMS.seed("targets"), base=seed) for d in dims}
+    return {
+        d: TorusTask(
+            d=d,
+            D=setup.ambient,
+            beta=beta,
+            max_freq=max_freq,
+            seed=STREAMS.seed("targets"),
+            base=seed,
+        )
+        for d in dims
+    }
 
 
 @dataclass
 class DataSweepResult(RunInfo):
     """Experiment 2: test errors of each learner against the training-set size n."""
 
-    dims: tuple               # torus dimensions d, one task each
-    sizes: dict               # learner name -> training-set sizes n (N,)
-    errors: dict              # learner name -> test MSEs (len(dims), N, seeds)
+    dims: tuple  # torus dimensions d, one task each
+    sizes: dict  # learner name -> training-set sizes n (N,)
+    errors: dict  # learner name -> test MSEs (len(dims), N, seeds)
 
     @property
     def learners(self) -> list:
@@ -1087,8 +1376,13 @@ def run_data_sweep(setup: ScalingSetup, ctx: Experiment) -> DataSweepResult:
     specs = {
         "kNN": dict(learner="knn", seeds=setup.knn_seeds),
         "MLP": dict(learner="mlp", seeds=setup.mlp_seeds, size=64, steps=setup.net_steps),
-        "transformer": dict(learner="transformer", seeds=setup.tf_seeds, size=32,
-                            steps=setup.net_steps, eval_every=200),
+        "transformer": dict(
+            learner="transformer",
+            seeds=setup.tf_seeds,
+            size=32,
+            steps=setup.net_steps,
+            eval_every=200,
+        ),
     }
     with ctx.timer() as t:
         tasks = list(torus_tasks(setup, seed=ctx.seed).values())
@@ -1097,11 +1391,13 @@ def run_data_sweep(setup: ScalingSetup, ctx: Experiment) -> DataSweepResult:
             if name not in setup.data_learners:
                 continue
             n = setup.net_sizes if name == "transformer" else setup.sizes
-            errors[name] = learning_curves(tasks, n, **kw, progress=ctx.progress,
-                                           device=ctx.device, base=ctx.seed)
+            errors[name] = learning_curves(
+                tasks, n, **kw, progress=ctx.progress, device=ctx.device, base=ctx.seed
+            )
             sizes[name] = np.array(n)
-    return DataSweepResult(**ctx.header(setup, t.seconds), dims=tuple(setup.torus_dims),
-                           sizes=sizes, errors=errors)
+    return DataSweepResult(
+        **ctx.header(setup, t.seconds), dims=tuple(setup.torus_dims), sizes=sizes, errors=errors
+    )
 
 
 def plot_learning_curves(result: DataSweepResult, axes=None):
@@ -1112,23 +1408,35 @@ def plot_learning_curves(result: DataSweepResult, axes=None):
     from .book.plotting import log_ticks, palette
 
     learners = result.learners
-    if axes is None:             # at most two panels a row, 7.5 in wide
+    if axes is None:  # at most two panels a row, 7.5 in wide
         cols = min(len(learners), 2)
         rows = (len(learners) + cols - 1) // cols
-        _, grid = plt.subplots(rows, cols, figsize=(3.75 * cols, 3.9 * rows), sharey=True,
-                               constrained_layout=True, squeeze=False)
+        _, grid = plt.subplots(
+            rows,
+            cols,
+            figsize=(3.75 * cols, 3.9 * rows),
+            sharey=True,
+            constrained_layout=True,
+            squeeze=False,
+        )
         grid = grid.ravel()
-        for ax in grid[len(learners):]:
+        for ax in grid[len(learners) :]:
             ax.axis("off")
-        axes = grid[:len(learners)]
+        axes = grid[: len(learners)]
     for ax, name in zip(axes, learners, strict=True):
         for c, d in zip(palette(len(result.dims)), result.dims, strict=True):
             n, err = result.curve(name, d)
             fit = result.fit(name, d)
-            ax.errorbar(n, err.mean(1), yerr=err.std(1) if err.shape[1] > 1 else None,
-                        fmt="o", color=c, capsize=2,
-                        label=f"d={d}: fitted {fit.exponent:.2f}, "
-                        f"predicted {predicted_exponents(d)['alpha_data']:.2f}")
+            ax.errorbar(
+                n,
+                err.mean(1),
+                yerr=err.std(1) if err.shape[1] > 1 else None,
+                fmt="o",
+                color=c,
+                capsize=2,
+                label=f"d={d}: fitted {fit.exponent:.2f}, "
+                f"predicted {predicted_exponents(d)['alpha_data']:.2f}",
+            )
             ax.plot(n, fit(n), color=c, lw=1.5)
         ax.set(yscale="log", xlabel="training samples n", title=name)
         log_ticks(ax, n[::2] if len(n) > 6 else n)
@@ -1141,14 +1449,14 @@ def plot_learning_curves(result: DataSweepResult, axes=None):
 class BetaSweepResult(RunInfo):
     """Experiment 2b: k-NN exponents on the ``setup.beta_dim``-torus against smoothness."""
 
-    betas: np.ndarray             # smoothness values (B,)
-    exponents: np.ndarray         # (B, seeds): each seed's fitted exponent, cutoff M
+    betas: np.ndarray  # smoothness values (B,)
+    exponents: np.ndarray  # (B, seeds): each seed's fitted exponent, cutoff M
     #                               = setup.beta_max_freq
-    control_betas: np.ndarray     # (2,): the smallest and largest beta
+    control_betas: np.ndarray  # (2,): the smallest and largest beta
     control_exponents: np.ndarray  # (2, seeds): the same at Experiment 2's cutoff
-    predicted: np.ndarray         # (B,): 2 beta / (2 beta + d)
-    modes: int                    # Fourier modes of a target at the sweep's cutoff
-    top_dim: int | None = None    # the largest torus of Experiment 2 ...
+    predicted: np.ndarray  # (B,): 2 beta / (2 beta + d)
+    modes: int  # Fourier modes of a target at the sweep's cutoff
+    top_dim: int | None = None  # the largest torus of Experiment 2 ...
     top_cutoff: int | None = None  # ... the cutoff its targets have there (n_modes caps it)
     top_exponents: np.ndarray | None = None  # (2, seeds): control_betas on that torus at
     #                                          Experiment 2's cutoff
@@ -1167,40 +1475,70 @@ def run_beta_sweep(setup: ScalingSetup, ctx: Experiment) -> BetaSweepResult:
         control = np.array([betas.min(), betas.max()])
         exps = _knn_slopes(setup, ctx, setup.beta_max_freq, betas)
         control_exps = _knn_slopes(setup, ctx, setup.max_freq, control)
-        modes = len(TorusTask(d=setup.beta_dim, max_freq=setup.beta_max_freq,
-                              seed=ctx.logical("targets"), base=ctx.seed).amps)
+        modes = len(
+            TorusTask(
+                d=setup.beta_dim,
+                max_freq=setup.beta_max_freq,
+                seed=ctx.logical("targets"),
+                base=ctx.seed,
+            ).amps
+        )
         top = max(setup.torus_dims)
         top_exps = _knn_slopes(setup, ctx, setup.max_freq, control, top)
         pred = np.array([predicted_exponents(setup.beta_dim, b)["alpha_data"] for b in betas])
-    return BetaSweepResult(**ctx.header(setup, t.seconds), betas=betas, exponents=exps,
-                           control_betas=control, control_exponents=control_exps,
-                           predicted=pred, modes=modes, top_dim=top,
-                           top_cutoff=TorusTask(d=top, D=setup.ambient,
-                                                max_freq=setup.max_freq).cutoff,
-                           top_exponents=top_exps)
+    return BetaSweepResult(
+        **ctx.header(setup, t.seconds),
+        betas=betas,
+        exponents=exps,
+        control_betas=control,
+        control_exponents=control_exps,
+        predicted=pred,
+        modes=modes,
+        top_dim=top,
+        top_cutoff=TorusTask(d=top, D=setup.ambient, max_freq=setup.max_freq).cutoff,
+        top_exponents=top_exps,
+    )
 
 
-def _knn_slopes(setup: ScalingSetup, ctx: Experiment, max_freq: int, betas: np.ndarray,
-                dim: int | None = None) -> np.ndarray:
+def _knn_slopes(
+    setup: ScalingSetup, ctx: Experiment, max_freq: int, betas: np.ndarray, dim: int | None = None
+) -> np.ndarray:
     """Each seed's fitted k-NN exponent (len(betas), len(setup.beta_seeds)) on
     ``dim``-tori (default ``setup.beta_dim``) of smoothness ``betas`` and cutoff
     ``max_freq``, their targets stream ``targets``."""
     dim = setup.beta_dim if dim is None else dim
-    tasks = [TorusTask(d=dim, D=setup.ambient, beta=float(b), max_freq=max_freq,
-                       seed=ctx.logical("targets"), base=ctx.seed) for b in betas]
-    err = learning_curves(tasks, setup.sizes, "knn", seeds=setup.beta_seeds,
-                          progress=ctx.progress, device=ctx.device, base=ctx.seed)
-    return np.array([[fit_power_law(setup.sizes, e).exponent for e in err_b.T]
-                     for err_b in err])                                   # (betas, seeds)
+    tasks = [
+        TorusTask(
+            d=dim,
+            D=setup.ambient,
+            beta=float(b),
+            max_freq=max_freq,
+            seed=ctx.logical("targets"),
+            base=ctx.seed,
+        )
+        for b in betas
+    ]
+    err = learning_curves(
+        tasks,
+        setup.sizes,
+        "knn",
+        seeds=setup.beta_seeds,
+        progress=ctx.progress,
+        device=ctx.device,
+        base=ctx.seed,
+    )
+    return np.array(
+        [[fit_power_law(setup.sizes, e).exponent for e in err_b.T] for err_b in err]
+    )  # (betas, seeds)
 
 
 @dataclass
 class ModelSweepResult(RunInfo):
     """Experiment 3: test errors of networks of growing size on effectively unlimited data."""
 
-    dims: tuple               # torus dimensions d
-    params: dict              # kind -> parameter counts N (W,)
-    errors: dict              # kind -> test MSEs (len(dims), W, seeds)
+    dims: tuple  # torus dimensions d
+    params: dict  # kind -> parameter counts N (W,)
+    errors: dict  # kind -> test MSEs (len(dims), W, seeds)
 
     @property
     def kinds(self) -> list:
@@ -1239,10 +1577,18 @@ def run_model_sweep(setup: ScalingSetup, ctx: Experiment) -> ModelSweepResult:
         for kind in setup.approx_kinds:
             widths = setup.widths if kind == "mlp" else setup.tf_widths
             params[kind], errors[kind] = approximation_error(
-                tasks, kind, widths, setup.approx_seeds, steps=setup.net_steps,
-                progress=ctx.progress, device=ctx.device, base=ctx.seed)
-    return ModelSweepResult(**ctx.header(setup, t.seconds), dims=tuple(setup.width_dims),
-                            params=params, errors=errors)
+                tasks,
+                kind,
+                widths,
+                setup.approx_seeds,
+                steps=setup.net_steps,
+                progress=ctx.progress,
+                device=ctx.device,
+                base=ctx.seed,
+            )
+    return ModelSweepResult(
+        **ctx.header(setup, t.seconds), dims=tuple(setup.width_dims), params=params, errors=errors
+    )
 
 
 def plot_model_sweep(result: ModelSweepResult, axes=None):
@@ -1253,22 +1599,36 @@ def plot_model_sweep(result: ModelSweepResult, axes=None):
     from .book.plotting import log_ticks, palette
 
     kinds = result.kinds
-    if axes is None:             # at most 8 in wide
-        _, axes = plt.subplots(1, len(kinds), figsize=(min(5.5 * len(kinds), 8.0), 4),
-                               constrained_layout=True, squeeze=False)
+    if axes is None:  # at most 8 in wide
+        _, axes = plt.subplots(
+            1,
+            len(kinds),
+            figsize=(min(5.5 * len(kinds), 8.0), 4),
+            constrained_layout=True,
+            squeeze=False,
+        )
         axes = axes[0]
     for ax, kind in zip(axes, kinds, strict=True):
         for c, d in zip(palette(len(result.dims)), result.dims, strict=True):
             params, errs = result.curve(kind, d)
             fit = result.fit(kind, d)
-            ax.plot(params, errs, color=c, lw=0.6, alpha=0.5)      # one thin line per seed
-            ax.plot(params, np.median(errs, 1), "o", color=c,
-                    label=f"d={d}: fitted {fit.exponent:.2f}, "
-                    f"2/d = {predicted_exponents(d)['alpha_model']:.2f}")
+            ax.plot(params, errs, color=c, lw=0.6, alpha=0.5)  # one thin line per seed
+            ax.plot(
+                params,
+                np.median(errs, 1),
+                "o",
+                color=c,
+                label=f"d={d}: fitted {fit.exponent:.2f}, "
+                f"2/d = {predicted_exponents(d)['alpha_model']:.2f}",
+            )
             ax.plot(params, fit(params), color=c)
         log_ticks(ax, params, fmt="{:,.0f}")
         ax.tick_params(axis="x", labelrotation=30)
-        ax.set(yscale="log", xlabel="parameters N", ylabel="test squared error",
-               title=f"{kind}: error vs size")
+        ax.set(
+            yscale="log",
+            xlabel="parameters N",
+            ylabel="test squared error",
+            title=f"{kind}: error vs size",
+        )
         ax.legend(fontsize=9)
     return axes

@@ -4,6 +4,7 @@
 trains the main model (with snapshots) and a few more seeds as one batched Ensemble and
 returns a :class:`PreviousTokenResult`; :func:`previous_token_batch` makes the data.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,8 +22,15 @@ from .core.seeds import check_generator_device
 from .core.training import IGNORE_INDEX, History, TrainConfig, train
 from .core.validate import check_float, check_int
 
-__all__ = ["previous_token_batch", "PreviousTokenSetup", "SETUP", "PreviousTokenResult",
-           "evaluate", "run", "STREAMS"]
+__all__ = [
+    "previous_token_batch",
+    "PreviousTokenSetup",
+    "SETUP",
+    "PreviousTokenResult",
+    "evaluate",
+    "run",
+    "STREAMS",
+]
 
 #: the random streams of :func:`run` (logical seeds under the base seed): ``weights`` of the
 #: main model (index 0) and of the Ensemble's members (index ``s`` of ``setup.seeds``),
@@ -57,7 +65,7 @@ def previous_token_batch(
     device = gen_device if device is None else check_device("device", device)
     check_generator_device(generator, device)
     x = torch.randint(vocab_size, (batch_size, seq_len), generator=generator, device=device)
-    y = torch.full_like(x, IGNORE_INDEX)                       # (B, T)
+    y = torch.full_like(x, IGNORE_INDEX)  # (B, T)
     y[:, offset:] = x[:, :-offset]
     return x, y
 
@@ -66,16 +74,16 @@ def previous_token_batch(
 class PreviousTokenSetup:
     """Sizes of the "meet the model" experiment (see :data:`SETUP`)."""
 
-    vocab_size: int = 8       # tokens 0..7
-    seq_len: int = 24         # positions per sequence
-    offset: int = 1           # the target at t is the token at t - offset
-    batch_size: int = 64      # sequences per step
-    d_model: int = 32         # residual-stream width of the one-layer, one-head model
+    vocab_size: int = 8  # tokens 0..7
+    seq_len: int = 24  # positions per sequence
+    offset: int = 1  # the target at t is the token at t - offset
+    batch_size: int = 64  # sequences per step
+    d_model: int = 32  # residual-stream width of the one-layer, one-head model
     pos_encoding: str = "learned"  # how the model knows positions (models.POS_ENCODINGS)
-    steps: int = 300          # optimisation steps
-    lr: float = 1e-3          # AdamW learning rate
-    eval_every: int = 10      # evaluate (and snapshot) the main run every this many steps
-    eval_n: int = 512         # held-out sequences
+    steps: int = 300  # optimisation steps
+    lr: float = 1e-3  # AdamW learning rate
+    eval_every: int = 10  # evaluate (and snapshot) the main run every this many steps
+    eval_n: int = 512  # held-out sequences
     seeds: tuple = (1, 2, 3)  # the extra seeds trained together as one Ensemble
     seeds_eval_every: int = 30  # evaluate the Ensemble every this many steps
 
@@ -91,31 +99,44 @@ class PreviousTokenSetup:
         check_int("eval_every", self.eval_every, minimum=1)
         check_int("eval_n", self.eval_n, minimum=1)
         check_int("seeds_eval_every", self.seeds_eval_every, minimum=1)
-        if not isinstance(self.seeds, tuple) or \
-                any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in self.seeds):
+        if not isinstance(self.seeds, tuple) or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in self.seeds
+        ):
             raise TypeError(f"seeds must be a tuple of ints >= 0, got {self.seeds!r}")
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be distinct, got {self.seeds}")
-        self.model_config()                     # the transformer's own checks
+        self.model_config()  # the transformer's own checks
 
     def model_config(self) -> TransformerConfig:
         """The one-layer, one-head, attention-only transformer of the experiment."""
-        return TransformerConfig(vocab_size=self.vocab_size, max_len=self.seq_len,
-                                 n_layers=1, n_heads=1, d_model=self.d_model, attn_only=True,
-                                 pos_encoding=self.pos_encoding)
+        return TransformerConfig(
+            vocab_size=self.vocab_size,
+            max_len=self.seq_len,
+            n_layers=1,
+            n_heads=1,
+            d_model=self.d_model,
+            attn_only=True,
+            pos_encoding=self.pos_encoding,
+        )
 
-    def batch(self, n: int, generator: torch.Generator | None = None,
-              device: str | torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def batch(
+        self,
+        n: int,
+        generator: torch.Generator | None = None,
+        device: str | torch.device | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``n`` sequences of the task and their targets (see :func:`previous_token_batch`)."""
-        return previous_token_batch(n, self.seq_len, self.vocab_size, offset=self.offset,
-                                    generator=generator, device=device)
+        return previous_token_batch(
+            n, self.seq_len, self.vocab_size, offset=self.offset, generator=generator, device=device
+        )
 
 
 #: CPU-sized default and the ``FULL=1`` size of the "meet the model" experiment.
 SETUP = Sizes(
     cpu=PreviousTokenSetup(),
-    full=PreviousTokenSetup(vocab_size=64, seq_len=128, d_model=64, steps=2000, eval_every=50,
-                            seeds_eval_every=150),
+    full=PreviousTokenSetup(
+        vocab_size=64, seq_len=128, d_model=64, steps=2000, eval_every=50, seeds_eval_every=150
+    ),
 )
 
 
@@ -124,12 +145,12 @@ class PreviousTokenResult(RunInfo):
     """The result of :func:`run`: the main run (with snapshots) and the extra seeds
     (``seconds``: both training loops together)."""
 
-    model: Transformer         # the main run's trained model (on ``device``)
-    history: History           # its losses, evaluations and snapshots (every eval_every)
-    ensemble: Ensemble         # the models of ``setup.seeds``, trained as one program
+    model: Transformer  # the main run's trained model (on ``device``)
+    history: History  # its losses, evaluations and snapshots (every eval_every)
+    ensemble: Ensemble  # the models of ``setup.seeds``, trained as one program
     ensemble_history: History  # their evaluations: (evals, len(seeds)) per metric
-    eval_x: torch.Tensor       # the held-out inputs (eval_n, seq_len), on the CPU
-    eval_y: torch.Tensor       # their targets (-100: no target)
+    eval_x: torch.Tensor  # the held-out inputs (eval_n, seq_len), on the CPU
+    eval_y: torch.Tensor  # their targets (-100: no target)
 
 
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict:
@@ -137,7 +158,7 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict:
     position (layer 1, head 1) of a one-layer ``model`` on inputs ``x`` with targets ``y``.
     Positions without a target (``y == -100``) are left out."""
     logits, cache = model(x, return_cache=True)
-    keep = y != IGNORE_INDEX                                        # (B, T)
+    keep = y != IGNORE_INDEX  # (B, T)
     return {
         "held-out loss": F.cross_entropy(logits[keep], y[keep]),
         "accuracy": (logits.argmax(-1)[keep] == y[keep]).float().mean(),
@@ -165,15 +186,23 @@ def run(setup: PreviousTokenSetup, ctx: Experiment) -> PreviousTokenResult:
     data = ctx.generator("data")
     every = setup.eval_every
     history = train(
-        model, lambda step: setup.batch(setup.batch_size, data, device),
-        TrainConfig(steps=setup.steps, lr=setup.lr, eval_every=every,
-                    snapshot_steps=tuple(range(0, setup.steps + 1, every))),
-        eval_fn=lambda m, step: evaluate(m, eval_x, eval_y), progress=progress,
-        desc="previous-token head")
+        model,
+        lambda step: setup.batch(setup.batch_size, data, device),
+        TrainConfig(
+            steps=setup.steps,
+            lr=setup.lr,
+            eval_every=every,
+            snapshot_steps=tuple(range(0, setup.steps + 1, every)),
+        ),
+        eval_fn=lambda m, step: evaluate(m, eval_x, eval_y),
+        progress=progress,
+        desc="previous-token head",
+    )
 
     seeds = tuple(setup.seeds)
-    ens = Ensemble(lambda: Transformer(cfg), [ctx.logical("weights", s) for s in seeds],
-                   base=ctx.seed).to(device)
+    ens = Ensemble(
+        lambda: Transformer(cfg), [ctx.logical("weights", s) for s in seeds], base=ctx.seed
+    ).to(device)
     g = ctx.generator("member_data")
     shape = (len(seeds), setup.batch_size, setup.seq_len)
 
@@ -182,11 +211,19 @@ def run(setup: PreviousTokenSetup, ctx: Experiment) -> PreviousTokenResult:
         return x.view(shape), y.view(shape)
 
     ens_history = train(
-        ens, ensemble_batch,
+        ens,
+        ensemble_batch,
         TrainConfig(steps=setup.steps, lr=setup.lr, eval_every=setup.seeds_eval_every),
         eval_fn=member_eval(lambda m, step: evaluate(m, eval_x, eval_y)),
-        progress=progress, desc=f"{len(seeds)} seeds")
-    return PreviousTokenResult(**ctx.header(setup, history.seconds + ens_history.seconds),
-                               model=model, history=history, ensemble=ens,
-                               ensemble_history=ens_history, eval_x=eval_x.cpu(),
-                               eval_y=eval_y.cpu())
+        progress=progress,
+        desc=f"{len(seeds)} seeds",
+    )
+    return PreviousTokenResult(
+        **ctx.header(setup, history.seconds + ens_history.seconds),
+        model=model,
+        history=history,
+        ensemble=ens,
+        ensemble_history=ens_history,
+        eval_x=eval_x.cpu(),
+        eval_y=eval_y.cpu(),
+    )

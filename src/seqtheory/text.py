@@ -14,6 +14,7 @@
   positions of contexts of up to 1,024 tokens) and Euclidean distances by default (its
   ``--metric`` defaults to cosine).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -31,8 +32,13 @@ from .core.validate import check_choice, check_float, check_int
 from .sources.dimension import mle_dimension
 
 __all__ = [
-    "CharCorpus", "CharModelResult", "activation_dimension", "hidden_states",
-    "load_shakespeare", "train_char_model", "STREAMS",
+    "CharCorpus",
+    "CharModelResult",
+    "activation_dimension",
+    "hidden_states",
+    "load_shakespeare",
+    "train_char_model",
+    "STREAMS",
 ]
 
 # The logical seeds of train_char_model (each under a base seed, see
@@ -54,9 +60,9 @@ class CharCorpus:
     into validation (early stopping) and test (reported losses)."""
 
     text: str
-    held_out: float = 0.1            # fraction of the text kept out of training
+    held_out: float = 0.1  # fraction of the text kept out of training
     vocab: list = field(init=False)  # sorted distinct characters
-    data: torch.Tensor = field(init=False, repr=False)   # (len(text),) token ids
+    data: torch.Tensor = field(init=False, repr=False)  # (len(text),) token ids
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or len(self.text) < 1000:
@@ -69,8 +75,11 @@ class CharCorpus:
         self.data = torch.from_numpy(lookup[codes])
         cut = int(len(self.text) * (1 - self.held_out))
         mid = cut + (len(self.text) - cut) // 2
-        self._splits = {"train": self.data[:cut], "val": self.data[cut:mid],
-                        "test": self.data[mid:]}
+        self._splits = {
+            "train": self.data[:cut],
+            "val": self.data[cut:mid],
+            "test": self.data[mid:],
+        }
 
     @property
     def vocab_size(self) -> int:
@@ -83,24 +92,34 @@ class CharCorpus:
     def decode(self, ids) -> str:
         return "".join(self.vocab[int(i)] for i in ids)
 
-    def windows(self, split: str, n: int, length: int, seed: int = 0,
-                limit: int | None = None, device=None, *,
-                base: int | None = None) -> torch.Tensor:
+    def windows(
+        self,
+        split: str,
+        n: int,
+        length: int,
+        seed: int = 0,
+        limit: int | None = None,
+        device=None,
+        *,
+        base: int | None = None,
+    ) -> torch.Tensor:
         """``n`` random windows (n, length) of the split (of its first ``limit`` tokens),
         cut on ``device`` (None: the CPU) with a generator there: ``seed`` is a logical seed
         under ``base`` (a GPU's generator draws other windows than the CPU's)."""
         device = check_device("device", device)
         ids = self._on(split, device)
         if limit is not None:
-            ids = ids[:check_int("limit", limit, minimum=1)]
+            ids = ids[: check_int("limit", limit, minimum=1)]
         length = check_int("length", length, minimum=1)
         if len(ids) <= length:
-            raise ValueError(f"the {split} text ({len(ids)} characters) is shorter than a "
-                             f"window of {length + 1}")
-        gen = make_generator(seed, device, base=base)    # logical seed under ``base``
-        start = torch.randint(len(ids) - length + 1, (check_int("n", n, minimum=1),),
-                              generator=gen, device=device)
-        return ids[start[:, None] + torch.arange(length, device=device)]   # (n, length)
+            raise ValueError(
+                f"the {split} text ({len(ids)} characters) is shorter than a window of {length + 1}"
+            )
+        gen = make_generator(seed, device, base=base)  # logical seed under ``base``
+        start = torch.randint(
+            len(ids) - length + 1, (check_int("n", n, minimum=1),), generator=gen, device=device
+        )
+        return ids[start[:, None] + torch.arange(length, device=device)]  # (n, length)
 
     def _on(self, split: str, device: torch.device) -> torch.Tensor:
         """The split's token ids on ``device`` (copied there once)."""
@@ -117,23 +136,35 @@ class CharCorpus:
 class CharModelResult:
     """A character model trained by :func:`train_char_model`, at its best checkpoint."""
 
-    seed: int                 # the (logical) seed: initialisation and batch order
+    seed: int  # the (logical) seed: initialisation and batch order
     device: str
-    seconds: float            # wall-clock time of the training loop
-    model: Transformer        # weights of the best validation checkpoint, in eval mode
-    test_loss: float          # nats per character on the test windows, at that checkpoint
-    val_loss: float           # the best validation loss
-    best_step: int            # the step of that checkpoint (0 = untrained)
-    params: int               # non-embedding parameters
-    history: History          # the training loop's record
+    seconds: float  # wall-clock time of the training loop
+    model: Transformer  # weights of the best validation checkpoint, in eval mode
+    test_loss: float  # nats per character on the test windows, at that checkpoint
+    val_loss: float  # the best validation loss
+    best_step: int  # the step of that checkpoint (0 = untrained)
+    params: int  # non-embedding parameters
+    history: History  # the training loop's record
 
 
-def train_char_model(corpus: CharCorpus, n_train: int, *, d_model: int = 64,
-                     n_layers: int = 2, n_heads: int = 4, context: int = 64,
-                     steps: int = 800, batch: int = 32, lr: float = 3e-3,
-                     eval_every: int = 100, n_eval: int = 64, seed: int = 0,
-                     device=None, progress: bool = True,
-                     base: int | None = None) -> CharModelResult:
+def train_char_model(
+    corpus: CharCorpus,
+    n_train: int,
+    *,
+    d_model: int = 64,
+    n_layers: int = 2,
+    n_heads: int = 4,
+    context: int = 64,
+    steps: int = 800,
+    batch: int = 32,
+    lr: float = 3e-3,
+    eval_every: int = 100,
+    n_eval: int = 64,
+    seed: int = 0,
+    device=None,
+    progress: bool = True,
+    base: int | None = None,
+) -> CharModelResult:
     """Train the shared transformer on the first ``n_train`` training characters.
 
     AdamW with a short warm-up and cosine decay (:func:`seqtheory.core.training.train`); the
@@ -150,34 +181,67 @@ def train_char_model(corpus: CharCorpus, n_train: int, *, d_model: int = 64,
     seed = check_int("seed", seed, minimum=0)
     device = check_device("device", device)
     if n_train > len(corpus.split("train")):
-        raise ValueError(f"n_train={n_train} exceeds the {len(corpus.split('train'))} "
-                         "training characters")
+        raise ValueError(
+            f"n_train={n_train} exceeds the {len(corpus.split('train'))} training characters"
+        )
     with seeded(STREAMS.seed("weights", seed), base=base):
-        model = Transformer(TransformerConfig(
-            vocab_size=corpus.vocab_size, max_len=context, n_layers=n_layers,
-            n_heads=n_heads, d_model=d_model))
+        model = Transformer(
+            TransformerConfig(
+                vocab_size=corpus.vocab_size,
+                max_len=context,
+                n_layers=n_layers,
+                n_heads=n_heads,
+                d_model=d_model,
+            )
+        )
     model.to(device)
-    val = corpus.windows("val", n_eval, context + 1, seed=STREAMS.seed("val_windows"),
-                         base=base).to(device)
-    test = corpus.windows("test", n_eval, context + 1, seed=STREAMS.seed("test_windows"),
-                          base=base).to(device)
+    val = corpus.windows(
+        "val", n_eval, context + 1, seed=STREAMS.seed("val_windows"), base=base
+    ).to(device)
+    test = corpus.windows(
+        "test", n_eval, context + 1, seed=STREAMS.seed("test_windows"), base=base
+    ).to(device)
 
     def batch_fn(step: int):
-        w = corpus.windows("train", batch, context + 1,
-                           seed=STREAMS.seed("train_windows", seed * 100_003 + step),
-                           limit=n_train, device=device, base=base)       # (batch, T+1)
+        w = corpus.windows(
+            "train",
+            batch,
+            context + 1,
+            seed=STREAMS.seed("train_windows", seed * 100_003 + step),
+            limit=n_train,
+            device=device,
+            base=base,
+        )  # (batch, T+1)
         return w[:, :-1], w[:, 1:]
 
     eval_fn, best = _best_checkpoint(val, test)
-    hist = train(model, batch_fn, TrainConfig(steps=steps, lr=lr, warmup=min(50, steps // 10),
-                                             schedule="cosine", eval_every=eval_every),
-                 eval_fn=eval_fn, progress=progress, desc=f"n={n_train:,}")
+    hist = train(
+        model,
+        batch_fn,
+        TrainConfig(
+            steps=steps,
+            lr=lr,
+            warmup=min(50, steps // 10),
+            schedule="cosine",
+            eval_every=eval_every,
+        ),
+        eval_fn=eval_fn,
+        progress=progress,
+        desc=f"n={n_train:,}",
+    )
     model.load_state_dict(best["state"])
     model.eval()
-    return CharModelResult(seed=seed, device=str(device), seconds=hist.seconds, model=model,
-                           test_loss=best["test_loss"], val_loss=best["val_loss"],
-                           best_step=best["best_step"], params=_non_embedding_params(model),
-                           history=hist)
+    return CharModelResult(
+        seed=seed,
+        device=str(device),
+        seconds=hist.seconds,
+        model=model,
+        test_loss=best["test_loss"],
+        val_loss=best["val_loss"],
+        best_step=best["best_step"],
+        params=_non_embedding_params(model),
+        history=hist,
+    )
 
 
 def _best_checkpoint(val: torch.Tensor, test: torch.Tensor) -> tuple:
@@ -203,8 +267,9 @@ def _non_embedding_params(model: Transformer) -> int:
     return model.num_params() - emb - pos
 
 
-def hidden_states(model: Transformer, windows: torch.Tensor, layer: int = -1,
-                  position: int | None = None) -> np.ndarray:
+def hidden_states(
+    model: Transformer, windows: torch.Tensor, layer: int = -1, position: int | None = None
+) -> np.ndarray:
     """Residual-stream activations after block ``layer`` (0 = embeddings, -1 = last block)
     on ``windows`` (n, T): all positions (n*T, C), or one ``position`` (n, C)."""
     device = next(model.parameters()).device
@@ -213,19 +278,27 @@ def hidden_states(model: Transformer, windows: torch.Tensor, layer: int = -1,
     n_layers = len(cache.resid)
     if not -n_layers <= layer < n_layers:
         raise ValueError(f"layer must be in {-n_layers}..{n_layers - 1}, got {layer}")
-    h = cache.resid[layer]                                             # (n, T, C)
+    h = cache.resid[layer]  # (n, T, C)
     if position is not None:
         if not 0 <= position < h.shape[1]:
             raise ValueError(f"position must be in 0..{h.shape[1] - 1}, got {position}")
-        return to_numpy(h[:, position]).astype(np.float64)            # (n, C)
-    return to_numpy(h.reshape(-1, h.shape[-1])).astype(np.float64)    # (n*T, C)
+        return to_numpy(h[:, position]).astype(np.float64)  # (n, C)
+    return to_numpy(h.reshape(-1, h.shape[-1])).astype(np.float64)  # (n*T, C)
 
 
-def activation_dimension(model: Transformer, corpus: CharCorpus, *, layer: int = -1,
-                         n_docs: int = 450, doc_length: int = 32,
-                         positions: Sequence[int] | None = None, K: int = 20,
-                         batch_size: int = 3600, seed: int = 0,
-                         metric: str = "euclidean") -> float:
+def activation_dimension(
+    model: Transformer,
+    corpus: CharCorpus,
+    *,
+    layer: int = -1,
+    n_docs: int = 450,
+    doc_length: int = 32,
+    positions: Sequence[int] | None = None,
+    K: int = 20,
+    batch_size: int = 3600,
+    seed: int = 0,
+    metric: str = "euclidean",
+) -> float:
     """Intrinsic dimension of a layer's activations on held-out text.
 
     ``n_docs`` test-set windows of ``doc_length`` (<= 32) characters are the documents;

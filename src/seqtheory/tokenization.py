@@ -16,6 +16,7 @@ chapter's sources).  Three tokenizers, each with ``encode`` / ``decode`` that ro
 :func:`unigram_cross_entropy` fits a unigram model over the tokens of a training stream and
 returns its cross-entropy on a test stream **per symbol** (bits/character).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -28,10 +29,26 @@ from .core.runtime import Sizes
 from .core.validate import check_choice, check_float, check_int
 
 __all__ = [
-    "BPE", "LZW", "FixedBlocks", "unigram_cross_entropy", "token_lengths", "encode_rows",
-    "token_batch", "unigram_sweep", "switching_sampler", "block_unigram_entropy",
-    "RaceResult", "race", "TRAP_CONDITIONS", "TRAP_EVAL_SCORES", "TrapResult", "run_trap",
-    "trap_eval_loss", "TokenizationSetup", "SETUP", "STREAMS",
+    "BPE",
+    "LZW",
+    "FixedBlocks",
+    "unigram_cross_entropy",
+    "token_lengths",
+    "encode_rows",
+    "token_batch",
+    "unigram_sweep",
+    "switching_sampler",
+    "block_unigram_entropy",
+    "RaceResult",
+    "race",
+    "TRAP_CONDITIONS",
+    "TRAP_EVAL_SCORES",
+    "TrapResult",
+    "run_trap",
+    "trap_eval_loss",
+    "TokenizationSetup",
+    "SETUP",
+    "STREAMS",
 ]
 
 #: The random streams of the two experiments (logical seeds under the base seed):
@@ -50,8 +67,9 @@ def _as_symbols(seq, alphabet: int, name: str = "sequence") -> np.ndarray:
         raise TypeError(f"{name} must hold integer symbols, got dtype {arr.dtype}")
     arr = arr.astype(np.int64)
     if arr.size and (arr.min() < 0 or arr.max() >= alphabet):
-        raise ValueError(f"{name} holds symbols outside 0..{alphabet - 1}: "
-                         f"{arr.min()}..{arr.max()}")
+        raise ValueError(
+            f"{name} holds symbols outside 0..{alphabet - 1}: {arr.min()}..{arr.max()}"
+        )
     return arr
 
 
@@ -101,8 +119,8 @@ class _Vocab:
 
 
 # --------------------------------------------------------------------------------------- BPE
-_BLOCK = 256                         # counts per block of the block-maximum table
-BPE_MAX_VOCAB = 4096                 # BPE.train keeps a d x d table of pair counts (64 MB)
+_BLOCK = 256  # counts per block of the block-maximum table
+BPE_MAX_VOCAB = 4096  # BPE.train keeps a d x d table of pair counts (64 MB)
 
 
 class _LinkedText:
@@ -117,9 +135,9 @@ class _LinkedText:
     def __init__(self, seq: np.ndarray, ok: np.ndarray, alphabet: int):
         n = seq.size
         pos = np.arange(n)
-        self.tok = seq.copy()                                    # -1: merged away
-        self.nxt = np.where(np.r_[ok, False], pos + 1, -1)      # (n,)
-        self.prv = np.where(np.r_[False, ok], pos - 1, -1)      # (n,)
+        self.tok = seq.copy()  # -1: merged away
+        self.nxt = np.where(np.r_[ok, False], pos + 1, -1)  # (n,)
+        self.prv = np.where(np.r_[False, ok], pos - 1, -1)  # (n,)
         self.where = [np.flatnonzero(seq == s) for s in range(alphabet)]
 
     def pairs(self, D: int) -> np.ndarray:
@@ -142,12 +160,12 @@ class _LinkedText:
         if a == b or self.where[a].size <= self.where[b].size:
             cand = self._live(a)
             r = nxt[cand]
-            hits = cand[(r >= 0) & (tok[np.maximum(r, 0)] == b)]   # left positions, in order
+            hits = cand[(r >= 0) & (tok[np.maximum(r, 0)] == b)]  # left positions, in order
         else:
             cand = self._live(b)
             lft = prv[cand]
             hits = lft[(lft >= 0) & (tok[np.maximum(lft, 0)] == a)]
-        if a == b and hits.size > 1:   # runs a a a: merge at even offsets within each run
+        if a == b and hits.size > 1:  # runs a a a: merge at even offsets within each run
             run_start = np.ones(hits.size, dtype=bool)
             run_start[1:] = prv[hits[1:]] != hits[:-1]
             first = np.flatnonzero(run_start)[np.cumsum(run_start) - 1]
@@ -162,7 +180,7 @@ class _LinkedText:
             adj = np.zeros(hits.size, dtype=bool)
             adj[1:] = before_left[1:] == right[:-1]
             lefts = before_left[(before_left >= 0) & ~adj]
-            old = np.concatenate([lefts, hits, right])         # pairs starting here change
+            old = np.concatenate([lefts, hits, right])  # pairs starting here change
             old = old[nxt[old] >= 0]
             minus = tok[old] * D + tok[nxt[old]]
         tok[hits] = new
@@ -189,25 +207,26 @@ def _train_merges(seq: np.ndarray, ok: np.ndarray, alphabet: int, d: int, wanted
     changed); ties go to the smallest (a, b), as in the textbook loop (tested against it).
     Returns ``(merges, {size: sequence})`` for the sizes in ``wanted``."""
     text = _LinkedText(seq, ok, alphabet)
-    D = d                                                     # pair (a, b) -> a * D + b
-    counts = np.zeros(-(-D * D // _BLOCK) * _BLOCK, dtype=np.int32)   # counts < 2**31
-    counts[:D * D] = np.bincount(text.pairs(D), minlength=D * D)
-    blocks = counts.reshape(-1, _BLOCK)                       # (D * D / _BLOCK, _BLOCK)
+    D = d  # pair (a, b) -> a * D + b
+    counts = np.zeros(-(-D * D // _BLOCK) * _BLOCK, dtype=np.int32)  # counts < 2**31
+    counts[: D * D] = np.bincount(text.pairs(D), minlength=D * D)
+    blocks = counts.reshape(-1, _BLOCK)  # (D * D / _BLOCK, _BLOCK)
     block_max = blocks.max(1)
     merges, seen = [], {}
     while alphabet + len(merges) < d:
         blk = int(np.argmax(block_max))
-        best = blk * _BLOCK + int(np.argmax(blocks[blk]))    # first maximum: smallest (a, b)
+        best = blk * _BLOCK + int(np.argmax(blocks[blk]))  # first maximum: smallest (a, b)
         if counts[best] < 2:
             break
         a, b = divmod(best, D)
         new = alphabet + len(merges)
         minus, plus = text.merge(a, b, new, D)
-        if minus.size + plus.size > D * D // 8:           # many changes: one dense count
-            counts[:D * D] += (np.bincount(plus, minlength=D * D)
-                               - np.bincount(minus, minlength=D * D)).astype(np.int32)
+        if minus.size + plus.size > D * D // 8:  # many changes: one dense count
+            counts[: D * D] += (
+                np.bincount(plus, minlength=D * D) - np.bincount(minus, minlength=D * D)
+            ).astype(np.int32)
             block_max[:] = blocks.max(1)
-        else:                                             # few: aggregate them by sorting
+        else:  # few: aggregate them by sorting
             codes = np.concatenate([minus, plus])
             order = np.argsort(codes, kind="stable")
             codes = codes[order]
@@ -215,10 +234,10 @@ def _train_merges(seq: np.ndarray, ok: np.ndarray, alphabet: int, d: int, wanted
             first[1:] = codes[1:] != codes[:-1]
             starts = np.flatnonzero(first)
             sign = np.ones(codes.size, np.int32)
-            sign[:minus.size] = -1
+            sign[: minus.size] = -1
             changed = codes[starts]
             counts[changed] += np.add.reduceat(sign[order], starts)
-            touched = changed // _BLOCK                   # sorted
+            touched = changed // _BLOCK  # sorted
             touched = touched[np.flatnonzero(np.diff(touched, prepend=-1))]
             block_max[touched] = blocks[touched].max(1)
         merges.append((a, b))
@@ -247,8 +266,10 @@ class BPE(_Vocab):
         alphabet = check_int("alphabet", alphabet, minimum=2)
         d = check_int("d", d, minimum=alphabet)
         if d > BPE_MAX_VOCAB:
-            raise ValueError(f"d must be <= {BPE_MAX_VOCAB} (BPE.train keeps a d x d table of "
-                             f"pair counts), got {d}")
+            raise ValueError(
+                f"d must be <= {BPE_MAX_VOCAB} (BPE.train keeps a d x d table of "
+                f"pair counts), got {d}"
+            )
         if len(snapshots) and not all(isinstance(s, (int, np.integer)) for s in snapshots):
             raise TypeError(f"snapshots must be vocabulary sizes (ints), got {list(snapshots)}")
         seq, ok = _chunks(data, alphabet)
@@ -290,8 +311,9 @@ class BPE(_Vocab):
         if snapshots:
             missing = wanted - set(out)
             if missing:
-                raise ValueError(f"no merges for sizes {sorted(missing)}; this BPE has "
-                                 f"{self.vocab_size} tokens")
+                raise ValueError(
+                    f"no merges for sizes {sorted(missing)}; this BPE has {self.vocab_size} tokens"
+                )
             return out
         return seq
 
@@ -316,16 +338,18 @@ class LZW(_Vocab):
         # touches roughly d * (mean phrase length) symbols, not the whole stream.
         while len(phrases) < d and i < n:
             j = i + 1
-            while j < n and tuple(seq[i:j + 1]) in phrases:
+            while j < n and tuple(seq[i : j + 1]) in phrases:
                 j += 1
             if j >= n:
                 break
-            phrases[tuple(seq[i:j + 1])] = len(phrases)
+            phrases[tuple(seq[i : j + 1])] = len(phrases)
             i = j + 1
         if len(phrases) < d and not partial:
-            raise ValueError(f"d={d} is more than the data can fill: the LZ78 parse of these "
-                             f"{n:,} symbols ends with {len(phrases)} entries; use a smaller "
-                             "d, more data, or partial=True")
+            raise ValueError(
+                f"d={d} is more than the data can fill: the LZ78 parse of these "
+                f"{n:,} symbols ends with {len(phrases)} entries; use a smaller "
+                "d, more data, or partial=True"
+            )
         tokens = [None] * len(phrases)
         for phrase, idx in phrases.items():
             tokens[idx] = np.array(phrase)
@@ -355,7 +379,7 @@ class LZW(_Vocab):
             raise ValueError("the dictionary must hold every single symbol as a token")
         # longest match at every position: extend all still-matching windows by one symbol
         match_len = np.ones(n, dtype=np.int64)
-        token = single[seq]                # id of the longest match found so far
+        token = single[seq]  # id of the longest match found so far
         active = np.arange(n)
         length = 1
         longest = max(t.size for t in self.tokens)
@@ -371,7 +395,7 @@ class LZW(_Vocab):
             match_len[active] = length
         # the greedy parse 0, nxt(0), nxt(nxt(0)), ... by doubling: after round k, `path`
         # holds the first 2^k positions of the chain in order and `jump` jumps 2^k tokens
-        jump = np.r_[np.minimum(np.arange(n) + match_len, n), n]     # n: absorbing end
+        jump = np.r_[np.minimum(np.arange(n) + match_len, n), n]  # n: absorbing end
         path = np.array([0])
         while True:
             more = jump[path]
@@ -390,21 +414,22 @@ class FixedBlocks(_Vocab):
     def __init__(self, r: int, alphabet: int = 2):
         self.r = check_int("r", r, minimum=1)
         alphabet = check_int("alphabet", alphabet, minimum=2)
-        if alphabet ** r > 2**16:
-            raise ValueError(f"FixedBlocks(r={r}, alphabet={alphabet}) would have "
-                             f"{alphabet ** r:,} tokens; at most 2**16 = 65,536 are allowed")
+        if alphabet**r > 2**16:
+            raise ValueError(
+                f"FixedBlocks(r={r}, alphabet={alphabet}) would have "
+                f"{alphabet**r:,} tokens; at most 2**16 = 65,536 are allowed"
+            )
         tokens = []
-        for length in range(r, 0, -1):             # full blocks get ids 0 .. A^r - 1
-            for code in range(alphabet ** length):
-                digits = [(code // alphabet ** (length - 1 - j)) % alphabet
-                          for j in range(length)]
+        for length in range(r, 0, -1):  # full blocks get ids 0 .. A^r - 1
+            for code in range(alphabet**length):
+                digits = [(code // alphabet ** (length - 1 - j)) % alphabet for j in range(length)]
                 tokens.append(np.array(digits))
         super().__init__(tokens, alphabet)
 
     @property
     def dictionary_size(self) -> int:
         """A^r: the number of full-block tokens (what the chapter calls d)."""
-        return self.alphabet ** self.r
+        return self.alphabet**self.r
 
     def encode(self, data) -> np.ndarray:
         seq = _as_symbols(data, self.alphabet)
@@ -412,9 +437,9 @@ class FixedBlocks(_Vocab):
         m = seq.size // r
         weights = A ** np.arange(r - 1, -1, -1)
         ids = (seq[: m * r].reshape(m, r) * weights).sum(1)
-        tail = seq[m * r:]
+        tail = seq[m * r :]
         if tail.size:
-            offset = sum(A ** length for length in range(r, tail.size, -1))
+            offset = sum(A**length for length in range(r, tail.size, -1))
             tail_code = int((tail * A ** np.arange(tail.size - 1, -1, -1)).sum())
             ids = np.r_[ids, offset + tail_code]
         return ids.astype(np.int64)
@@ -434,7 +459,7 @@ def encode_rows(tokenizer: _Vocab, rows) -> list[np.ndarray]:
     if not isinstance(tokenizer, BPE):
         return [tokenizer.encode(r) for r in rows]
     ids = tokenizer.encode(list(rows))
-    ends = np.cumsum(token_lengths(tokenizer)[ids])               # symbol end of each token
+    ends = np.cumsum(token_lengths(tokenizer)[ids])  # symbol end of each token
     cuts = np.searchsorted(ends, np.arange(1, rows.shape[0]) * rows.shape[1], side="right")
     return np.split(ids, cuts)
 
@@ -453,7 +478,7 @@ def token_batch(tokenizer: _Vocab, rows, n_tokens: int, ignore_index: int = -100
     lengths = token_lengths(tokenizer)
     B = len(encoded)
     ids = np.full((B, n_tokens + 1), ignore_index, dtype=np.int64)
-    for b, row in enumerate(encoded):              # B rows, not a loop over tokens
+    for b, row in enumerate(encoded):  # B rows, not a loop over tokens
         row = row[: n_tokens + 1]
         ids[b, : row.size] = row
     inputs = np.where(ids[:, :-1] == ignore_index, 0, ids[:, :-1])
@@ -462,8 +487,9 @@ def token_batch(tokenizer: _Vocab, rows, n_tokens: int, ignore_index: int = -100
     return (torch.from_numpy(inputs), torch.from_numpy(targets), torch.from_numpy(symbols))
 
 
-def unigram_cross_entropy(train_ids, test_ids, vocab_size: int, n_test_symbols: int,
-                          smoothing: float = 0.5) -> float:
+def unigram_cross_entropy(
+    train_ids, test_ids, vocab_size: int, n_test_symbols: int, smoothing: float = 0.5
+) -> float:
     """Bits per **symbol** of a unigram model over tokens, fitted on ``train_ids``.
 
     Token probabilities are add-``smoothing`` estimates over the whole vocabulary; the
@@ -474,13 +500,13 @@ def unigram_cross_entropy(train_ids, test_ids, vocab_size: int, n_test_symbols: 
     smoothing = check_float("smoothing", smoothing, low=0.0)
     train_ids, test_ids = np.asarray(train_ids), np.asarray(test_ids)
     for name, ids in (("train_ids", train_ids), ("test_ids", test_ids)):
-        if ids.size and (not np.issubdtype(ids.dtype, np.integer) or ids.min() < 0
-                         or ids.max() >= vocab_size):
+        if ids.size and (
+            not np.issubdtype(ids.dtype, np.integer) or ids.min() < 0 or ids.max() >= vocab_size
+        ):
             raise ValueError(f"{name} must be integer token ids in 0..{vocab_size - 1}")
     counts = np.bincount(train_ids.ravel(), minlength=vocab_size).astype(float) + smoothing
     logp = np.log2(counts / counts.sum())
     return float(-logp[test_ids].sum() / n_test_symbols)
-
 
 
 def block_unigram_entropy(p: float, q: float, order: int, r, base: float = 2.0):
@@ -510,8 +536,13 @@ def block_unigram_entropy(p: float, q: float, order: int, r, base: float = 2.0):
 TOKENIZERS = ("BPE", "LZW", "blocks")
 
 
-def unigram_sweep(train, test, dictionary_sizes: Sequence[int],
-                  tokenizers: Sequence[str] = TOKENIZERS, alphabet: int = 2) -> list[dict]:
+def unigram_sweep(
+    train,
+    test,
+    dictionary_sizes: Sequence[int],
+    tokenizers: Sequence[str] = TOKENIZERS,
+    alphabet: int = 2,
+) -> list[dict]:
     """Bits per symbol of a unigram model over tokens, for each tokenizer and size d.
 
     BPE is trained once at the largest d (smaller dictionaries are prefixes of its merges,
@@ -527,10 +558,16 @@ def unigram_sweep(train, test, dictionary_sizes: Sequence[int],
     rows = []
 
     def add(name, d, train_ids, test_ids, vocab_size):
-        rows.append({"tokenizer": name, "d": d,
-                     "bits_per_symbol": unigram_cross_entropy(train_ids, test_ids, vocab_size,
-                                                              test.size),
-                     "mean_token_length": test.size / max(test_ids.size, 1)})
+        rows.append(
+            {
+                "tokenizer": name,
+                "d": d,
+                "bits_per_symbol": unigram_cross_entropy(
+                    train_ids, test_ids, vocab_size, test.size
+                ),
+                "mean_token_length": test.size / max(test_ids.size, 1),
+            }
+        )
 
     if "BPE" in tokenizers:
         bpe, seen = BPE.train(train, sizes[-1], alphabet, snapshots=sizes)
@@ -539,7 +576,7 @@ def unigram_sweep(train, test, dictionary_sizes: Sequence[int],
             if d in seen:
                 add("BPE", d, seen[d], enc[d], d)
     if "LZW" in tokenizers:
-        lzw = LZW.train(train, sizes[-1], alphabet, partial=True)   # rows for sizes it fills
+        lzw = LZW.train(train, sizes[-1], alphabet, partial=True)  # rows for sizes it fills
         for d in sizes:
             if d <= lzw.vocab_size:
                 z = lzw.truncate(d)
@@ -547,7 +584,7 @@ def unigram_sweep(train, test, dictionary_sizes: Sequence[int],
     if "blocks" in tokenizers:
         for d in sizes:
             r = round(np.log(d) / np.log(alphabet))
-            if alphabet ** r == d:
+            if alphabet**r == d:
                 blocks = FixedBlocks(r, alphabet)
                 add("blocks", d, blocks.encode(train), blocks.encode(test), blocks.vocab_size)
     return rows
@@ -569,22 +606,21 @@ def switching_sampler(batch: int, T: int, p: float, q: float, *, order: int = 1)
     k = check_int("order", order, minimum=1)
     P = switching_matrix(p, q).to(torch.float32).expand(batch * k, 2, 2).contiguous()
     pi = stationary_distribution(P)
-    n = -(-T // k)                                                  # ceil(T / k) per chain
-    cdf = P.to(torch.float64).cumsum(-1)                            # (batch * k, 2, 2)
-    cdf[..., -1] = 1.0 + 1e-9                          # as markov.sample_chains: guard rounding
+    n = -(-T // k)  # ceil(T / k) per chain
+    cdf = P.to(torch.float64).cumsum(-1)  # (batch * k, 2, 2)
+    cdf[..., -1] = 1.0 + 1e-9  # as markov.sample_chains: guard rounding
 
-    on_device = {}                        # device -> (pi, cdf) there: draw where g lives
+    on_device = {}  # device -> (pi, cdf) there: draw where g lives
 
     def sample(generator=None):
         if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator, got "
-                            f"{type(generator).__name__}")
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
         dev = generator.device if generator is not None else P.device
         if dev not in on_device:
             on_device[dev] = (pi.to(dev), cdf.to(dev))
         pi_d, cdf_d = on_device[dev]
-        start = torch.multinomial(pi_d, 1, generator=generator)[:, 0]    # (batch * k,)
-        chains = _chains_from(cdf_d, start, n, generator)                 # (batch * k, n)
+        start = torch.multinomial(pi_d, 1, generator=generator)[:, 0]  # (batch * k,)
+        chains = _chains_from(cdf_d, start, n, generator)  # (batch * k, n)
         return chains.view(batch, k, n).transpose(1, 2).reshape(batch, n * k)[:, :T].contiguous()
 
     return sample
@@ -600,16 +636,17 @@ def _chains_from(cdf, start, T: int, generator):
     B, k, _ = cdf.shape
     if T == 1:
         return start[:, None].clone()
-    u = torch.rand(B, T - 1, 1, 1, generator=generator, dtype=torch.float64,
-                   device=cdf.device)                                         # one per step
-    maps = (cdf[:, None] <= u).sum(-1).clamp_max(k - 1)                       # (B, T-1, k)
+    u = torch.rand(
+        B, T - 1, 1, 1, generator=generator, dtype=torch.float64, device=cdf.device
+    )  # one per step
+    maps = (cdf[:, None] <= u).sum(-1).clamp_max(k - 1)  # (B, T-1, k)
     shift = 1
-    while shift < T - 1:                         # prefix compositions by doubling
+    while shift < T - 1:  # prefix compositions by doubling
         earlier = maps[:, :-shift]
         later = maps[:, shift:]
         maps = torch.cat([maps[:, :shift], later.gather(2, earlier)], dim=1)
         shift *= 2
-    rest = maps.gather(2, start[:, None, None].expand(B, T - 1, 1))[..., 0]   # (B, T-1)
+    rest = maps.gather(2, start[:, None, None].expand(B, T - 1, 1))[..., 0]  # (B, T-1)
     return torch.cat([start[:, None], rest], dim=1)
 
 
@@ -617,22 +654,30 @@ def _chains_from(cdf, start, T: int, generator):
 class TokenizationSetup:
     """Sizes of the tokenization chapter's experiments."""
 
-    n_symbols: int = 1_000_000         # training stream = test stream length (unigram sweep)
-    n_short: int = 100_000             # the short training stream (large dictionaries overfit)
+    n_symbols: int = 1_000_000  # training stream = test stream length (unigram sweep)
+    n_short: int = 100_000  # the short training stream (large dictionaries overfit)
     dictionary_sizes: tuple = (4, 16, 64, 256, 1024)
-    trap_steps: int = 2500             # 1-layer tied model: long enough to see it escape
-    trap_seeds: tuple = (0, 1, 2)      # seeds of every condition of the trap experiment
-    control_steps: int = 300           # the runs that are not trapped (near H by then)
-    trap_length: int = 64              # sequence length of the trap experiment
-    lm_steps: int = 100                # characters vs tokens (the early race, 3 seeds each)
+    trap_steps: int = 2500  # 1-layer tied model: long enough to see it escape
+    trap_seeds: tuple = (0, 1, 2)  # seeds of every condition of the trap experiment
+    control_steps: int = 300  # the runs that are not trapped (near H by then)
+    trap_length: int = 64  # sequence length of the trap experiment
+    lm_steps: int = 100  # characters vs tokens (the early race, 3 seeds each)
     race_seeds: tuple = (0, 1, 2)
-    char_length: int = 256             # characters per training sequence
-    token_length: int = 96             # BPE tokens per training sequence
-    batch_size: int = 32               # sequences per training step (trap and race)
+    char_length: int = 256  # characters per training sequence
+    token_length: int = 96  # BPE tokens per training sequence
+    batch_size: int = 32  # sequences per training step (trap and race)
 
     def __post_init__(self) -> None:
-        for name in ("n_symbols", "n_short", "trap_steps", "control_steps", "lm_steps",
-                     "char_length", "token_length", "batch_size"):
+        for name in (
+            "n_symbols",
+            "n_short",
+            "trap_steps",
+            "control_steps",
+            "lm_steps",
+            "char_length",
+            "token_length",
+            "batch_size",
+        ):
             check_int(name, getattr(self, name), minimum=1)
         check_int("trap_length", self.trap_length, minimum=2)
         for name in ("dictionary_sizes", "trap_seeds", "race_seeds"):
@@ -650,10 +695,17 @@ class TokenizationSetup:
 #: sequences of N = 1024 symbols, the length of Makkuva et al. (Sec. 3.1); the race's
 #: sizes are not the paper's (Rajaraman et al. state none we could check): five seeds as
 #: in the archived race, 5,000 steps.
-SETUP = Sizes(cpu=TokenizationSetup(),
-              full=TokenizationSetup(n_symbols=10_000_000, trap_steps=10_000,
-                                     trap_seeds=(0, 1, 2, 3), trap_length=1024,
-                                     lm_steps=5000, race_seeds=(0, 1, 2, 3, 4)))
+SETUP = Sizes(
+    cpu=TokenizationSetup(),
+    full=TokenizationSetup(
+        n_symbols=10_000_000,
+        trap_steps=10_000,
+        trap_seeds=(0, 1, 2, 3),
+        trap_length=1024,
+        lm_steps=5000,
+        race_seeds=(0, 1, 2, 3, 4),
+    ),
+)
 
 
 @dataclass
@@ -662,11 +714,11 @@ class RaceResult(RunInfo):
     (``seconds``: the time of all the training loops, ``device``: where the transformers
     trained)."""
 
-    bpe: BPE                      # the race's BPE tokenizer (trained on one 10^6-bit stream)
-    histories: dict               # kind -> [History per seed]; metrics "bits/char", "seconds"
-    chars_seen: dict              # kind -> [(steps + 1,) cumulative target characters per seed]
-    unigram_bits: float           # unigram model over the BPE tokens on the held-out targets
-    seeds: tuple                  # the race's seeds (``setup.race_seeds`` unless overridden)
+    bpe: BPE  # the race's BPE tokenizer (trained on one 10^6-bit stream)
+    histories: dict  # kind -> [History per seed]; metrics "bits/char", "seconds"
+    chars_seen: dict  # kind -> [(steps + 1,) cumulative target characters per seed]
+    unigram_bits: float  # unigram model over the BPE tokens on the held-out targets
+    seeds: tuple  # the race's seeds (``setup.race_seeds`` unless overridden)
 
 
 RACE_KINDS = ("characters", "tokens")
@@ -688,7 +740,8 @@ def _race_held_out(setup: TokenizationSetup, ctx: Experiment, sample: dict, d: i
     held_chars = sample_switching(64, setup.char_length + 1, **sample, generator=gen)
     # rows of 700 characters give at least token_length + 1 BPE-64 tokens
     held_in, held_tgt, held_sym = token_batch(
-        bpe, sample_switching(128, 700, **sample, generator=gen), setup.token_length)
+        bpe, sample_switching(128, 700, **sample, generator=gen), setup.token_length
+    )
     counts = np.bincount(seen_train[d], minlength=bpe.vocab_size) + 0.5
     logq = np.log2(counts / counts.sum())
     tgt = held_tgt.numpy()
@@ -698,19 +751,31 @@ def _race_held_out(setup: TokenizationSetup, ctx: Experiment, sample: dict, d: i
 
     def char_eval(m):
         ce = torch.nn.functional.cross_entropy(
-            m(held_chars[:, :-1]).flatten(0, 1), held_chars[:, 1:].flatten())
+            m(held_chars[:, :-1]).flatten(0, 1), held_chars[:, 1:].flatten()
+        )
         return ce.item() / math.log(2)
 
     def token_eval(m):
         ce = torch.nn.functional.cross_entropy(
-            m(held_in).flatten(0, 1), held_tgt.flatten(), ignore_index=-100, reduction="sum")
+            m(held_in).flatten(0, 1), held_tgt.flatten(), ignore_index=-100, reduction="sum"
+        )
         return ce.item() / n_held_symbols / math.log(2)
 
     return bpe, unigram_bits, {"characters": char_eval, "tokens": token_eval}
 
 
-def _race_one(kind: str, s: int, setup: TokenizationSetup, ctx: Experiment, rows, bpe: BPE,
-              d: int, evaluate, steps: int, eval_every: int):
+def _race_one(
+    kind: str,
+    s: int,
+    setup: TokenizationSetup,
+    ctx: Experiment,
+    rows,
+    bpe: BPE,
+    d: int,
+    evaluate,
+    steps: int,
+    eval_every: int,
+):
     """Train seed ``s`` of ``kind`` (weights ``weights`` s, batches ``race_data`` s drawn by
     ``rows`` on the CPU; a vocabulary of ``d`` ids for tokens): ``(History, (steps + 1,)
     cumulative target characters)``."""
@@ -719,8 +784,9 @@ def _race_one(kind: str, s: int, setup: TokenizationSetup, ctx: Experiment, rows
 
     vocab, T = (2, setup.char_length) if kind == "characters" else (d, setup.token_length)
     with ctx.seeded("weights", s):
-        model = Transformer(TransformerConfig(vocab_size=vocab, max_len=T, n_layers=2,
-                                              n_heads=2, d_model=32))
+        model = Transformer(
+            TransformerConfig(vocab_size=vocab, max_len=T, n_layers=2, n_heads=2, d_model=32)
+        )
     model = model.to(ctx.device)
     data, seen = ctx.generator("race_data", s, device="cpu"), [0]
 
@@ -734,17 +800,31 @@ def _race_one(kind: str, s: int, setup: TokenizationSetup, ctx: Experiment, rows
         return inputs, targets
 
     with ctx.timer() as t:
-        history = train(model, batch, TrainConfig(steps=steps, eval_every=eval_every),
-                        eval_fn=lambda m, step: {"bits/char": evaluate(m),
-                                                 "seconds": t.seconds},
-                        desc=f"{kind}, seed {s}", progress=ctx.progress)
+        history = train(
+            model,
+            batch,
+            TrainConfig(steps=steps, eval_every=eval_every),
+            eval_fn=lambda m, step: {"bits/char": evaluate(m), "seconds": t.seconds},
+            desc=f"{kind}, seed {s}",
+            progress=ctx.progress,
+        )
     return history, np.cumsum(seen)
 
 
 @experiment(TokenizationSetup, STREAMS)
-def race(setup: TokenizationSetup, ctx: Experiment, *, steps: int | None = None, seeds=None,
-         kinds: Sequence[str] = RACE_KINDS, order: int = 4, p: float = 0.8, q: float = 0.8,
-         d: int = 64, eval_every: int = 25) -> RaceResult:
+def race(
+    setup: TokenizationSetup,
+    ctx: Experiment,
+    *,
+    steps: int | None = None,
+    seeds=None,
+    kinds: Sequence[str] = RACE_KINDS,
+    order: int = 4,
+    p: float = 0.8,
+    q: float = 0.8,
+    d: int = 64,
+    eval_every: int = 25,
+) -> RaceResult:
     """Train the same 2-layer transformer on characters and on BPE-``d`` tokens.
 
     One run per race seed ``s`` (``setup.race_seeds``, or ``seeds``): weights from stream
@@ -764,19 +844,28 @@ def race(setup: TokenizationSetup, ctx: Experiment, *, steps: int | None = None,
         check_choice("kind", kind, RACE_KINDS)
     sample = dict(p=p, q=q, order=order)
     bpe, unigram_bits, evals = _race_held_out(setup, ctx, sample, d)
-    rows = {"characters": switching_sampler(setup.batch_size, setup.char_length + 1, **sample),
-            "tokens": switching_sampler(setup.batch_size, 700, **sample)}
+    rows = {
+        "characters": switching_sampler(setup.batch_size, setup.char_length + 1, **sample),
+        "tokens": switching_sampler(setup.batch_size, 700, **sample),
+    }
     histories, chars_seen, seconds = {}, {}, 0.0
     for kind in kinds:
         histories[kind], chars_seen[kind] = [], []
         for s in seeds:
-            history, seen = _race_one(kind, s, setup, ctx, rows[kind], bpe, d, evals[kind],
-                                      steps, eval_every)
+            history, seen = _race_one(
+                kind, s, setup, ctx, rows[kind], bpe, d, evals[kind], steps, eval_every
+            )
             seconds += history.seconds
             histories[kind].append(history)
             chars_seen[kind].append(seen)
-    return RaceResult(**ctx.header(setup, seconds), bpe=bpe, histories=histories,
-                      chars_seen=chars_seen, unigram_bits=unigram_bits, seeds=seeds)
+    return RaceResult(
+        **ctx.header(setup, seconds),
+        bpe=bpe,
+        histories=histories,
+        chars_seen=chars_seen,
+        unigram_bits=unigram_bits,
+        seeds=seeds,
+    )
 
 
 #: the unigram-trap conditions of :func:`run_trap`: label -> (p, q, tied embeddings, which
@@ -790,7 +879,7 @@ TRAP_CONDITIONS = {
 
 #: most attention scores (members x sequences x T x T) one chunk of :func:`trap_eval_loss`
 #: holds: 2**28 floats (1 GiB in fp32), 64 sequences of 1024 symbols for 4 members
-TRAP_EVAL_SCORES = 2 ** 28
+TRAP_EVAL_SCORES = 2**28
 
 
 def trap_eval_loss(ensemble, held_out, chunk: int | None = None) -> list:
@@ -813,17 +902,28 @@ def trap_eval_loss(ensemble, held_out, chunk: int | None = None) -> list:
     if not isinstance(held_out, torch.Tensor):
         raise TypeError(f"held_out must be a torch.Tensor, got {type(held_out).__name__}")
     if held_out.dim() != 2 or held_out.shape[1] < 2:
-        raise ValueError("held_out must be a (B, T + 1) tensor of symbols with T >= 1, got "
-                         f"shape {tuple(held_out.shape)}")
+        raise ValueError(
+            "held_out must be a (B, T + 1) tensor of symbols with T >= 1, got "
+            f"shape {tuple(held_out.shape)}"
+        )
     T = held_out.shape[1] - 1
-    chunk = max(1, TRAP_EVAL_SCORES // (ensemble.num_members * T * T)) if chunk is None \
+    chunk = (
+        max(1, TRAP_EVAL_SCORES // (ensemble.num_members * T * T))
+        if chunk is None
         else check_int("chunk", chunk, minimum=1)
+    )
     with torch.no_grad():
-        logits = torch.cat([ensemble(part[:, :-1], shared=True)          # (M, b, T, V)
-                            for part in held_out.split(chunk)], dim=1)  # (M, B, T, V)
+        logits = torch.cat(
+            [
+                ensemble(part[:, :-1], shared=True)  # (M, b, T, V)
+                for part in held_out.split(chunk)
+            ],
+            dim=1,
+        )  # (M, B, T, V)
         target = held_out[:, 1:].flatten()
-        losses = torch.stack([torch.nn.functional.cross_entropy(member.flatten(0, 1), target)
-                              for member in logits])                    # (M,)
+        losses = torch.stack(
+            [torch.nn.functional.cross_entropy(member.flatten(0, 1), target) for member in logits]
+        )  # (M,)
     return losses.tolist()
 
 
@@ -832,7 +932,7 @@ class TrapResult(RunInfo):
     """The unigram trap: one History per condition of :data:`TRAP_CONDITIONS`
     (``seconds``: the time of the training loops)."""
 
-    histories: dict               # label -> History of the Ensemble of ``setup.trap_seeds``
+    histories: dict  # label -> History of the Ensemble of ``setup.trap_seeds``
 
     def losses(self, label: str) -> tuple[np.ndarray, np.ndarray]:
         """``(steps, losses)`` of one condition: held-out loss (nats), (evals, seeds)."""
@@ -840,8 +940,9 @@ class TrapResult(RunInfo):
         return self.histories[label].metric("loss")
 
 
-def _trap_condition(setup: TokenizationSetup, ctx: Experiment, p: float, q: float,
-                    tie: bool, budget: str):
+def _trap_condition(
+    setup: TokenizationSetup, ctx: Experiment, p: float, q: float, tie: bool, budget: str
+):
     """Train the seeds of ``setup.trap_seeds`` as one Ensemble on one condition of
     :data:`TRAP_CONDITIONS`; returns its History."""
     import contextlib
@@ -854,9 +955,16 @@ def _trap_condition(setup: TokenizationSetup, ctx: Experiment, p: float, q: floa
     from .sources.markov import sample_switching
 
     T = setup.trap_length
-    model_cfg = TransformerConfig(vocab_size=2, max_len=T, n_layers=1, n_heads=1,
-                                  d_model=8, attn_only=True, layer_norm=False,
-                                  tie_weights=tie)
+    model_cfg = TransformerConfig(
+        vocab_size=2,
+        max_len=T,
+        n_layers=1,
+        n_heads=1,
+        d_model=8,
+        attn_only=True,
+        layer_norm=False,
+        tie_weights=tie,
+    )
     held_out = sample_switching(256, T + 1, p, q, generator=ctx.generator("trap_heldout"))
 
     def evaluate(ens, step):
@@ -864,20 +972,26 @@ def _trap_condition(setup: TokenizationSetup, ctx: Experiment, p: float, q: floa
         with unchecked_inputs() if step else contextlib.nullcontext():
             return {"loss": trap_eval_loss(ens, held_out)}
 
-    sample = switching_sampler(setup.batch_size, T + 1, p, q)          # = sample_switching
+    sample = switching_sampler(setup.batch_size, T + 1, p, q)  # = sample_switching
     data = [ctx.generator("trap_data", s) for s in setup.trap_seeds]
 
     def batch(step):
-        x = torch.stack([sample(g) for g in data])                      # (seeds, B, T + 1)
+        x = torch.stack([sample(g) for g in data])  # (seeds, B, T + 1)
         return x[..., :-1], x[..., 1:]
 
-    ensemble = Ensemble(lambda: Transformer(model_cfg),
-                        seeds=tuple(ctx.logical("weights", s) for s in setup.trap_seeds),
-                        base=ctx.seed).to(ctx.device)
-    return train(ensemble, batch,
-                 TrainConfig(steps=getattr(setup, budget), lr=1e-3, eval_every=50),
-                 eval_fn=evaluate, progress=ctx.progress,
-                 desc=f"p={p}, q={q}, tied={tie}, seeds {list(setup.trap_seeds)}")
+    ensemble = Ensemble(
+        lambda: Transformer(model_cfg),
+        seeds=tuple(ctx.logical("weights", s) for s in setup.trap_seeds),
+        base=ctx.seed,
+    ).to(ctx.device)
+    return train(
+        ensemble,
+        batch,
+        TrainConfig(steps=getattr(setup, budget), lr=1e-3, eval_every=50),
+        eval_fn=evaluate,
+        progress=ctx.progress,
+        desc=f"p={p}, q={q}, tied={tie}, seeds {list(setup.trap_seeds)}",
+    )
 
 
 @experiment(TokenizationSetup, STREAMS)

@@ -1,4 +1,5 @@
 """The claims machinery: a chapter's table of claims, verify(), the recorded values."""
+
 import json
 
 import numpy as np
@@ -9,18 +10,35 @@ from seqtheory.book.claims import Claim, ClaimTable, Measured, plain, summarise,
 
 
 def _table():
-    table = ClaimTable("demo", [
-        Claim("run.gap", "The gap is small.", "0 < gap < 0.05", "a gap of 0.1"),
-        Claim("run.every_seed", "Every seed learns.", "all(a > 0.9 for a in acc)",
-              "one seed below 0.9"),
-        Claim("run.full_only", "At paper scale it is faster.", "speedup > 2", "no speedup",
-              scale="full"),
-    ])
+    table = ClaimTable(
+        "demo",
+        [
+            Claim("run.gap", "The gap is small.", "0 < gap < 0.05", "a gap of 0.1"),
+            Claim(
+                "run.every_seed",
+                "Every seed learns.",
+                "all(a > 0.9 for a in acc)",
+                "one seed below 0.9",
+            ),
+            Claim(
+                "run.full_only",
+                "At paper scale it is faster.",
+                "speedup > 2",
+                "no speedup",
+                scale="full",
+            ),
+        ],
+    )
 
     @table.computes("run")
     def _run(gap, acc):
-        return {"gap": gap, "acc": np.asarray(acc, dtype=np.float32), "label": "two seeds",
-                "speedup": 1.0}
+        return {
+            "gap": gap,
+            "acc": np.asarray(acc, dtype=np.float32),
+            "label": "two seeds",
+            "speedup": 1.0,
+        }
+
     return table
 
 
@@ -62,9 +80,15 @@ def test_claims_for_names_the_sections():
 def test_plain_converts_and_refuses():
     import torch
 
-    assert plain({"a": np.float32(0.5), "b": (1, np.int64(2)), "c": torch.tensor([1.0]),
-                  "d": np.bool_(True), "e": None}) == {
-        "a": 0.5, "b": [1, 2], "c": [1.0], "d": True, "e": None}
+    assert plain(
+        {
+            "a": np.float32(0.5),
+            "b": (1, np.int64(2)),
+            "c": torch.tensor([1.0]),
+            "d": np.bool_(True),
+            "e": None,
+        }
+    ) == {"a": 0.5, "b": [1, 2], "c": [1.0], "d": True, "e": None}
     with pytest.raises(TypeError, match="x must be"):
         plain(object(), "x")
 
@@ -73,7 +97,7 @@ def test_verify_checks_strictly_and_skips_other_sizes(monkeypatch):
     monkeypatch.setenv("SEQTHEORY_STRICT_CHECKS", "1")
     monkeypatch.delenv("FULL", raising=False)
     table = _table()
-    verify(table.claims_for("run", 0.01, [0.95, 0.99]))   # full_only (speedup 1) skipped
+    verify(table.claims_for("run", 0.01, [0.95, 0.99]))  # full_only (speedup 1) skipped
     with pytest.raises(AssertionError, match=r"demo: run.every_seed.*acc = \[0.95, 0.5\]"):
         verify(table.claims_for("run", 0.01, [0.95, 0.5]))
     monkeypatch.setenv("FULL", "1")
@@ -97,8 +121,12 @@ def test_verify_records_before_checking(monkeypatch, tmp_path):
 
 def test_recorded_values_are_counted_per_claim(monkeypatch):
     table = _table()
-    record = {"runs": {"0": {"run": dict(table.claims_for("run", 0.01, [0.99]))},
-                       "1": {"run": dict(table.claims_for("run", 0.07, [0.99]))}}}
+    record = {
+        "runs": {
+            "0": {"run": dict(table.claims_for("run", 0.01, [0.99]))},
+            "1": {"run": dict(table.claims_for("run", 0.07, [0.99]))},
+        }
+    }
     gap, every = table.section("run")[:2]
     assert table.held(gap, record) == (1, 2)
     assert table.held(every, record) == (2, 2)
@@ -129,8 +157,13 @@ def test_measured_keeps_its_table_and_summarises_the_outcome(monkeypatch):
 
 def test_over_seeds_reads_the_record(monkeypatch):
     table = _table()
-    record = {"runs": {"0": {"run": {"gap": 0.01}}, "1": {"run": {"gap": 0.03}},
-                       "2": {"run": {"gap": 0.02}}}}
+    record = {
+        "runs": {
+            "0": {"run": {"gap": 0.01}},
+            "1": {"run": {"gap": 0.03}},
+            "2": {"run": {"gap": 0.02}},
+        }
+    }
     monkeypatch.setattr(table, "recorded", lambda: record)
     assert table.over_seeds("run", "gap") == [0.01, 0.03, 0.02]
     assert table.seeds_text() == "0\u20132"

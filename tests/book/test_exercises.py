@@ -1,14 +1,15 @@
 """Problem sets: every chapter's exercises are tagged, every coding lab has a starter cell and
 automatic feedback, and the feedback tells a correct answer from an incorrect one."""
+
 import re
 from pathlib import Path
 
 import pytest
 
 from booktools.sphinx import teaching_kit as kit
-from seqtheory.book import exercises as exs
-from seqtheory.book.exercises import Lab, LabTable, feedback
-from seqtheory.chapters import names
+from seqtheory import chapters
+from seqtheory.book.exercises import Lab, LabTable
+from seqtheory.chapters import feedback, names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,15 +23,27 @@ def _exercises(chapter):
 
 # ----------------------------------------------------------------------------- the library
 def _demo():
-    table = LabTable("scaling_laws", [
-        Lab("ex-scaling-laws-99", expects="a list of two numbers", quantity="their difference",
-            measure=lambda a: a[0] - a[1], low=0.1, high=0.5, because="reasons",
-            hint="look again", mistakes=(("reversed", [0.0, 0.3]),)),
-    ])
+    table = LabTable(
+        "scaling_laws",
+        [
+            Lab(
+                "ex-scaling-laws-99",
+                expects="a list of two numbers",
+                quantity="their difference",
+                measure=lambda a: a[0] - a[1],
+                low=0.1,
+                high=0.5,
+                because="reasons",
+                hint="look again",
+                mistakes=(("reversed", [0.0, 0.3]),),
+            ),
+        ],
+    )
 
     @table.solves("ex-scaling-laws-99")
     def _(seed):
         return [0.5 + 0.01 * seed, 0.2]
+
     return table
 
 
@@ -65,8 +78,10 @@ def test_labs_refuse_bad_definitions():
     with pytest.raises(ValueError, match="because"):
         Lab("ex-copying-1", expects="x", quantity="q", low=0, high=1, because=" ", hint="h")
     with pytest.raises(ValueError, match="does not belong"):
-        LabTable("partitions", [Lab("ex-copying-1", expects="x", quantity="q", low=0, high=1,
-                                    because="b", hint="h")])
+        LabTable(
+            "partitions",
+            [Lab("ex-copying-1", expects="x", quantity="q", low=0, high=1, because="b", hint="h")],
+        )
     with pytest.raises(ValueError, match="label must be one of"):
         _demo().feedback("ex-scaling-laws-98", 1.0)
     with pytest.raises(ValueError, match="label must be an exercise label"):
@@ -84,42 +99,49 @@ def test_every_exercise_is_tagged(chapter):
     assert len(set(labels)) == len(labels), f"{chapter}: repeated labels {labels}"
     for e in found:
         assert e.label.startswith(prefix), f"{chapter}: label {e.label!r}"
-        assert e.kind in kit.KINDS, (f"{e.label} ({e.title}) needs a tag line such as "
-                                     f"'★★ · 15 min · lab' first in its body")
+        assert e.kind in kit.KINDS, (
+            f"{e.label} ({e.title}) needs a tag line such as '★★ · 15 min · lab' first in its body"
+        )
         assert 2 <= e.minutes <= 90, f"{e.label}: {e.minutes} min"
         assert e.has_solution(), f"{e.label} has no {{solution}} block after it"
     kinds = {e.kind for e in found}
-    assert "lab" in kinds and kinds & {"concept", "derivation"}, \
+    assert "lab" in kinds and kinds & {"concept", "derivation"}, (
         f"{chapter}: wants at least one lab and one homework exercise, has {kinds}"
+    )
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_lab_has_a_starter_and_feedback(chapter):
-    table = exs.table(chapter)
+    table = chapters.labs(chapter)
     labs = [e for e in _exercises(chapter) if e.kind == "lab"]
     for e in labs:
         starters = e.starter_cells()
         assert starters, f"{e.label}: no starter cell (tagged starter) after the exercise"
         call = f'chapter.feedback("{e.label}",'
-        assert any(call in c and "..." in c for c in starters), \
+        assert any(call in c and "..." in c for c in starters), (
             f"{e.label}: the starter cell must leave blanks (...) and call {call} ...)"
-        assert any(call in c and "solution=True" in c for c in e.solution_cells()), \
+        )
+        assert any(call in c and "solution=True" in c for c in e.solution_cells()), (
             f"{e.label}: no solution cell (tagged solution) calling {call} ..., solution=True)"
+        )
         assert e.label in table.labs, f"{e.label}: no Lab entry in {chapter}.LABS"
-    assert sorted(table.labs) == sorted(e.label for e in labs), \
+    assert sorted(table.labs) == sorted(e.label for e in labs), (
         f"{chapter}.LABS has labs that are not lab exercises of the page"
+    )
 
 
-LABS = [(c, label) for c in CHAPTERS for label in exs.table(c).labs]
+LABS = [(c, label) for c in CHAPTERS for label in chapters.labs(c).labs]
 
 
 @pytest.mark.parametrize("chapter,label", LABS)
 def test_feedback_tells_correct_from_incorrect(chapter, label):
-    table = exs.table(chapter)
+    table = chapters.labs(chapter)
     lab = table.lab(label)
     recorded = table.recorded().get(label, {})
-    assert len(recorded) >= 8, (f"{label}: {len(recorded)} recorded seeds "
-                                f"(python -m booktools.record_labs --chapters {chapter})")
+    assert len(recorded) >= 8, (
+        f"{label}: {len(recorded)} recorded seeds "
+        f"(python -m booktools.record_labs --chapters {chapter})"
+    )
     for seed, answer in recorded.items():
         fb = table.feedback(label, answer)
         assert fb.ok, f"{label}, base seed {seed}: the reference answer reads as wrong: {fb}"
@@ -150,10 +172,12 @@ def test_syllabus_fits_the_material(sessions):
             assert labs and homework, f"{where}: wants a lab and homework"
         assert sum(e.minutes for e in labs) <= 45, f"{where}: more labs than class time"
         in_class = kit.in_class_minutes(s, found)
-        assert plan["session_minutes"] - 10 <= in_class <= plan["session_minutes"], \
+        assert plan["session_minutes"] - 10 <= in_class <= plan["session_minutes"], (
             f"{where}: the in-class plan and its labs take {in_class} min"
-        assert read + sum(e.minutes for e in homework) <= 150, \
+        )
+        assert read + sum(e.minutes for e in homework) <= 150, (
             f"{where}: more than 2.5 h of work outside class"
+        )
     rows = kit.syllabus_rows(ROOT, sessions)
     text = "\n".join(rows)
     assert text.count("*You will be able to:*") == sessions

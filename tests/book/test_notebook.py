@@ -1,5 +1,6 @@
 """seqtheory.book.notebook.check: a failed claim check raises under the tests and the build, and
 shows a note in a reader's notebook, where the chapter goes on."""
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ def test_strict_checks_raise_like_assert(monkeypatch):
 
 
 def test_the_tests_run_checks_strictly():
-    assert os.environ.get(STRICT_ENV) == "1"      # set by conftest.py for nbval's kernels too
+    assert os.environ.get(STRICT_ENV) == "1"  # set by conftest.py for nbval's kernels too
 
 
 def test_a_reader_gets_a_warning_outside_a_notebook(monkeypatch):
@@ -37,12 +38,16 @@ def test_a_reader_notebook_shows_a_note_and_goes_on(tmp_path):
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        nbformat.v4.new_code_cell("from seqtheory.utils import check\n"
-                                  "check(1 + 1 == 3, 'planted: 1 + 1 = 2, not 3')"),
+        nbformat.v4.new_code_cell(
+            "from seqtheory.utils import check\ncheck(1 + 1 == 3, 'planted: 1 + 1 = 2, not 3')"
+        ),
         nbformat.v4.new_code_cell("after = 'the chapter went on'\nprint(after)"),
     ]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     env = {k: v for k, v in os.environ.items() if k != STRICT_ENV}
     NotebookClient(nb, timeout=120, kernel_name="python3").execute(env=env)
     note = "".join(str(o.get("data", {}).get("text/markdown", "")) for o in nb.cells[0].outputs)
@@ -53,5 +58,4 @@ def test_a_reader_notebook_shows_a_note_and_goes_on(tmp_path):
     from nbclient.exceptions import CellExecutionError
 
     with pytest.raises(CellExecutionError, match="planted"):
-        NotebookClient(nb, timeout=120, kernel_name="python3").execute(
-            env={**env, STRICT_ENV: "1"})
+        NotebookClient(nb, timeout=120, kernel_name="python3").execute(env={**env, STRICT_ENV: "1"})

@@ -1,5 +1,6 @@
 """Unit tests for seqtheory.book.plotting and seqtheory.book.widgets (figures are built, not looked
 at)."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -24,8 +25,11 @@ def test_smooth_is_a_trailing_mean():
 
 def test_plot_history_labels_axes_and_reference_lines():
     set_style()
-    h = History(steps=[1, 2, 3], loss=[3.0, 2.0, 1.0],
-                evals=[{"step": 0, "kl": 1.0}, {"step": 3, "kl": 0.1}])
+    h = History(
+        steps=[1, 2, 3],
+        loss=[3.0, 2.0, 1.0],
+        evals=[{"step": 0, "kl": 1.0}, {"step": 3, "kl": 0.1}],
+    )
     ax = plot_history(h, refs={"uniform": 2.0})
     assert ax.get_xlabel() == "training step" and "nats" in ax.get_ylabel()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -48,8 +52,9 @@ def test_plot_attention_checks_shape_and_labels():
 
 def test_palette_is_colour_blind_palette():
     import seaborn as sns
+
     assert palette(4) == sns.color_palette("colorblind", 4)
-    assert len(set(palette(10))) == 10                           # ten distinct colours
+    assert len(set(palette(10))) == 10  # ten distinct colours
 
 
 def _draw(k=2, name="a"):
@@ -66,10 +71,10 @@ def test_explorer_has_live_widget_and_static_png():
     assert {"image/png", "text/plain", "application/vnd.jupyter.widget-view+json"} <= set(bundle)
     assert ex.static_png.startswith(b"\x89PNG")
     before = ex.image.value
-    ex.controls["k"].value = 5           # moving a control redraws the image
+    ex.controls["k"].value = 5  # moving a control redraws the image
     assert ex.image.value != before
-    assert ex.static_png == before        # the static view stays the default
-    assert plt.get_fignums() == []        # no figures leak
+    assert ex.static_png == before  # the static view stays the default
+    assert plt.get_fignums() == []  # no figures leak
 
 
 def test_explorer_errors():
@@ -79,8 +84,9 @@ def test_explorer_errors():
         explorer(_draw)
     with pytest.raises(ValueError, match="cannot make a control"):
         explorer(_draw, k=object())
-    assert isinstance(explorer(_draw, k=widgets.IntSlider(2, 1, 4)).controls["k"],
-                      widgets.IntSlider)
+    assert isinstance(
+        explorer(_draw, k=widgets.IntSlider(2, 1, 4)).controls["k"], widgets.IntSlider
+    )
 
 
 def test_subsample_keeps_ends():
@@ -106,8 +112,14 @@ def test_animate_limits_frames_and_returns_html():
 def test_animate_snapshots_restores_weights():
     seed_everything(0)
     model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
-    hist = train(model, lambda s: previous_token_batch(8, 8, 5), steps=4, progress=False,
-                 snapshot_steps=(0, 4), lr=0.1)
+    hist = train(
+        model,
+        lambda s: previous_token_batch(8, 8, 5),
+        steps=4,
+        progress=False,
+        snapshot_steps=(0, 4),
+        lr=0.1,
+    )
     after = {k: v.clone() for k, v in model.state_dict().items()}
     steps = []
     animate_snapshots(model, hist, lambda fig, m, step: steps.append(step), dpi=30)
@@ -141,8 +153,9 @@ def test_markdown_table_and_log_ticks():
 def test_offline_player_needs_no_network_and_describes_itself():
     from seqtheory.book.widgets import offline_player
 
-    html = animate(range(3), lambda fig, f: fig.add_subplot().plot([0, f]), dpi=20,
-                   alt='weights "over" time').data
+    html = animate(
+        range(3), lambda fig, f: fig.add_subplot().plot([0, f]), dpi=20, alt='weights "over" time'
+    ).data
     assert "font-awesome" not in html and 'class="fa ' not in html
     assert 'alt="weights &quot;over&quot; time" id="_anim_img' in html
     assert "&#9654;" in html  # the play button is a text symbol

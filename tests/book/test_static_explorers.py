@@ -1,4 +1,5 @@
 """The static explorer player (seqtheory.book.widgets): its grid, its HTML, and its cost."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -47,8 +48,9 @@ class Draw:
 
 
 def _data(html: str) -> dict:
-    raw = re.search(r'<script type="application/json" class="sqx-data">(.*?)</script>', html,
-                    re.S).group(1)
+    raw = re.search(
+        r'<script type="application/json" class="sqx-data">(.*?)</script>', html, re.S
+    ).group(1)
     return json.loads(raw)
 
 
@@ -60,7 +62,7 @@ def test_small_grids_are_a_full_product_with_the_default():
     assert mode == "product"
     assert chosen == [[0, 1, 2], [0, 1]]
     assert sorted(points) == [(i, j) for i in range(3) for j in range(2)]
-    mode, _, points = static_grid([4, 4], [0, 3])          # 16 images: still a product
+    mode, _, points = static_grid([4, 4], [0, 3])  # 16 images: still a product
     assert mode == "product" and len(points) == PRODUCT_MAX
 
 
@@ -70,8 +72,8 @@ def test_large_grids_vary_one_control_at_a_time_around_the_defaults():
     center = (10, 0, 9)
     assert points[0] == center and len(set(points)) == len(points)
     assert all(sum(a != b for a, b in zip(p, center, strict=True)) == 1 for p in points[1:])
-    assert chosen[1] == [0, 1, 2]                           # a small control keeps every value
-    assert chosen[0][0] == 0 and chosen[0][-1] == 49 and 10 in chosen[0]   # ends and default
+    assert chosen[1] == [0, 1, 2]  # a small control keeps every value
+    assert chosen[0][0] == 0 and chosen[0][-1] == 49 and 10 in chosen[0]  # ends and default
     assert chosen[2][0] == 0 and chosen[2][-1] == 9
     assert len(points) == 1 + sum(len(c) - 1 for c in chosen)
 
@@ -79,19 +81,21 @@ def test_large_grids_vary_one_control_at_a_time_around_the_defaults():
 def test_the_cap_bounds_every_grid():
     assert static_grid([1000], [17], cap=24)[2][0] == (17,)
     assert len(static_grid([1000], [17], cap=24)[2]) == 24
-    assert static_grid([5, 5, 5], [2, 2, 2], cap=1) == ("product", [[2], [2], [2]],
-                                                        [(2, 2, 2)])
-    mode, _, points = static_grid([3, 3], [1, 1], cap=8)    # 9 > 8: a product is too big
+    assert static_grid([5, 5, 5], [2, 2, 2], cap=1) == ("product", [[2], [2], [2]], [(2, 2, 2)])
+    mode, _, points = static_grid([3, 3], [1, 1], cap=8)  # 9 > 8: a product is too big
     assert mode == "star" and len(points) == 5
-    mode, chosen, points = static_grid([6] * 30, [0] * 30, cap=10)   # more controls than cap
+    mode, chosen, points = static_grid([6] * 30, [0] * 30, cap=10)  # more controls than cap
     assert len(points) == 10 and sum(len(c) > 1 for c in chosen) == 9
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(1, 60), min_size=1, max_size=6).flatmap(
-    lambda sizes: st.tuples(st.just(sizes),
-                            st.tuples(*[st.integers(0, n - 1) for n in sizes]),
-                            st.integers(1, 48))))
+@given(
+    st.lists(st.integers(1, 60), min_size=1, max_size=6).flatmap(
+        lambda sizes: st.tuples(
+            st.just(sizes), st.tuples(*[st.integers(0, n - 1) for n in sizes]), st.integers(1, 48)
+        )
+    )
+)
 def test_grid_invariants(args):
     sizes, defaults, cap = args
     mode, chosen, points = static_grid(sizes, list(defaults), cap)
@@ -106,8 +110,9 @@ def test_grid_invariants(args):
         assert all(sum(a != b for a, b in zip(p, defaults, strict=True)) <= 1 for p in points)
         assert len(points) == 1 + sum(len(c) - 1 for c in chosen)
         # nothing left unused: either the cap is reached or every value is offered
-        assert len(points) == cap or all(len(c) == min(n, cap) for n, c in zip(
-            sizes, chosen, strict=True))
+        assert len(points) == cap or all(
+            len(c) == min(n, cap) for n, c in zip(sizes, chosen, strict=True)
+        )
 
 
 def test_grid_rejects_bad_inputs():
@@ -125,7 +130,8 @@ def test_grid_rejects_bad_inputs():
 def test_each_kind_of_control_offers_its_values():
     draw = Draw()
     ex = explorer(
-        draw, alt="a test figure with every kind of control",
+        draw,
+        alt="a test figure with every kind of control",
         i=widgets.IntSlider(value=4, min=0, max=10, step=2),
         f=widgets.FloatSlider(value=0.8, min=0.05, max=0.95, step=0.05),
         g=widgets.FloatLogSlider(value=1.0, min=-1, max=1, step=1),
@@ -147,15 +153,19 @@ def test_each_kind_of_control_offers_its_values():
     assert axes["t"].kind == "fixed" and axes["t"].values == ("abc",)
     mode, grid = ex.static_grid()
     assert mode == "star" and len(grid) <= 24
-    assert grid[0] == ex.params                              # the default view first
-    assert all(p["t"] == "abc" for p in grid)                # a text box stays as typed
-    assert {p["d"] for p in grid} == {1, 2}                  # fn gets values, not labels
+    assert grid[0] == ex.params  # the default view first
+    assert all(p["t"] == "abc" for p in grid)  # a text box stays as typed
+    assert {p["d"] for p in grid} == {1, 2}  # fn gets values, not labels
 
 
 def test_static_values_choose_a_controls_values():
-    ex = explorer(Draw(), alt="a test figure of a typed string",
-                  static_values={"text": ["abcabd", "aaaa"]}, text=widgets.Text("xyz"),
-                  model=["a", "b"])
+    ex = explorer(
+        Draw(),
+        alt="a test figure of a typed string",
+        static_values={"text": ["abcabd", "aaaa"]},
+        text=widgets.Text("xyz"),
+        model=["a", "b"],
+    )
     axes = {a.name: a for a in ex.static_axes()}
     assert axes["text"].values == ("xyz", "abcabd", "aaaa") and axes["text"].kind == "select"
     mode, grid = ex.static_grid()
@@ -177,40 +187,43 @@ def test_static_options_are_checked():
 
 
 def test_fn_is_called_once_per_grid_point_and_last_for_the_default(monkeypatch):
-    monkeypatch.setenv("SEQTHEORY_STATIC_EXPLORERS", "1")     # as in the book build
-    open_before = set(plt.get_fignums())                      # other tests' figures
+    monkeypatch.setenv("SEQTHEORY_STATIC_EXPLORERS", "1")  # as in the book build
+    open_before = set(plt.get_fignums())  # other tests' figures
     draw = Draw()
-    ex = explorer(draw, alt="a test figure of two sliders", a=(0, 9), b=(0, 9),
-                  static_frames=12)
+    ex = explorer(draw, alt="a test figure of two sliders", a=(0, 9), b=(0, 9), static_frames=12)
     mode, grid = ex.static_grid()
     assert mode == "star" and len(grid) == 12
-    assert len(draw.calls) == len(grid)                      # built with the explorer
+    assert len(draw.calls) == len(grid)  # built with the explorer
     assert sorted(map(repr, draw.calls)) == sorted(map(repr, grid))
-    assert draw.calls[-1] == ex.params == grid[0]             # fn's side effects: default
+    assert draw.calls[-1] == ex.params == grid[0]  # fn's side effects: default
     html = ex.static_player()
-    assert ex.static_player() is html and len(draw.calls) == len(grid)   # cached
+    assert ex.static_player() is html and len(draw.calls) == len(grid)  # cached
     assert ex.static_seconds is not None and ex.static_seconds >= 0
-    assert set(plt.get_fignums()) == open_before                # every view's figure closed
+    assert set(plt.get_fignums()) == open_before  # every view's figure closed
 
 
 def test_a_reader_pays_for_the_player_only_when_asking_for_it(monkeypatch):
-    monkeypatch.setenv("SEQTHEORY_STATIC_EXPLORERS", "0")     # a reader's Jupyter or Colab
+    monkeypatch.setenv("SEQTHEORY_STATIC_EXPLORERS", "0")  # a reader's Jupyter or Colab
     draw = Draw()
     ex = explorer(draw, alt="a test figure of one slider", k=(1, 5))
     assert draw.calls == [{"k": 3}] and ex._player is None
-    ex.static_player()                                       # 4 other views, then the default
+    ex.static_player()  # 4 other views, then the default
     assert len(draw.calls) == 6 and draw.calls[-1] == {"k": 3}
 
 
 def test_player_html_has_controls_images_and_alt_text_and_nothing_external():
     draw = Draw()
-    ex = explorer(draw, alt="a test figure of a curve & its label", static_frames=20,
-                  k=widgets.IntSlider(value=2, min=1, max=5, description="order"),
-                  name=widgets.Dropdown(options=["a", "</script><b>x"], value="a"),
-                  note=widgets.Text("fixed text"))
+    ex = explorer(
+        draw,
+        alt="a test figure of a curve & its label",
+        static_frames=20,
+        k=widgets.IntSlider(value=2, min=1, max=5, description="order"),
+        name=widgets.Dropdown(options=["a", "</script><b>x"], value="a"),
+        note=widgets.Text("fixed text"),
+    )
     html = ex.static_player()
     data = _data(html)
-    assert data["names"] == ["order", "name"] and data["star"] is False   # 5 x 2: a product
+    assert data["names"] == ["order", "name"] and data["star"] is False  # 5 x 2: a product
     assert len(data["frames"]) == 10 and data["defaults"] == [1, 0]
     # one <img> shows the default; the other views are data: URIs swapped in by the script
     assert html.count("<img") == 1
@@ -220,9 +233,12 @@ def test_player_html_has_controls_images_and_alt_text_and_nothing_external():
     assert len(images) == 9 and all(u.startswith("data:image/png;base64,") for u in images)
     assert sorted(data["frames"].values()) == list(range(10))
     # controls labelled with their description and current value; a text box is shown fixed
-    assert re.search(r'<label>order <input type="range" min="0" max="4" step="1" value="1" '
-                     r'data-sqx-control="0" aria-valuetext="2"><output data-sqx-readout="0">2'
-                     r"</output></label>", html)
+    assert re.search(
+        r'<label>order <input type="range" min="0" max="4" step="1" value="1" '
+        r'data-sqx-control="0" aria-valuetext="2"><output data-sqx-readout="0">2'
+        r"</output></label>",
+        html,
+    )
     assert '<select data-sqx-control="1"><option value="0" selected>a</option>' in html
     assert '<input type="text" value="fixed text" disabled' in html
     assert 'alt="a test figure of a curve &amp; its label (order 2, name a)"' in html
@@ -233,26 +249,28 @@ def test_player_html_has_controls_images_and_alt_text_and_nothing_external():
     # images are rendered at STATIC_DPI: a 1-inch figure is that tall, plus tight-bbox padding
     png = base64.b64decode(default_src.split(",", 1)[1])
     with Image.open(io.BytesIO(png)) as im:
-        assert im.height <= 1.2 * STATIC_DPI and im.mode == "P"   # palette PNG: small pages
+        assert im.height <= 1.2 * STATIC_DPI and im.mode == "P"  # palette PNG: small pages
 
 
 def test_star_players_say_so_and_identical_images_are_stored_once():
-    ex = explorer(lambda k, j: _tiny(f"k={k}"), alt="a test figure that ignores j",
-                  k=(0, 9), j=(0, 9))
+    ex = explorer(
+        lambda k, j: _tiny(f"k={k}"), alt="a test figure that ignores j", k=(0, 9), j=(0, 9)
+    )
     data = _data(ex.static_player())
     assert data["star"] is True and "puts the others back" in ex.static_player()
     assert len(data["frames"]) == 19
-    assert len(data["images"]) == 10                    # j changes nothing: views share images
+    assert len(data["images"]) == 10  # j changes nothing: views share images
 
 
 def test_a_failing_view_names_its_parameters(monkeypatch):
     monkeypatch.setenv("SEQTHEORY_STATIC_EXPLORERS", "1")
+
     def draw(k):
         if k == 3:
             raise ZeroDivisionError("boom")
         return _tiny(str(k))
 
-    open_before = set(plt.get_fignums())                      # other tests' figures
+    open_before = set(plt.get_fignums())  # other tests' figures
     with pytest.raises(RuntimeError, match=r"fails at k=3.*\{'k': 3\}.*boom"):
         explorer(draw, alt="a test figure that fails at k=3", k=(1, 3))
     assert set(plt.get_fignums()) == open_before
@@ -264,13 +282,13 @@ def test_the_bundle_carries_the_player_only_for_the_static_site(monkeypatch):
     draw = Draw()
     ex = explorer(draw, alt="a test figure of one slider", k=(1, 3))
     bundle = ex._repr_mimebundle_()
-    assert "text/html" not in bundle and len(draw.calls) == 1      # a reader pays nothing
+    assert "text/html" not in bundle and len(draw.calls) == 1  # a reader pays nothing
     assert list(bundle)[0] == WIDGET_MIME and "image/png" in bundle
     monkeypatch.delenv("SEQTHEORY_STATIC_EXPLORERS")
-    monkeypatch.setenv("SEQTHEORY_STATIC_PROGRESS", "1")             # the build, the tests
+    monkeypatch.setenv("SEQTHEORY_STATIC_PROGRESS", "1")  # the build, the tests
     assert static_target()
     bundle = ex._repr_mimebundle_()
-    assert list(bundle)[0] == WIDGET_MIME                            # live widget first
+    assert list(bundle)[0] == WIDGET_MIME  # live widget first
     assert {"text/html", "image/png", "text/plain"} <= set(bundle)
     assert 'class="sqx-explorer"' in bundle["text/html"] and len(draw.calls) == 4
     monkeypatch.setenv("SEQTHEORY_STATIC_PROGRESS", "0")

@@ -1,5 +1,6 @@
 """The book's structure: every chapter parses, is paired with an output-free .ipynb in sync,
 starts with the Colab setup cell, checks its claims, and cites only known references."""
+
 import json
 import re
 from pathlib import Path
@@ -34,8 +35,11 @@ def test_toc_pages_exist_and_there_are_chapters():
 
 def test_no_orphan_notebooks():
     listed = {p.with_suffix(".ipynb") for p in CHAPTERS}
-    orphans = [str(p) for p in (ROOT / "book").rglob("*.ipynb")
-               if ".ipynb_checkpoints" not in p.parts and p not in listed]
+    orphans = [
+        str(p)
+        for p in (ROOT / "book").rglob("*.ipynb")
+        if ".ipynb_checkpoints" not in p.parts and p not in listed
+    ]
     assert not orphans, f"notebooks not paired with a chapter in _toc.yml: {orphans}"
 
 
@@ -54,8 +58,7 @@ def test_chapter_header_parses_to_code_cells(md):
 
 
 def _cells(nb):
-    return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", [])))
-            for c in nb.cells]
+    return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", []))) for c in nb.cells]
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
@@ -65,10 +68,12 @@ def test_paired_notebook_in_sync_and_output_free(md):
     raw = json.loads(ipynb.read_text(encoding="utf-8"))
     for cell in raw["cells"]:
         if cell["cell_type"] == "code":
-            assert not cell["outputs"] and cell["execution_count"] is None, \
+            assert not cell["outputs"] and cell["execution_count"] is None, (
                 f"{ipynb.name} has stored outputs: clear them (jupytext --sync keeps none)"
-    assert _cells(jupytext.read(md)) == _cells(jupytext.read(ipynb)), \
+            )
+    assert _cells(jupytext.read(md)) == _cells(jupytext.read(ipynb)), (
         f"{md.name} and {ipynb.name} differ: run jupytext --sync {md}"
+    )
 
 
 def _code_cells(md):
@@ -82,12 +87,14 @@ def test_first_cell_is_the_colab_setup_cell(md):
     assert "google.colab" in first.source
     # the cell is the one booktools.setup_cell writes from _config.yml: the library comes
     # from the repository's URL at the branch that the site's Colab links open (one ref)
-    assert first.source == SETUP_CELL, \
+    assert first.source == SETUP_CELL, (
         f"{md.name}: setup cell out of date: run python -m booktools.setup_cell --write"
+    )
     assert f'REPO, REF = "{REPO_URL}", "{CONFIG["repository"]["branch"]}"' in first.source
     installs = re.findall(r'"([^"]+)"', first.source)
-    assert not any(re.match(r"(torch|numpy)\b", s) for s in installs), \
+    assert not any(re.match(r"(torch|numpy)\b", s) for s in installs), (
         "the setup cell must never (re)install torch or numpy"
+    )
     # the Colab emulation in .ci/run points the cell at the local checkout through this
     assert "SEQTHEORY_INSTALL_FROM" in first.source
 
@@ -98,14 +105,15 @@ def test_every_chapter_has_the_same_setup_cell():
 
 
 HIDDEN_TAGS = ("remove-cell", "remove-input")
-MAX_HIDDEN_LINES = 150        # all chapters together, the Colab setup cells aside
+MAX_HIDDEN_LINES = 150  # all chapters together, the Colab setup cells aside
 MAX_HIDDEN_CELL = 5
 
 
 def _hidden_cells(md):
     """The code cells a reader of the site does not see, the first (Colab setup) cell aside."""
-    return [c for c in _code_cells(md)[1:]
-            if any(t in c.metadata.get("tags", []) for t in HIDDEN_TAGS)]
+    return [
+        c for c in _code_cells(md)[1:] if any(t in c.metadata.get("tags", []) for t in HIDDEN_TAGS)
+    ]
 
 
 def _lines(cell) -> int:
@@ -115,16 +123,23 @@ def _lines(cell) -> int:
 @pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
 def test_chapter_checks_its_claims_and_has_exercises(md):
     # claims are checked by the one helper, in short hidden cells, never by bare calls
-    verified = [c for c in _hidden_cells(md)
-                if re.search(r"\bverify\(chapter\.claims\(", c.source)]
+    verified = [c for c in _hidden_cells(md) if re.search(r"\bverify\(chapter\.claims\(", c.source)]
     assert verified, f"{md.name}: no hidden cell verifies its claims (verify(chapter.claims(...)))"
-    long = [(c.source.split("\n")[0], _lines(c)) for c in _hidden_cells(md)
-            if _lines(c) > MAX_HIDDEN_CELL]
+    long = [
+        (c.source.split("\n")[0], _lines(c))
+        for c in _hidden_cells(md)
+        if _lines(c) > MAX_HIDDEN_CELL
+    ]
     assert not long, f"{md.name}: hidden cells longer than {MAX_HIDDEN_CELL} lines: {long}"
-    bare = [c.source.split("\n")[0] for c in _code_cells(md)
-            if re.search(r"(^|[^.\w])(check|glue)\(|^\s*assert ", c.source, re.M)]
-    assert not bare, (f"{md.name}: cells calling check(, glue( or assert; claims go through "
-                      f"verify(chapter.claims(...)): {bare}")
+    bare = [
+        c.source.split("\n")[0]
+        for c in _code_cells(md)
+        if re.search(r"(^|[^.\w])(check|glue)\(|^\s*assert ", c.source, re.M)
+    ]
+    assert not bare, (
+        f"{md.name}: cells calling check(, glue( or assert; claims go through "
+        f"verify(chapter.claims(...)): {bare}"
+    )
     text = md.read_text(encoding="utf-8")
     for heading in ("## Exercises", "## Takeaways", "## References"):
         assert heading in text, f"{md.name} lacks a '{heading}' section"
@@ -134,15 +149,17 @@ def test_chapter_checks_its_claims_and_has_exercises(md):
     assert labels, f"{md.name}: exercises must be {{exercise}} directives with a :label:"
     assert labels == solved, f"{md.name}: one collapsed solution per exercise, in order"
     stem = md.stem.replace("_", "-")
-    assert sorted(labels, key=lambda x: int(x.rsplit("-", 1)[1])) == \
-        [f"ex-{stem}-{n}" for n in range(1, len(labels) + 1)], labels
+    assert sorted(labels, key=lambda x: int(x.rsplit("-", 1)[1])) == [
+        f"ex-{stem}-{n}" for n in range(1, len(labels) + 1)
+    ], labels
 
 
 def test_hidden_code_stays_small():
     lines = {md.stem: sum(_lines(c) for c in _hidden_cells(md)) for md in CHAPTERS}
     assert sum(lines.values()) <= MAX_HIDDEN_LINES, (
         f"{sum(lines.values())} hidden code lines in the chapters (at most {MAX_HIDDEN_LINES}): "
-        f"{lines}")
+        f"{lines}"
+    )
 
 
 def test_every_chapter_has_a_claims_module():
@@ -167,15 +184,26 @@ def test_every_reference_links_to_its_paper():
     https ``url``."""
     bib = (ROOT / "references.bib").read_text(encoding="utf-8")
     entries = re.split(r"\n(?=@)", bib.strip())
-    no_url = [re.match(r"@\w+\{([^,]+),", e).group(1) for e in entries
-              if not re.search(r"^\s*url\s*=\s*\{https://[^}\s]+\}", e, re.M)]
+    no_url = [
+        re.match(r"@\w+\{([^,]+),", e).group(1)
+        for e in entries
+        if not re.search(r"^\s*url\s*=\s*\{https://[^}\s]+\}", e, re.M)
+    ]
     assert not no_url, f"references.bib entries without an https url: {no_url}"
 
 
 def test_config_follows_the_conventions():
     assert CONFIG["only_build_toc_files"] is True
-    for pattern in ("_build", ".*", "**/.*", "src", "tests", "benchmarks", "book/*.ipynb",
-                    "book/**/*.ipynb"):
+    for pattern in (
+        "_build",
+        ".*",
+        "**/.*",
+        "src",
+        "tests",
+        "benchmarks",
+        "book/*.ipynb",
+        "book/**/*.ipynb",
+    ):
         assert pattern in CONFIG["exclude_patterns"], pattern
     assert CONFIG["repository"]["branch"] == "main"
     # the Colab links open the notebooks generated from the build
@@ -258,17 +286,19 @@ def test_chapter_opens_with_a_header_box_and_a_summary(md):
     matters for transformers), then the question-and-result box with the key figure."""
     text = md.read_text(encoding="utf-8")
     body = text.split("\n# ", 1)[1]
-    head = re.match(r"[^\n]*\n\n:::\{chapter-header\}\n:prerequisites: ([^\n]+)\n(.*?)\n:::\n",
-                    body, re.S)
+    head = re.match(
+        r"[^\n]*\n\n:::\{chapter-header\}\n:prerequisites: ([^\n]+)\n(.*?)\n:::\n", body, re.S
+    )
     assert head, f"{md.name}: the title must be followed by a {{chapter-header}} box"
     pre = head.group(1).split()
     assert pre == ["none"] or all((ROOT / "book" / f"{p}.md").is_file() for p in pre), pre
     learn = re.search(r"\*\*You will learn\*\*\n((?:- .*\n(?:  .*\n)*)+)", head.group(2) + "\n")
     assert learn and learn.group(1).count("\n- ") + 1 == 3, f"{md.name}: three objectives"
     assert "**Why it matters for transformers.**" in head.group(2), md.name
-    after = body[head.end():]
+    after = body[head.end() :]
     assert re.match(r"\n*:{3,}\{admonition\} Question and result\n", after), (
-        f"{md.name}: the header box must be followed by the 'Question and result' box")
+        f"{md.name}: the header box must be followed by the 'Question and result' box"
+    )
     assert "```{glue:figure} key_figure\n:alt: " in text, f"{md.name}: a key figure with alt"
     assert re.search(r"\bkey_figure\(", "".join(c.source for c in _code_cells(md))), md.name
 
@@ -303,8 +333,10 @@ def test_explore_does_not_call_the_player_static(md):
 
 def test_glossary_terms_used_by_chapters_exist():
     glossary = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
-    terms = {t.lower() for t in re.findall(r"^(\S[^\n]*)\n  \S", glossary.split(
-        "```{glossary}", 1)[1], re.M)}
+    terms = {
+        t.lower()
+        for t in re.findall(r"^(\S[^\n]*)\n  \S", glossary.split("```{glossary}", 1)[1], re.M)
+    }
     assert len(terms) >= 40, len(terms)
     used = set()
     for page in PAGES:

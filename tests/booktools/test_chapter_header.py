@@ -1,5 +1,6 @@
 """booktools.sphinx.chapter_header: the core path's word count, the reading and run times a
 chapter's header box shows, and the table of chapter times."""
+
 from pathlib import Path
 
 from booktools.sphinx import chapter_header as ch
@@ -58,7 +59,7 @@ def test_run_times_come_from_this_builds_tests_or_the_last_ci_table(tmp_path, mo
     ci.write_text("chapter\tseconds\nbook/a.md\t30.0\nbook/b.md\t90.0\n")
     monkeypatch.setattr(ch, "BUILD_TIMES", build)
     monkeypatch.setattr(ch, "CI_TIMES", ci)
-    times, origin = ch.chapter_times(["a", "b"])     # this build timed only a: use CI's
+    times, origin = ch.chapter_times(["a", "b"])  # this build timed only a: use CI's
     assert times == {"a": 30.0, "b": 90.0} and "CI" in origin
     build.write_text("chapter\tseconds\nbook/a.md\t61.0\nbook/b.md\t20.0\n")
     times, origin = ch.chapter_times(["a", "b"])
@@ -67,8 +68,11 @@ def test_run_times_come_from_this_builds_tests_or_the_last_ci_table(tmp_path, mo
 
 
 def test_the_committed_ci_table_times_every_chapter():
-    chapters = [p.stem for p in (ROOT / "book").glob("*.md")
-                if "```{code-cell}" in p.read_text(encoding="utf-8")]
+    chapters = [
+        p.stem
+        for p in (ROOT / "book").glob("*.md")
+        if "```{code-cell}" in p.read_text(encoding="utf-8")
+    ]
     times = ch.read_times(ch.CI_TIMES)
     assert sorted(times) == sorted(chapters)
     assert all(0 < t < 600 for t in times.values())

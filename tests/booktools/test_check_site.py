@@ -1,5 +1,6 @@
 """booktools.check_site fails on a chapter that did not execute (no browser needed) and on
 an explorer whose player does not respond to its controls (headless Chromium)."""
+
 import json
 import re
 import shutil
@@ -19,8 +20,10 @@ def _site(tmp_path, page_html):
         page = html / md.relative_to(ROOT).with_suffix(".html")
         page.parent.mkdir(parents=True, exist_ok=True)
         n = check_site.expected_figures(md) - check_site.expected_explorers(md)
-        page.write_text("".join(f'<img src="../_images/f{i}.png">' for i in range(n))
-                        + '<div class="sqx-explorer"></div>' * check_site.expected_explorers(md))
+        page.write_text(
+            "".join(f'<img src="../_images/f{i}.png">' for i in range(n))
+            + '<div class="sqx-explorer"></div>' * check_site.expected_explorers(md)
+        )
     return html
 
 
@@ -38,20 +41,27 @@ def test_every_chapter_has_an_explorer_and_a_page_without_its_player_fails(tmp_p
     html = _site(tmp_path, "")
     page = html / chapters[0].relative_to(ROOT).with_suffix(".html")
     # the explorer shown as its static PNG (an image file) instead of the player
-    page.write_text(page.read_text().replace('<div class="sqx-explorer"></div>',
-                                             '<img src="../_images/explorer.png">'))
+    page.write_text(
+        page.read_text().replace(
+            '<div class="sqx-explorer"></div>', '<img src="../_images/explorer.png">'
+        )
+    )
     problems = check_site.execution_problems(html)
     assert list(problems) == [page.relative_to(html).as_posix()]
-    assert "0 explorer player(s) for 1 explorer cell(s)" in problems[page.relative_to(
-        html).as_posix()][0]
+    assert (
+        "0 explorer player(s) for 1 explorer cell(s)"
+        in problems[page.relative_to(html).as_posix()][0]
+    )
 
 
 def test_hidden_explorer_cells_are_not_expected_on_the_page(tmp_path):
     md = tmp_path / "x.md"
-    md.write_text("```{code-cell} ipython3\n:tags: [remove-cell]\nexplorer(f, k=1)\n```\n"
-                  "```{code-cell} ipython3\n---\ntags: [remove-output]\n---\nexplorer(f)\n```\n"
-                  "```{code-cell} ipython3\n---\nmystnb:\n  image:\n    alt: a b c d e\n---\n"
-                  "explorer(\n    f, k=(1, 3))\n```\n")
+    md.write_text(
+        "```{code-cell} ipython3\n:tags: [remove-cell]\nexplorer(f, k=1)\n```\n"
+        "```{code-cell} ipython3\n---\ntags: [remove-output]\n---\nexplorer(f)\n```\n"
+        "```{code-cell} ipython3\n---\nmystnb:\n  image:\n    alt: a b c d e\n---\n"
+        "explorer(\n    f, k=(1, 3))\n```\n"
+    )
     assert check_site.expected_explorers(md) == 1
 
 
@@ -74,6 +84,7 @@ def test_missing_outputs_tracebacks_and_error_reports_fail(tmp_path):
 
 # --------------------------------------------------------------------------- explorers in Chromium
 
+
 def _explorer_html():
     """A real explorer player (seqtheory.book.widgets) of two controls, as the book embeds it."""
     import matplotlib
@@ -88,19 +99,22 @@ def _explorer_html():
         fig.text(0.1, 0.4, f"{name}: k={k}")
         return fig
 
-    return explorer(draw, alt="a test explorer of a label and a number", k=(1, 4),
-                    name=["first", "second"]).static_player()
+    return explorer(
+        draw, alt="a test explorer of a label and a number", k=(1, 4), name=["first", "second"]
+    ).static_player()
 
 
 def _page(body: str) -> str:
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title>'
-            f"</head><body><article><h1>t</h1>{body}</article></body></html>")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>t</title>'
+        f"</head><body><article><h1>t</h1>{body}</article></body></html>"
+    )
 
 
 @pytest.mark.skipif(check_site.find_chromium() is None, reason="needs chromium")
 def test_explorers_must_respond_to_their_controls_in_chromium(tmp_path):
     player = _explorer_html()
-    no_script = re.sub(r"<script>.*?</script>", "", player, flags=re.S)   # controls do nothing
+    no_script = re.sub(r"<script>.*?</script>", "", player, flags=re.S)  # controls do nothing
     data = re.search(r'class="sqx-data">(.*?)</script>', player, re.S).group(1)
     frames = json.loads(data)["frames"]
     lost = json.dumps({k: v for k, v in frames.items() if k != "3,1"}, separators=(",", ":"))
@@ -109,18 +123,26 @@ def test_explorers_must_respond_to_their_controls_in_chromium(tmp_path):
     pages = {"works.html": player, "no_script.html": no_script, "throws.html": throws}
     for name, body in pages.items():
         (tmp_path / name).write_text(_page(body), encoding="utf-8")
-    _, failures, rows, _, _ = check_site.browse(tmp_path, sorted(pages),
-                                                check_site.find_chromium())
+    _, failures, rows, _, _ = check_site.browse(tmp_path, sorted(pages), check_site.find_chromium())
     assert "works.html" not in failures, failures.get("works.html")
-    assert {r[0]: r[7] for r in rows} == {name: 1 for name in pages}     # one explorer each
+    assert {r[0]: r[7] for r in rows} == {name: 1 for name in pages}  # one explorer each
     assert any('moving "k" never changes the figure' in p for p in failures["no_script.html"])
     assert any("JavaScript" in p and "no precomputed view" in p for p in failures["throws.html"])
 
 
 def _reader(**kw):
-    r = {"core_words": 1000, "open_words": 2000, "first_figure_screens": 0.5,
-         "images": [[0.95, "fig"]], "code_lines": [3, 5, 8], "myst": [], "pipe_tables": [],
-         "bars": ["training: 100%|██████████| 500/500"], "explorers": 1, "text_static": []}
+    r = {
+        "core_words": 1000,
+        "open_words": 2000,
+        "first_figure_screens": 0.5,
+        "images": [[0.95, "fig"]],
+        "code_lines": [3, 5, 8],
+        "myst": [],
+        "pipe_tables": [],
+        "bars": ["training: 100%|██████████| 500/500"],
+        "explorers": 1,
+        "text_static": [],
+    }
     r.update(kw)
     return {"reader": r}
 
@@ -132,17 +154,20 @@ def test_a_readable_chapter_passes_the_reader_checks():
     assert row["median_code_lines"] == 5 and row["smallest_image_ratio"] == 0.95
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"myst": ["{glue:text}`x`"]}, "literal MyST"),
-    ({"pipe_tables": ["| a | b |"]}, "raw pipes"),
-    ({"core_words": 3200}, "core path of 3200 words"),
-    ({"first_figure_screens": 2.4}, "first figure 2.4 screens"),
-    ({"first_figure_screens": None}, "first figure missing"),
-    ({"images": [[0.95, "a"], [0.55, "wide"]]}, "image shown at 55%"),
-    ({"text_static": ["On this site the figure is a static picture."]}, "static"),
-    ({"bars": ["k=2:   1%|▏         | 199/15000"]}, "progress bar left at 1%"),
-    ({"code_lines": [3, 9, 12]}, "median of 9 lines"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"myst": ["{glue:text}`x`"]}, "literal MyST"),
+        ({"pipe_tables": ["| a | b |"]}, "raw pipes"),
+        ({"core_words": 3200}, "core path of 3200 words"),
+        ({"first_figure_screens": 2.4}, "first figure 2.4 screens"),
+        ({"first_figure_screens": None}, "first figure missing"),
+        ({"images": [[0.95, "a"], [0.55, "wide"]]}, "image shown at 55%"),
+        ({"text_static": ["On this site the figure is a static picture."]}, "static"),
+        ({"bars": ["k=2:   1%|▏         | 199/15000"]}, "progress bar left at 1%"),
+        ({"code_lines": [3, 9, 12]}, "median of 9 lines"),
+    ],
+)
 def test_each_reader_check_can_fail(change, message):
     rel = "book/induction_heads.html"
     problems = check_site.reader_problems(rel, _reader(**change))
@@ -160,8 +185,14 @@ def test_reader_budgets_and_notes():
 
 
 def test_deck_problems_name_what_is_wrong():
-    good = {"count": 8, "first": 0, "next": 1, "back": 0, "shown": 1,
-            "titles": ["Demo", "Question and result", "Setup", "Takeaways", "Exercise 1 (Think)"]}
+    good = {
+        "count": 8,
+        "first": 0,
+        "next": 1,
+        "back": 0,
+        "shown": 1,
+        "titles": ["Demo", "Question and result", "Setup", "Takeaways", "Exercise 1 (Think)"],
+    }
     assert check_site.deck_problems(good) == []
     stuck = dict(good, next=0, back=0)
     assert any("arrow keys" in p for p in check_site.deck_problems(stuck))

@@ -1,4 +1,5 @@
 """The page "What the book checks" (booktools.sphinx.claims_page), as the Markdown it generates."""
+
 from pathlib import Path
 
 from booktools.sphinx import claims_page

@@ -5,6 +5,7 @@ The converter is tested on small MyST snippets with made-up references; the note
 the real build are checked in tests/booktools/test_site.py (after a build) and run by the Colab
 emulation in CI.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,14 +25,22 @@ def refs(**glue):
         site="https://example.org/book-site/",
         glue={k: {"data": {"text/plain": v}} for k, v in glue.items()},
         docname="book/chap",
-        titles={"book/chap": "A chapter", "book/other": "Another chapter",
-                "book/glossary": "Glossary"},
-        labels={"fig-a": ("book/chap", "fig-a", ""), "ex-1": ("book/chap", "ex-1", "Exercise"),
-                "sec-x": ("book/other", "sec-x", "A section")},
+        titles={
+            "book/chap": "A chapter",
+            "book/other": "Another chapter",
+            "book/glossary": "Glossary",
+        },
+        labels={
+            "fig-a": ("book/chap", "fig-a", ""),
+            "ex-1": ("book/chap", "ex-1", "Exercise"),
+            "sec-x": ("book/other", "sec-x", "A section"),
+        },
         numbers={"fig-a": "Fig. 7", "ex-1": "Exercise 3"},
         terms={"sparse parity": ("book/glossary", "term-sparse-parity")},
-        bib={"barak2022hidden": ("Barak et al.", "2022", "https://arxiv.org/abs/2207.08799"),
-             "a2020": ("Abbe and Sandon", "2020", "https://example.org/a")},
+        bib={
+            "barak2022hidden": ("Barak et al.", "2022", "https://arxiv.org/abs/2207.08799"),
+            "a2020": ("Abbe and Sandon", "2020", "https://example.org/a"),
+        },
     )
 
 
@@ -40,17 +49,23 @@ def convert(src, edition="lecturer", **glue):
 
 
 def test_glue_values_are_formatted_as_myst_nb_does():
-    out = convert("from step {glue:text}`start:.0f` on, {glue:text}`frac:.1%` of {glue:text}`w`",
-                  start="1234.4", frac="0.256", w="'all'")
+    out = convert(
+        "from step {glue:text}`start:.0f` on, {glue:text}`frac:.1%` of {glue:text}`w`",
+        start="1234.4",
+        frac="0.256",
+        w="'all'",
+    )
     assert out.source == "from step 1234 on, 25.6% of all"
     with pytest.raises(KeyError, match="no glued value 'gone'"):
         convert("{glue:text}`gone`")
 
 
 def test_citations_references_and_terms_become_links():
-    out = convert("{cite:t}`barak2022hidden` show it {cite:p}`barak2022hidden,a2020`; see "
-                  "{numref}`fig-a`, {numref}`Figure %s <fig-a>`, {doc}`other`, "
-                  "{doc}`the other one <other>`, {ref}`sec-x` and a {term}`sparse parity`.")
+    out = convert(
+        "{cite:t}`barak2022hidden` show it {cite:p}`barak2022hidden,a2020`; see "
+        "{numref}`fig-a`, {numref}`Figure %s <fig-a>`, {doc}`other`, "
+        "{doc}`the other one <other>`, {ref}`sec-x` and a {term}`sparse parity`."
+    )
     assert out.source == (
         "[Barak et al. (2022)](https://arxiv.org/abs/2207.08799) show it "
         "([Barak et al., 2022](https://arxiv.org/abs/2207.08799); "
@@ -59,23 +74,34 @@ def test_citations_references_and_terms_become_links():
         "[Another chapter](https://example.org/book-site/book/other.html), "
         "[the other one](https://example.org/book-site/book/other.html), "
         "[A section](https://example.org/book-site/book/other.html#sec-x) and a "
-        "[sparse parity](https://example.org/book-site/book/glossary.html#term-sparse-parity).")
+        "[sparse parity](https://example.org/book-site/book/glossary.html#term-sparse-parity)."
+    )
 
 
 def test_links_to_the_books_pages_point_to_the_site():
-    out = convert("the [checks](checks.md), [a part](../book/other.md#sec-x), [out]"
-                  "(https://x.org/a.md), [here](#top) and `[code](y.md)`")
+    out = convert(
+        "the [checks](checks.md), [a part](../book/other.md#sec-x), [out]"
+        "(https://x.org/a.md), [here](#top) and `[code](y.md)`"
+    )
     assert out.source == (
         "the [checks](https://example.org/book-site/book/checks.html), [a part]"
         "(https://example.org/book-site/book/other.html#sec-x), [out](https://x.org/a.md), "
-        "[here](#top) and `[code](y.md)`")
+        "[here](#top) and `[code](y.md)`"
+    )
     r = refs()
     r.bib["k"] = ("Gu et al.", "2022", "https://x.org/p", 'Efficiently "modeling"')
-    assert cn.MarkdownConverter(r, "lecturer").convert("{cite:p}`k`").source == \
-        "([Gu et al., 2022](https://x.org/p \"Efficiently 'modeling'\"))"
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("Run all free Colab CPU GPU runtime FULL=1 book's own run"),
-        nbformat.v4.new_markdown_cell("see [x](checks.md)")])
+    assert (
+        cn.MarkdownConverter(r, "lecturer").convert("{cite:p}`k`").source
+        == "([Gu et al., 2022](https://x.org/p \"Efficiently 'modeling'\"))"
+    )
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(
+                "Run all free Colab CPU GPU runtime FULL=1 book's own run"
+            ),
+            nbformat.v4.new_markdown_cell("see [x](checks.md)"),
+        ]
+    )
     assert cn.problems(nb, "student") == ["cell 1: a link relative to the site: 'checks.md'"]
 
 
@@ -142,8 +168,10 @@ The main run.
     r.glue["key_figure"] = {"data": {"image/png": "iVBORw0K", "text/plain": "<Figure>"}}
     out = cn.MarkdownConverter(r, "lecturer").convert(src)
     assert out.source.startswith("> **Question and result**\n>\n> **Question.** Why?")
-    assert "> <details>\n> <summary>More detail</summary>\n>\n> Folded 2.\n>\n> </details>" \
+    assert (
+        "> <details>\n> <summary>More detail</summary>\n>\n> Folded 2.\n>\n> </details>"
         in out.source
+    )
     assert "![A (plot) of things.](attachment:key_figure.png)\n\n*The main run.*" in out.source
     assert out.attachments == {"key_figure.png": {"image/png": "iVBORw0K"}}
     assert "my-target" not in out.source and "comment" not in out.source
@@ -152,18 +180,28 @@ The main run.
 def _chapter_notebook():
     setup = "# Colab setup: install\nimport os"
     cells = [
-        nbformat.v4.new_markdown_cell("# A chapter\n\n:::{chapter-header}\n:prerequisites: none"
-                                      "\n\n**You will learn** things\n:::"),
+        nbformat.v4.new_markdown_cell(
+            "# A chapter\n\n:::{chapter-header}\n:prerequisites: none"
+            "\n\n**You will learn** things\n:::"
+        ),
         nbformat.v4.new_code_cell(setup, metadata={"tags": ["remove-cell"]}),
         nbformat.v4.new_code_cell("x = 1"),
-        nbformat.v4.new_code_cell("verify(chapter.claims('a'))",
-                                  metadata={"tags": ["remove-cell"]}),
-        nbformat.v4.new_code_cell("plot()", metadata={
-            "tags": ["hide-input"],
-            "mystnb": {"figure": {"name": "fig-a", "caption": "The {term}`sparse parity` run."}}}),
+        nbformat.v4.new_code_cell(
+            "verify(chapter.claims('a'))", metadata={"tags": ["remove-cell"]}
+        ),
+        nbformat.v4.new_code_cell(
+            "plot()",
+            metadata={
+                "tags": ["hide-input"],
+                "mystnb": {
+                    "figure": {"name": "fig-a", "caption": "The {term}`sparse parity` run."}
+                },
+            },
+        ),
         nbformat.v4.new_markdown_cell(EXERCISE),
-        nbformat.v4.new_code_cell("print('solution')", metadata={"tags": ["hide-cell",
-                                                                          "solution"]}),
+        nbformat.v4.new_code_cell(
+            "print('solution')", metadata={"tags": ["hide-cell", "solution"]}
+        ),
     ]
     return nbformat.v4.new_notebook(cells=cells)
 
@@ -171,8 +209,14 @@ def _chapter_notebook():
 @pytest.mark.parametrize("edition", ["lecturer", "student"])
 def test_reader_notebook_forms_guidance_and_checks(edition):
     text = cn.guidance("A chapter", "https://example.org/c.html", edition, 75.0, None, "built")
-    nb = cn.reader_notebook(_chapter_notebook(), {}, refs(n="30"), edition,
-                            header_line="**Prerequisites:** none", guidance_md=text)
+    nb = cn.reader_notebook(
+        _chapter_notebook(),
+        {},
+        refs(n="30"),
+        edition,
+        header_line="**Prerequisites:** none",
+        guidance_md=text,
+    )
     assert cn.problems(nb, edition) == []
     first = nb.cells[0].source
     assert first.startswith("# A chapter\n") and "about 1.2 min on a free Colab CPU" in first
@@ -183,8 +227,10 @@ def test_reader_notebook_forms_guidance_and_checks(edition):
     assert code[2].source.startswith("#@title Check the chapter's claims")
     assert code[3].source == "#@title Code of Fig. 7\nplot()"
     caption = nb.cells[nb.cells.index(code[3]) + 1].source
-    assert caption == ("**Fig. 7.** The [sparse parity]"
-                       "(https://example.org/book-site/book/glossary.html#term-sparse-parity) run.")
+    assert caption == (
+        "**Fig. 7.** The [sparse parity]"
+        "(https://example.org/book-site/book/glossary.html#term-sparse-parity) run."
+    )
     solutions = [c for c in code if "solution" in c.source]
     assert len(solutions) == (edition == "lecturer")
     if solutions:
@@ -192,42 +238,68 @@ def test_reader_notebook_forms_guidance_and_checks(edition):
 
 
 def test_problems_finds_what_a_colab_reader_must_not_meet():
-    nb = cn.reader_notebook(_chapter_notebook(), {}, refs(n="30"), "lecturer",
-                            header_line="", guidance_md="# Title only")
+    nb = cn.reader_notebook(
+        _chapter_notebook(),
+        {},
+        refs(n="30"),
+        "lecturer",
+        header_line="",
+        guidance_md="# Title only",
+    )
     nb.cells.append(nbformat.v4.new_markdown_cell("a {glue:text}`x` and\n:::{note}\nhi\n:::"))
     nb.cells.append(nbformat.v4.new_code_cell("# Colab setup: again"))
     nb.cells.append(nbformat.v4.new_code_cell("#@title open\nverify(x)"))
     nb.cells.append(nbformat.v4.new_markdown_cell("<details><summary>Solution</summary>"))
     found = "\n".join(cn.problems(nb, "student"))
-    for expected in ("first cell lacks the run guidance", "a MyST role left as text",
-                     "a MyST directive left as text", "a solution cell in the student",
-                     "a set-up or check cell that is not a collapsed form",
-                     "a form that is not collapsed", "a solution in the student notebook"):
+    for expected in (
+        "first cell lacks the run guidance",
+        "a MyST role left as text",
+        "a MyST directive left as text",
+        "a solution cell in the student",
+        "a set-up or check cell that is not a collapsed form",
+        "a form that is not collapsed",
+        "a solution in the student notebook",
+    ):
         assert expected in found, expected
 
 
 def test_dropdown_titles_are_plain_html():
-    out = convert(":::{dropdown} Details: slopes, the theorem's $\\varepsilon$, $c_{50}$, "
-                  "small-$n$ and `FULL=1`\nBody.\n:::")
+    out = convert(
+        ":::{dropdown} Details: slopes, the theorem's $\\varepsilon$, $c_{50}$, "
+        "small-$n$ and `FULL=1`\nBody.\n:::"
+    )
     assert out.source.startswith(
         "<details>\n<summary>Details: slopes, the theorem's <i>ε</i>, <i>c<sub>50</sub></i>, "
-        "small-<i>n</i> and <code>FULL=1</code></summary>")
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("Run all free Colab CPU GPU runtime FULL=1 book's own run"),
-        nbformat.v4.new_markdown_cell("<details><summary>the $k$ puzzle</summary>x</details>")])
+        "small-<i>n</i> and <code>FULL=1</code></summary>"
+    )
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(
+                "Run all free Colab CPU GPU runtime FULL=1 book's own run"
+            ),
+            nbformat.v4.new_markdown_cell("<details><summary>the $k$ puzzle</summary>x</details>"),
+        ]
+    )
     assert "Markdown or math in a <summary> title" in cn.problems(nb, "lecturer")[0]
 
 
 def test_colab_url_and_full_scale_text():
     url = cn.colab_url("https://github.com/owner/repo", "colab-notebooks", "student", "copying")
-    assert url == ("https://colab.research.google.com/github/owner/repo/blob/colab-notebooks/"
-                   "student/copying.ipynb")
+    assert url == (
+        "https://colab.research.google.com/github/owner/repo/blob/colab-notebooks/"
+        "student/copying.ipynb"
+    )
     with pytest.raises(ValueError, match="edition must be one of"):
         cn.colab_url("https://github.com/owner/repo", "b", "teacher", "copying")
     with pytest.raises(ValueError, match="repository_url must be"):
         cn.colab_url("https://gitlab.com/owner/repo", "b", "student", "copying")
-    row = {"status": "finished", "seconds": "78", "peak_gpu_mib": "", "note": "",
-           "about": {"device": "one NVIDIA H200", "run": "2026-11-26"}}
+    row = {
+        "status": "finished",
+        "seconds": "78",
+        "peak_gpu_mib": "",
+        "note": "",
+        "about": {"device": "one NVIDIA H200", "run": "2026-11-26"},
+    }
     assert "it finished in 78 s" in cn.full_scale_text(row)
     row.update(status="unfinished", seconds="410", peak_gpu_mib="117248")
     text = cn.full_scale_text(row)
@@ -239,12 +311,21 @@ def test_setup_cell_stops_with_one_message_when_the_install_fails(tmp_path):
     """An unreachable repository: the set-up cell raises one clear error and "Run all"
     stops there (the next cell never runs)."""
     nbclient = pytest.importorskip("nbclient")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell_source()),
-                                         nbformat.v4.new_code_cell("print('next cell ran')")])
-    env = {**os.environ, "SEQTHEORY_INSTALL_FROM": "git+https://github.invalid/nobody/none@main",
-           "GIT_TERMINAL_PROMPT": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(cell_source()),
+            nbformat.v4.new_code_cell("print('next cell ran')"),
+        ]
+    )
+    env = {
+        **os.environ,
+        "SEQTHEORY_INSTALL_FROM": "git+https://github.invalid/nobody/none@main",
+        "GIT_TERMINAL_PROMPT": "0",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    client = nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     with pytest.raises(nbclient.exceptions.CellExecutionError) as err:
         client.execute(env=env)
     message = str(err.value)
@@ -259,8 +340,9 @@ def test_setup_cell_outside_colab_stops_when_the_library_is_missing(tmp_path):
     script = tmp_path / "cell.py"
     script.write_text(cell_source(), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "SEQTHEORY_INSTALL_FROM"}
-    done = subprocess.run([sys.executable, "-S", str(script)], capture_output=True, text=True,
-                          env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-S", str(script)], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     assert done.returncode != 0
     assert "SetupFailed: this notebook needs the book's library" in done.stderr
 
@@ -269,8 +351,23 @@ def test_release_check_reads_the_branches_of_a_repository(tmp_path):
     rc = release_check
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
-                    "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+        check=True,
+    )
     status, message = rc.check(str(repo), ["main", "colab-notebooks"])
     assert status == 1 and "lacks the branch(es) colab-notebooks" in message
     subprocess.run(["git", "-C", str(repo), "branch", "colab-notebooks"], check=True)

@@ -1,5 +1,6 @@
 """booktools.make_pdf: pages printed by headless Chromium, joined in order, with every
 chapter's title in the text; a missing chapter is reported."""
+
 import io
 import shutil
 
@@ -25,11 +26,12 @@ def test_pages_are_printed_joined_and_checked(tmp_path):
     for name, title in [("one", "Copying with transformers"), ("two", "Hidden progress")]:
         (html / f"{name}.html").write_text(
             f"<html><body><h1>{title}</h1><details><summary>Solution</summary>"
-            f"<p>inside the dropdown of {name}</p></details></body></html>")
+            f"<p>inside the dropdown of {name}</p></details></body></html>"
+        )
     pdf, titles = make_pdf.print_pages(tmp_path / "html", ["book/one", "book/two"], binary)
     assert titles == ["Copying with transformers", "Hidden progress"]
     assert make_pdf.missing_titles(pdf, titles) == []
-    assert make_pdf.missing_titles(pdf, ["inside the dropdown of two"]) == []   # opened
+    assert make_pdf.missing_titles(pdf, ["inside the dropdown of two"]) == []  # opened
     assert make_pdf.missing_titles(pdf, [*titles, "Chain of thought"]) == ["Chain of thought"]
     with pytest.raises(FileNotFoundError, match="three.html"):
         make_pdf.print_pages(tmp_path / "html", ["book/three"], binary)
@@ -41,8 +43,10 @@ EXPLORER = """<div class="sqx-explorer"><form class="sqx-controls"><input type="
 {{"names": ["step"], "labels": [["100", "200", "300"]], "defaults": [0],
   "frames": {{"0": 0, "1": 1, "2": 2}}, "images": ["", "data:image/png;base64,{png}",
   "data:image/png;base64,{png}"], "alt": "x", "star": false}}</script></div>"""
-PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
-       "RU5ErkJggg==")
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
+    "RU5ErkJggg=="
+)
 
 
 def test_the_book_gets_a_cover_contents_page_numbers_and_chapter_pdfs(tmp_path):
@@ -58,40 +62,59 @@ def test_the_book_gets_a_cover_contents_page_numbers_and_chapter_pdfs(tmp_path):
     long_line = "x = " + " + ".join(f"value_{i}" for i in range(60))
     (html / "one.html").write_text(
         f"<html><body><h1>Copying with transformers</h1><pre>{long_line}</pre>"
-        + EXPLORER.format(png=PNG) + "</body></html>")
-    (html / "two.html").write_text("<html><body><h1>Hidden progress</h1>"
-                                   + "<p>text</p>" * 120 + "</body></html>")
+        + EXPLORER.format(png=PNG)
+        + "</body></html>"
+    )
+    (html / "two.html").write_text(
+        "<html><body><h1>Hidden progress</h1>" + "<p>text</p>" * 120 + "</body></html>"
+    )
     (html / "wide.html").write_text(
         "<html><body><h1>Wide</h1><img alt='a wide figure' style='width:1500px;max-width:none'"
-        f" src='data:image/png;base64,{PNG}'></body></html>")
+        f" src='data:image/png;base64,{PNG}'></body></html>"
+    )
     book = make_pdf.print_book(tmp_path / "html", ["book/one", "book/two", "book/wide"], binary)
     pdf, starts = book["pdf"], book["starts"]
     assert book["titles"] == ["Copying with transformers", "Hidden progress", "Wide"]
-    assert starts[0] == 2 and starts[1] == 3 and starts[2] > 3       # cover, contents, pages
+    assert starts[0] == 2 and starts[1] == 3 and starts[2] > 3  # cover, contents, pages
     assert make_pdf.page_number_problems(pdf, 2) == []
-    assert make_pdf.page_number_problems(pdf, 1) == [1]              # the cover is unnumbered
+    assert make_pdf.page_number_problems(pdf, 1) == [1]  # the cover is unnumbered
     assert make_pdf.contents_problems(pdf, book["titles"], starts, range(1, 2)) == []
-    wrong = make_pdf.contents_problems(pdf, book["titles"], [starts[0], starts[1] + 1,
-                                                            starts[2]], range(1, 2))
+    wrong = make_pdf.contents_problems(
+        pdf, book["titles"], [starts[0], starts[1] + 1, starts[2]], range(1, 2)
+    )
     assert any("is not listed at page" in w for w in wrong)
     assert book["clipped"] == {"book/wide": ["img: a wide figure"]}  # the code line wrapped
-    assert make_pdf.missing_titles(pdf, ["value_59", "3 of 3 precomputed views",
-                                         "step = 300"]) == []
+    assert (
+        make_pdf.missing_titles(pdf, ["value_59", "3 of 3 precomputed views", "step = 300"]) == []
+    )
     assert book["unprinted"] == {}
     assert set(book["chapters"]) == {"book/one", "book/two", "book/wide"}
     from pypdf import PdfReader
 
     two = PdfReader(io.BytesIO(book["chapters"]["book/two"]))
     assert len(two.pages) == starts[2] - starts[1]
-    assert f"{starts[1] + 1} / " in two.pages[0].extract_text()       # the book's numbers
+    assert f"{starts[1] + 1} / " in two.pages[0].extract_text()  # the book's numbers
 
 
 def test_appendices_follow_the_last_part():
-    parts = make_pdf.appendix_captions([("", ["a"]), ("Start here", ["b"]), ("Part I: x", ["c"]),
-                                        ("Part II: y", ["d"]), ("For lecturers", ["e"]),
-                                        ("Reference", ["f"])])
-    assert [c for c, _ in parts] == ["", "Start here", "Part I: x", "Part II: y",
-                                     "Appendix A: For lecturers", "Appendix B: Reference"]
+    parts = make_pdf.appendix_captions(
+        [
+            ("", ["a"]),
+            ("Start here", ["b"]),
+            ("Part I: x", ["c"]),
+            ("Part II: y", ["d"]),
+            ("For lecturers", ["e"]),
+            ("Reference", ["f"]),
+        ]
+    )
+    assert [c for c, _ in parts] == [
+        "",
+        "Start here",
+        "Part I: x",
+        "Part II: y",
+        "Appendix A: For lecturers",
+        "Appendix B: Reference",
+    ]
 
 
 def test_empty_code_boxes_are_found_in_the_pdf(tmp_path):
@@ -107,11 +130,14 @@ def test_empty_code_boxes_are_found_in_the_pdf(tmp_path):
     box = "<div style='background:#f5f5f5;width:600px;height:60px;margin:20px 0'>{}</div>"
     (html / "full.html").write_text(f"<html><body><h1>Full</h1>{box.format('x = 1')}</body></html>")
     (html / "empty.html").write_text(f"<html><body><h1>Empty</h1>{box.format('')}</body></html>")
-    (html / "faded.html").write_text("<html><body><h1>Faded</h1><pre style='opacity:0'>"
-                                     "faded_code = compute(1)</pre><pre>shown = 2</pre>"
-                                     "</body></html>")
-    book = make_pdf.print_book(tmp_path / "html", ["book/full", "book/empty", "book/faded"],
-                               binary, front=False)
+    (html / "faded.html").write_text(
+        "<html><body><h1>Faded</h1><pre style='opacity:0'>"
+        "faded_code = compute(1)</pre><pre>shown = 2</pre>"
+        "</body></html>"
+    )
+    book = make_pdf.print_book(
+        tmp_path / "html", ["book/full", "book/empty", "book/faded"], binary, front=False
+    )
     found = make_pdf.empty_code_boxes(book["pdf"])
     assert [page for page, _, _ in found] == [2]
     # a code block in the print layout whose text is not in the PDF (printed empty)

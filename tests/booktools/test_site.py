@@ -3,6 +3,7 @@
 Skipped unless SEQTHEORY_CHECK_SITE=1, so that `pytest` before a build does not read a
 stale _build/html.
 """
+
 import html
 import os
 import re
@@ -19,8 +20,10 @@ from booktools.toc import toc_files
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 
-pytestmark = pytest.mark.skipif(os.environ.get("SEQTHEORY_CHECK_SITE") != "1",
-                                reason="set SEQTHEORY_CHECK_SITE=1 after building the book")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("SEQTHEORY_CHECK_SITE") != "1",
+    reason="set SEQTHEORY_CHECK_SITE=1 after building the book",
+)
 
 PAGES = toc_files(ROOT)
 CHAPTERS = [p for p in PAGES if "```{code-cell}" in p.read_text(encoding="utf-8")]
@@ -95,8 +98,11 @@ def test_colab_notebooks_read_like_the_site_and_run_the_same_code(md):
         nb = _reader(html_root, edition, md)
         assert colab_notebooks.problems(nb, edition) == [], (html_root, edition)
         code = [re.sub(r"^#@title.*\n", "", c.source) for c in nb.cells if c.cell_type == "code"]
-        want = [c.source for c in source
-                if edition == "lecturer" or "solution" not in c.metadata.get("tags", [])]
+        want = [
+            c.source
+            for c in source
+            if edition == "lecturer" or "solution" not in c.metadata.get("tags", [])
+        ]
         assert code == want, (edition, md.stem)
         roles = nb.metadata["seqtheory"]["roles"]
         assert roles.get("glue:text", 0) + roles.get("glue", 0) == glued, (edition, md.stem)
@@ -154,8 +160,7 @@ def test_no_markup_shows_as_text(md):
     text = reader_text(built(md))
     roles = sorted(set(ROLE.findall(text)))
     assert not roles, f"{md.name}: unrendered roles {roles}"
-    rows = [line.strip() for line in text.splitlines()
-            if re.fullmatch(r"\|.*\|.*\|", line.strip())]
+    rows = [line.strip() for line in text.splitlines() if re.fullmatch(r"\|.*\|.*\|", line.strip())]
     assert not rows, f"{md.name}: a markdown table shows as text: {rows[:2]}"
 
 
@@ -211,8 +216,11 @@ def test_colab_numbers_are_the_sites(md):
     converter does) is on the chapter's page: the notebooks and the site tell one run."""
     import json
 
-    glue = json.loads((ROOT / "_build" / "jupyter_execute" / "book" /
-                       f"{md.stem}.glue.json").read_text(encoding="utf-8"))
+    glue = json.loads(
+        (ROOT / "_build" / "jupyter_execute" / "book" / f"{md.stem}.glue.json").read_text(
+            encoding="utf-8"
+        )
+    )
     page = html.unescape(re.sub(r"<[^>]+>", "", built(md).read_text(encoding="utf-8")))
     missing = []
     for m in re.finditer(r"\{glue(?::text)?\}`([^`]+)`", md.read_text(encoding="utf-8")):

@@ -1,5 +1,6 @@
 """booktools.sphinx.slides: a chapter's deck has the question and result, the key figure, the setup,
 the experiments' figures, the takeaways and the exercises' prompts -- and no solution."""
+
 import re
 
 import pytest
@@ -56,15 +57,24 @@ def test_deck_has_the_chapters_story_and_no_solution(site):
     text = path.read_text(encoding="utf-8")
     assert "<em>The Book</em>" in text
     titles = re.findall(r"<h2>(.*?)</h2>", text)
-    assert titles == ["Question and result: the question", "Question and result: the result",
-                      "The result in one figure", "Setup", "Theory: The rule",
-                      "Experiment 1: a run", "Takeaways", "Exercise 1 (Think)"]
+    assert titles == [
+        "Question and result: the question",
+        "Question and result: the result",
+        "The result in one figure",
+        "Setup",
+        "Theory: The rule",
+        "Experiment 1: a run",
+        "Takeaways",
+        "Exercise 1 (Think)",
+    ]
     assert "<h1>Demo: a chapter</h1>" in text and "one idea" in text
     assert "SECRET" not in text and "folded" not in text.replace("folded blocks", "")
     assert "★ · 5 min · concept" in text and "Explain the run." in text
     # figures copied next to the deck, links pointed at the site, MathJax local
-    assert sorted(p.name for p in (site / "slides" / "demo_files").iterdir()) == \
-        ["fig1.png", "fig2.png"]
+    assert sorted(p.name for p in (site / "slides" / "demo_files").iterdir()) == [
+        "fig1.png",
+        "fig2.png",
+    ]
     assert 'href="../book/bibliography.html#x"' in text
     assert 'src="mathjax/tex-chtml-full.js"' in text
     assert (site / "slides" / "mathjax" / "tex-chtml-full.js").is_file()

@@ -5,6 +5,7 @@ with the library), whose only code cell fails a claim check -- or runs past the 
 (as chapters did on a busy machine) -- must make the plain build command (no -W) exit
 non-zero.
 """
+
 import shutil
 import subprocess
 import sys
@@ -55,8 +56,9 @@ def test_build_fails_on_a_chapter_that_fails(tmp_path, failure):
     (book / "_toc.yml").write_text("format: jb-book\nroot: page\n")
     (book / "page.md").write_text(page)
     jb = Path(sys.executable).with_name("jupyter-book")
-    proc = subprocess.run([str(jb), "build", str(book)], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [str(jb), "build", str(book)], capture_output=True, text=True, timeout=600
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]
     expected = "a claim that does not hold" if failure == "claim check" else "timed out"

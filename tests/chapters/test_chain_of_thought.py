@@ -1,4 +1,5 @@
 """seqtheory.chapters.chain_of_thought: the numbers the page quotes, from made-up runs."""
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -20,8 +21,9 @@ def _holds(section, values):
     return {c.id: c.holds(values) for c in chapter.TABLE.section(section)}
 
 
-def _parity_result(running_linear=0.5, none_linear=0.5, shared_binary=0.5,
-                   support_binary=1.0, support_none=0.5):
+def _parity_result(
+    running_linear=0.5, none_linear=0.5, shared_binary=0.5, support_binary=1.0, support_none=0.5
+):
     """Accuracies (3 models per row) shaped like the chapter's run."""
     test, train = {}, {}
     for fmt in FORMATS:
@@ -35,19 +37,30 @@ def _parity_result(running_linear=0.5, none_linear=0.5, shared_binary=0.5,
                 acc = 0.96
             test[(fmt, kind)] = np.array([acc, acc - 0.01, acc + 0.01], dtype=np.float32)
             fit = 0.95 if kind == "MLP" else 0.56
-            train[(fmt, kind)] = np.full(3, fit if fmt in ("none", "running") else 1.0,
-                                         dtype=np.float32)
-    shared = {("threshold", "linear"): np.array([0.5, 0.49, 0.5]),
-              ("threshold", "MLP"): np.array([0.98, 0.99, 0.97])}
-    shared.update({(f, "linear"): np.array([0.5, 0.5, 0.49]) for f in FORMATS
-                   if f != "threshold"})
+            train[(fmt, kind)] = np.full(
+                3, fit if fmt in ("none", "running") else 1.0, dtype=np.float32
+            )
+    shared = {
+        ("threshold", "linear"): np.array([0.5, 0.49, 0.5]),
+        ("threshold", "MLP"): np.array([0.98, 0.99, 0.97]),
+    }
+    shared.update({(f, "linear"): np.array([0.5, 0.5, 0.49]) for f in FORMATS if f != "threshold"})
     shared[("binary", "linear")] = np.array([0.5, shared_binary, 0.5])
-    support = {"none": np.full(3, support_none), "binary": np.array([support_binary, 1.0, 1.0]),
-               "threshold": np.ones(3)}
-    return SimpleNamespace(test_acc=test, train_acc=train, models=dict.fromkeys(test),
-                           binary_long_test=np.array([0.995, 0.996, 0.997]),
-                           shared_test=shared, setup=CoTSetup(),
-                           support=np.array([0, 2, 3, 7, 9, 10]), support_test=support)
+    support = {
+        "none": np.full(3, support_none),
+        "binary": np.array([support_binary, 1.0, 1.0]),
+        "threshold": np.ones(3),
+    }
+    return SimpleNamespace(
+        test_acc=test,
+        train_acc=train,
+        models=dict.fromkeys(test),
+        binary_long_test=np.array([0.995, 0.996, 0.997]),
+        shared_test=shared,
+        setup=CoTSetup(),
+        support=np.array([0, 2, 3, 7, 9, 10]),
+        support_test=support,
+    )
 
 
 def test_parity_values_are_the_rows_extremes():
@@ -93,7 +106,7 @@ def test_a_tied_linear_model_that_learns_some_chain_fails_its_claim():
 
 def test_support_values_and_claims():
     values = chapter.claims("support", _parity_result())
-    assert values["support_bits"] == "1, 3, 4, 8, 10, 11"          # 1-based
+    assert values["support_bits"] == "1, 3, 4, 8, 10, 11"  # 1-based
     assert values["support_size"] == 6 and values["support_n"] == 12
     assert values["support_len_binary"] == 3 and values["support_len_threshold"] == 12
     assert set(values["support_test"]) == set(SUPPORT_FORMATS)
@@ -111,7 +124,7 @@ def test_followups_need_longer_training_to_help():
     result = _parity_result()
     values = chapter.claims("followups", result)
     assert all(_holds("followups", values).values())
-    result.binary_long_test = np.array([0.95, 0.99, 0.99])       # worse than at 800 steps
+    result.binary_long_test = np.array([0.95, 0.99, 0.99])  # worse than at 800 steps
     values = chapter.claims("followups", result)
     assert not _holds("followups", values)["followups.longer_training"]
 
@@ -123,13 +136,20 @@ def _step_acc(chain, answer):
 def _mult_result(products_answer=(0.97, 0.72, 0.80, 1.0)):
     setup = MultSetup()
     return SimpleNamespace(
-        setup=setup, a_train=torch.zeros(6075),
+        setup=setup,
+        a_train=torch.zeros(6075),
         train_acc={"none": np.array([0.18, 0.2, 0.22])},
-        test_acc={"none": np.array([0.08, 0.09, 0.1]), "products": np.array([0.56, 0.58, 0.59]),
-                  "sums": np.array([0.91, 0.92, 0.92])},
-        step_acc={"none": _step_acc([], [0.93, 0.45, 0.2, 1.0]),
-                  "products": _step_acc([1.0] * 8, products_answer),
-                  "sums": _step_acc([0.95] * 15, [0.93, 0.95, 0.97, 1.0])})
+        test_acc={
+            "none": np.array([0.08, 0.09, 0.1]),
+            "products": np.array([0.56, 0.58, 0.59]),
+            "sums": np.array([0.91, 0.92, 0.92]),
+        },
+        step_acc={
+            "none": _step_acc([], [0.93, 0.45, 0.2, 1.0]),
+            "products": _step_acc([1.0] * 8, products_answer),
+            "sums": _step_acc([0.95] * 15, [0.93, 0.95, 0.97, 1.0]),
+        },
+    )
 
 
 def test_multiplication_values():
@@ -179,5 +199,4 @@ def test_binary_count_section():
     values = chapter.claims("binary_count", 5)
     assert values["binary_check"] == "True and True (all 32 strings)"
     assert chapter.TABLE.section("binary_count")[0].holds(values)
-    assert not chapter.TABLE.section("binary_count")[0].holds(
-        {**values, "thresholds_match": False})
+    assert not chapter.TABLE.section("binary_count")[0].holds({**values, "thresholds_match": False})

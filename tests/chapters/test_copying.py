@@ -1,4 +1,5 @@
 """seqtheory.chapters.copying: the numbers the page quotes, from made-up runs and the archive."""
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -29,10 +30,13 @@ def test_longest_copyable_reads_the_first_length_below_threshold():
 def test_longest_by_state_sorts_sizes_and_keeps_seeds():
     def row(model, n, accs):
         return {"model": model, "state_floats": n, "acc": accs}
-    state = [row("LSTM", 16, [[0.9, 0.9, 0.1], [0.9, 0.1, 0.1]]),
-             row("LSTM", 8, [[0.1, 0.0, 0.0], [0.6, 0.0, 0.0]]),
-             row("gated recurrence", 16, [[0.9, 0.9, 0.9], [0.9, 0.9, 0.2]]),
-             row("gated recurrence", 8, [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])]
+
+    state = [
+        row("LSTM", 16, [[0.9, 0.9, 0.1], [0.9, 0.1, 0.1]]),
+        row("LSTM", 8, [[0.1, 0.0, 0.0], [0.6, 0.0, 0.0]]),
+        row("gated recurrence", 16, [[0.9, 0.9, 0.9], [0.9, 0.9, 0.2]]),
+        row("gated recurrence", 8, [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]),
+    ]
     sizes, longest = chapter.longest_by_state(state)
     assert sizes == [8, 16]
     assert longest["LSTM"].tolist() == [[0, 1], [2, 1]]
@@ -40,7 +44,7 @@ def test_longest_by_state_sorts_sizes_and_keeps_seeds():
 
 
 def test_diagonal_scores_find_a_perfect_lookup_head():
-    length, T = 3, 2 * 3 + 2          # <BOS> abc <SEP> abc
+    length, T = 3, 2 * 3 + 2  # <BOS> abc <SEP> abc
     patterns = torch.full((2, T, T), 1.0 / T)
     for q in range(length + 1, T):
         patterns[1, q] = 0.0
@@ -59,16 +63,26 @@ def test_diagonal_score_takes_the_best_second_layer_head():
             for q in range(4, T):
                 shifted[q, q - 3] = 1.0
             return [None, torch.stack([eye, shifted])[None]]
+
     assert chapter.diagonal_score(Model(), "abc") == pytest.approx(1.0)
 
 
 # ----------------------------------------------------------------- live sections
-def _runs(tf=(1.0, 1.0, 0.99), ha=(0.95, 0.94, 0.97), gated=(0.15, 0.1, 0.13),
-          tf_test=(0.0, 0.0, 0.0), ha_test=(0.78, 0.74, 0.8)):
+def _runs(
+    tf=(1.0, 1.0, 0.99),
+    ha=(0.95, 0.94, 0.97),
+    gated=(0.15, 0.1, 0.13),
+    tf_test=(0.0, 0.0, 0.0),
+    ha_test=(0.78, 0.74, 0.8),
+):
     def run(final, test):
         return SimpleNamespace(final=lambda: np.array(final), acc_test_len=np.array(test))
-    return {"transformer": run(tf, tf_test), "hard-ALiBi": run(ha, ha_test),
-            "gated recurrence": run(gated, (0.0, 0.0, 0.0))}
+
+    return {
+        "transformer": run(tf, tf_test),
+        "hard-ALiBi": run(ha, ha_test),
+        "gated recurrence": run(gated, (0.0, 0.0, 0.0)),
+    }
 
 
 def test_training_values_and_claims():
@@ -110,16 +124,22 @@ class _HeadModel:
 
 def test_lengths_values_and_claims():
     setup = CopySetup()
-    lengths = list(range(4, 3 * setup.test_len // 2 + 1, 3))   # 4, 7, ..., 28
+    lengths = list(range(4, 3 * setup.test_len // 2 + 1, 3))  # 4, 7, ..., 28
     grid = np.array(lengths)
     tf = np.where(grid <= setup.max_len, 0.99, 0.0)[None].repeat(3, axis=0)
     ha = np.clip(1.0 - 0.02 * grid, 0, 1)[None].repeat(3, axis=0)
     gated = np.clip(1.2 - 0.1 * grid, 0, 1)[None].repeat(3, axis=0)
     by_length = {"transformer": tf, "hard-ALiBi": ha, "gated recurrence": gated}
-    values = chapter.claims("lengths", by_length, lengths, setup,
-                            [_HeadModel(0.9), _HeadModel(0.8)], "abcdefg")
-    assert (values["len_first"], values["len_in"], values["len_beyond"],
-            values["len_mid"], values["len_last"]) == (4, 7, 13, 19, 28)
+    values = chapter.claims(
+        "lengths", by_length, lengths, setup, [_HeadModel(0.9), _HeadModel(0.8)], "abcdefg"
+    )
+    assert (
+        values["len_first"],
+        values["len_in"],
+        values["len_beyond"],
+        values["len_mid"],
+        values["len_last"],
+    ) == (4, 7, 13, 19, 28)
     assert isinstance(values["len_mid"], int)
     assert values["ha_len_mid"] == pytest.approx(1 - 0.02 * 19)
     assert values["gated_len_in"] == pytest.approx(0.5)
@@ -131,15 +151,24 @@ def test_lengths_values_and_claims():
     # without a lookup head, and with a cliff for hard-ALiBi, the claims fail
     cliff = {**by_length, "hard-ALiBi": tf}
     values = chapter.claims("lengths", cliff, lengths, setup, [_HeadModel(0.1)], "abcdefg")
-    assert {"lengths.hard_alibi_no_cliff", "lengths.hard_alibi_gradual",
-            "lengths.lookup_head"} <= _failed(values, "lengths")
+    assert {
+        "lengths.hard_alibi_no_cliff",
+        "lengths.hard_alibi_gradual",
+        "lengths.lookup_head",
+    } <= _failed(values, "lengths")
 
 
-def _rep(planted=((0.95, 0.94, 0.4, 0.0), (0.96, 0.95, 0.32, 0.002), (0.95, 0.97, 0.47, 0.0)),
-         without=((0.98, 0.84, 0.6),) * 3):
-    return {"lengths": (10, 20, 30), "planted": np.array(planted),
-            "without": np.array(without), "with": np.array(((0.5, 0.4, 0.25),) * 3),
-            "frac_with": np.array([0.05, 0.24, 0.43])}
+def _rep(
+    planted=((0.95, 0.94, 0.4, 0.0), (0.96, 0.95, 0.32, 0.002), (0.95, 0.97, 0.47, 0.0)),
+    without=((0.98, 0.84, 0.6),) * 3,
+):
+    return {
+        "lengths": (10, 20, 30),
+        "planted": np.array(planted),
+        "without": np.array(without),
+        "with": np.array(((0.5, 0.4, 0.25),) * 3),
+        "frac_with": np.array([0.05, 0.24, 0.43]),
+    }
 
 
 def test_repeats_values_and_claims():
@@ -149,32 +178,38 @@ def test_repeats_values_and_claims():
     assert values["rep_trigram_hi"] == pytest.approx(0.002)
     assert values["uniq_first"] == pytest.approx(0.98) and values["uniq_last"] == 0.6
     assert values["rep_lengths"] == "10 and 20 and 30" and values["rep_last_len"] == 30
-    assert 0.005 < values["frac_trigram_last"] < 0.04     # C(28, 2) / 26^3 = 0.022
+    assert 0.005 < values["frac_trigram_last"] < 0.04  # C(28, 2) / 26^3 = 0.022
     assert not _failed(values, "repeats")
     assert chapter.repeat_lengths(CopySetup()) == (10, 20, 30)
 
 
 def test_a_lookup_on_three_letters_or_one_fails_the_repeat_claims():
-    three = [(0.95, 0.95, 0.9, 0.0)] * 3                    # a repeated bigram is harmless
-    assert _failed(chapter.claims("repeats", _rep(planted=three), CopySetup()),
-                   "repeats") == {"repeats.bigram_hurts"}
-    one = [(0.95, 0.45, 0.0, 0.0)] * 3                      # keyed on the last letter only
-    assert _failed(chapter.claims("repeats", _rep(planted=one), CopySetup()),
-                   "repeats") == {"repeats.letter_harmless", "repeats.bigram_hurts"}
+    three = [(0.95, 0.95, 0.9, 0.0)] * 3  # a repeated bigram is harmless
+    assert _failed(chapter.claims("repeats", _rep(planted=three), CopySetup()), "repeats") == {
+        "repeats.bigram_hurts"
+    }
+    one = [(0.95, 0.45, 0.0, 0.0)] * 3  # keyed on the last letter only
+    assert _failed(chapter.claims("repeats", _rep(planted=one), CopySetup()), "repeats") == {
+        "repeats.letter_harmless",
+        "repeats.bigram_hurts",
+    }
     by_position = [(0.95, 0.95, 0.9, 0.9)] * 3
     assert "repeats.trigram_breaks" in _failed(
-        chapter.claims("repeats", _rep(planted=by_position), CopySetup()), "repeats")
+        chapter.claims("repeats", _rep(planted=by_position), CopySetup()), "repeats"
+    )
 
 
 def test_length_failure_only_on_repeats_fails_its_claim():
-    flat = [(0.98, 0.97, 0.96)] * 3                         # errors only where bigrams repeat
-    assert _failed(chapter.claims("repeats", _rep(without=flat), CopySetup()),
-                   "repeats") == {"repeats.unique_still_falls"}
+    flat = [(0.98, 0.97, 0.96)] * 3  # errors only where bigrams repeat
+    assert _failed(chapter.claims("repeats", _rep(without=flat), CopySetup()), "repeats") == {
+        "repeats.unique_still_falls"
+    }
 
 
 def test_setup_values_and_one_state_size():
     def m(n=None):
         return SimpleNamespace() if n is None else SimpleNamespace(state_floats=n)
+
     setup = CopySetup()
     values = chapter.claims("setup", setup, {"a": m(), "b": m(256), "c": m(256)})
     assert values["state_floats"] == 256 and values["n_seeds"] == 3
@@ -191,8 +226,13 @@ def sweeps():
 
 
 def _tuned_acc(sweeps, name):
-    return np.array([r["acc"] for r in sweeps["lr"]
-                     if r["model"] == name and r["lr"] == sweeps["tuned_lr"][name]][0])
+    return np.array(
+        [
+            r["acc"]
+            for r in sweeps["lr"]
+            if r["model"] == name and r["lr"] == sweeps["tuned_lr"][name]
+        ][0]
+    )
 
 
 def _acc(sweeps, name, lr):
@@ -252,8 +292,10 @@ def test_archive_state_sweep_stays_below_the_one_bit_bound_and_grows(sweeps):
 
 
 def test_archive_largest_gated_state_falls_with_length(sweeps):
-    big = max((r for r in sweeps["state"] if r["model"] == "gated recurrence"),
-              key=lambda r: r["state_floats"])
+    big = max(
+        (r for r in sweeps["state"] if r["model"] == "gated recurrence"),
+        key=lambda r: r["state_floats"],
+    )
     assert np.median(big["acc"], axis=0)[0] >= 0.9 and np.max(big["acc"], axis=0)[-1] <= 0.05
 
 
@@ -269,24 +311,41 @@ def test_state_claims_hold_on_the_archive_and_fail_when_the_state_stops_helping(
     assert not _failed(chapter.claims("state", sweeps), "state")
     flat = copy.deepcopy(sweeps)
     for r in flat["state"]:
-        r["acc"] = [[0.0] * len(a) for a in r["acc"]]          # no state copies a letter
+        r["acc"] = [[0.0] * len(a) for a in r["acc"]]  # no state copies a letter
     assert {"state.longest_grows"} <= _failed(chapter.claims("state", flat), "state")
-    assert "sweep.gated_best_fixed" not in _failed(chapter.claims("sweep", sweeps, SETUP.cpu),
-                                                   "sweep")
+    assert "sweep.gated_best_fixed" not in _failed(
+        chapter.claims("sweep", sweeps, SETUP.cpu), "sweep"
+    )
 
 
-def _lookup_archive(gated_prefix=(0.5, 0.45, 0.55), gated_prefix_40=(0.2, 0.15, 0.25),
-                    ha_prefix=(0.1, 0.12, 0.1)):
+def _lookup_archive(
+    gated_prefix=(0.5, 0.45, 0.55), gated_prefix_40=(0.2, 0.15, 0.25), ha_prefix=(0.1, 0.12, 0.1)
+):
     def run(model, key, a10, a40):
-        return {"model": model, "key": key, "seeds": [0, 1, 2],
-                "acc": {"10": list(a10), "20": list(a10), "40": list(a40)}}
-    return {"meta": {"steps": 3000, "date": "2026-11-26", "device": "CPU", "lengths": [10, 20, 40],
-                     "train_lengths": [5, 10], "keys": ["suffix", "prefix"],
-                     "models": ["gated recurrence", "hard-ALiBi"]},
-            "runs": [run("gated recurrence", "suffix", (0.19, 0.21, 0.19), (0.07, 0.08, 0.04)),
-                     run("hard-ALiBi", "suffix", (0.98, 0.99, 0.98), (0.89, 0.94, 0.93)),
-                     run("gated recurrence", "prefix", gated_prefix, gated_prefix_40),
-                     run("hard-ALiBi", "prefix", ha_prefix, (0.05, 0.05, 0.05))]}
+        return {
+            "model": model,
+            "key": key,
+            "seeds": [0, 1, 2],
+            "acc": {"10": list(a10), "20": list(a10), "40": list(a40)},
+        }
+
+    return {
+        "meta": {
+            "steps": 3000,
+            "date": "2026-11-26",
+            "device": "CPU",
+            "lengths": [10, 20, 40],
+            "train_lengths": [5, 10],
+            "keys": ["suffix", "prefix"],
+            "models": ["gated recurrence", "hard-ALiBi"],
+        },
+        "runs": [
+            run("gated recurrence", "suffix", (0.19, 0.21, 0.19), (0.07, 0.08, 0.04)),
+            run("hard-ALiBi", "suffix", (0.98, 0.99, 0.98), (0.89, 0.94, 0.93)),
+            run("gated recurrence", "prefix", gated_prefix, gated_prefix_40),
+            run("hard-ALiBi", "prefix", ha_prefix, (0.05, 0.05, 0.05)),
+        ],
+    }
 
 
 def test_lookup_values_claims_and_table():
@@ -296,11 +355,18 @@ def test_lookup_values_claims_and_table():
     assert not _failed(values, "lookup")
     assert "after the string" in str(chapter.lookup_table(_lookup_archive()).data)
     # a recurrence no better with the query first, and a hard-ALiBi that solves it, fail
-    bad = chapter.claims("lookup", _lookup_archive(gated_prefix=(0.2, 0.22, 0.2),
-                                                   gated_prefix_40=(0.2, 0.2, 0.2),
-                                                   ha_prefix=(0.9, 0.9, 0.9)))
-    assert _failed(bad, "lookup") == {"lookup.recurrence_prefix_one_seed",
-                                      "lookup.hard_alibi_no_prefix",
-                                      "lookup.recurrence_prefix_falls"}
+    bad = chapter.claims(
+        "lookup",
+        _lookup_archive(
+            gated_prefix=(0.2, 0.22, 0.2),
+            gated_prefix_40=(0.2, 0.2, 0.2),
+            ha_prefix=(0.9, 0.9, 0.9),
+        ),
+    )
+    assert _failed(bad, "lookup") == {
+        "lookup.recurrence_prefix_one_seed",
+        "lookup.hard_alibi_no_prefix",
+        "lookup.recurrence_prefix_falls",
+    }
     archived = chapter.claims("lookup", load_data("copying_lookup.json"))
     assert not _failed(archived, "lookup") and archived["gated_prefix_learned"] == 1

@@ -1,4 +1,5 @@
 """seqtheory.chapters.hidden_progress: plateau analysis and the quoted numbers, on made-up runs."""
+
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -26,18 +27,18 @@ def _record(support_shrink=0.5e-4, off_shrink=1e-4, jump_at=850, rho_cross=300):
     weight = np.ones((len(STEPS), 2, 6), np.float32)
     weight[..., :3] *= (1 - support_shrink * STEPS)[:, None, None]
     weight[..., 3:] *= (1 - off_shrink * STEPS)[:, None, None]
-    weight[..., 3:] *= np.array([1.0, 1.01, 0.99], np.float32)   # three distinct off bits
+    weight[..., 3:] *= np.array([1.0, 1.01, 0.99], np.float32)  # three distinct off bits
     zeros = np.zeros(acc.shape)
     column = np.zeros((len(STEPS), 2, 6), np.float32)
-    column[..., 3:] = (1e-3 * STEPS)[:, None, None]             # off the support: linear
+    column[..., 3:] = (1e-3 * STEPS)[:, None, None]  # off the support: linear
     column[..., :3] = (2e-3 * np.maximum(STEPS - rho_cross / 2, 0))[:, None, None]
-    return ParityRun(STEPS, acc, zeros, weight, zeros, support=(0, 1, 2),
-                     column_distance=column)
+    return ParityRun(STEPS, acc, zeros, weight, zeros, support=(0, 1, 2), column_distance=column)
 
 
 def _result(rec):
-    return SimpleNamespace(record=rec, success=steps_to_success(rec, 0.99),
-                           setup=HiddenProgressSetup(steps=1000))
+    return SimpleNamespace(
+        record=rec, success=steps_to_success(rec, 0.99), setup=HiddenProgressSetup(steps=1000)
+    )
 
 
 def _plateau(rec):
@@ -61,11 +62,11 @@ def test_plateau_progress_reads_each_seed_at_80_percent_of_its_plateau():
     rec = _record()
     p = chapter.plateau_progress(rec, placebo_ratios(rec))
     assert p.first_move.tolist() == [850, 850]
-    assert p.plateau.tolist() == [14, 14]                      # step 700 >= 0.8 * 850
+    assert p.plateau.tolist() == [14, 14]  # step 700 >= 0.8 * 850
     assert p.acc_there.tolist() == [0.5, 0.5]
     assert p.lead.tolist() == [50.0, 50.0]  # ahead from the second evaluation on (at step 0
     #                                        every ratio, support and placebo, is 1)
-    assert p.rho_lead.tolist() == [350.0, 350.0]   # 2e-3 (t - 150) > 1e-3 t from t > 300
+    assert p.rho_lead.tolist() == [350.0, 350.0]  # 2e-3 (t - 150) > 1e-3 t from t > 300
     assert p.on_rel == pytest.approx([1 - 0.5e-4 * 700] * 2, rel=1e-6)
     assert p.off_rel == pytest.approx([1 - 1e-4 * 700] * 2, rel=1e-6)
     assert np.all(p.ratio_there > p.placebo_there)
@@ -82,14 +83,17 @@ def test_plateau_values_hold_every_claim_of_a_plateau_then_a_jump():
 
 def test_a_support_that_shrinks_like_the_rest_fails_the_progress_claims():
     _, values = _plateau(_record(support_shrink=1e-4))
-    assert {"plateau.beats_placebo", "plateau.support_shrinks_less",
-            "plateau.ahead_early"} <= _failed(values)
+    assert {
+        "plateau.beats_placebo",
+        "plateau.support_shrinks_less",
+        "plateau.ahead_early",
+    } <= _failed(values)
 
 
 def test_a_largest_change_off_the_support_until_the_jump_fails_the_rho_claim():
     _, values = _plateau(_record(rho_cross=1000))
     assert _failed(values) == {"plateau.rho_on_support"}
-    bare = replace(_record(), column_distance=None)                # not recorded: nan
+    bare = replace(_record(), column_distance=None)  # not recorded: nan
     assert np.isnan(chapter.plateau_progress(bare, placebo_ratios(bare)).rho_lead).all()
 
 
@@ -119,26 +123,40 @@ def test_gradient_values_quote_the_table_rows():
     flat = [[10, 0.004, 0.004, 0.1, 0.9, 1.0], [12, 0.004, 0.004, 0.1, 0.9, 1.0]]
     values = chapter.claims("gradient", flat, [0.995, 0.98], [1e-3, 0.0])
     assert values["hp_active"] == "98.0%"
-    assert _failed(values) == {"gradient.formula", "gradient.hinge_linear",
-                               "gradient.fourier_gap", "gradient.gap_widens"}
+    assert _failed(values) == {
+        "gradient.formula",
+        "gradient.hinge_linear",
+        "gradient.fourier_gap",
+        "gradient.gap_widens",
+    }
 
 
 def _sweep(variable, steps):
-    return WaitingTimeResult(setup=HiddenProgressSetup(), seed=0, device="cpu", seconds=0.0,
-                             variable=variable,
-                             steps_to_success={v: np.asarray(s, dtype=float)
-                                               for v, s in steps.items()})
+    return WaitingTimeResult(
+        setup=HiddenProgressSetup(),
+        seed=0,
+        device="cpu",
+        seconds=0.0,
+        variable=variable,
+        steps_to_success={v: np.asarray(s, dtype=float) for v, s in steps.items()},
+    )
 
 
 def test_k_sweep_values_and_a_network_that_never_learns():
-    steps = {2: [150, 200, 150], 3: [1200, 1250, 1300], 4: [1400, 1450, 1500],
-             5: [6000, 6150, 7000]}
+    steps = {
+        2: [150, 200, 150],
+        3: [1200, 1250, 1300],
+        4: [1400, 1450, 1500],
+        5: [6000, 6150, 7000],
+    }
     values = chapter.claims("k_sweep", _sweep("k", steps))
     assert values["hp_k3"] == "1250 [1200, 1300]" and values["med_k5"] == 6150.0
     assert not _failed(values)
     steps[4] = [1400, np.nan, 3000]
     assert _failed(chapter.claims("k_sweep", _sweep("k", steps))) == {
-        "k_sweep.all_learn", "k_sweep.k4_close"}
+        "k_sweep.all_learn",
+        "k_sweep.k4_close",
+    }
 
 
 def test_n_sweep_fits_the_power_law_and_spots_a_blind_search():
@@ -149,7 +167,7 @@ def test_n_sweep_fits_the_power_law_and_spots_a_blind_search():
     assert values["hp_slope_n"] == "1.20" and values["hp_n_eval"] == 25
     assert values["hp_blind"] == "4,060 (n = 30) and 19,600 (n = 50)"
     assert not _failed(values)
-    steps[30] = [100, 3000, 500, 8000]                         # geometric-like scatter
+    steps[30] = [100, 3000, 500, 8000]  # geometric-like scatter
     assert "n_sweep.seeds_agree" in _failed(chapter.claims("n_sweep", _sweep("n", steps)))
 
 
@@ -182,8 +200,12 @@ def test_n_sweep_slower_than_one_at_a_time_search_fails_between_searches():
 
 
 def test_k_sweep_growing_like_the_count_of_supports_fails():
-    steps = {2: [150, 200, 150], 3: [1200, 1250, 1300], 4: [1400, 1450, 1500],
-             5: [30000, 31000, 32000]}
+    steps = {
+        2: [150, 200, 150],
+        3: [1200, 1250, 1300],
+        4: [1400, 1450, 1500],
+        5: [30000, 31000, 32000],
+    }
     values = chapter.claims("k_sweep", _sweep("k", steps))
     assert values["hp_k_ratios"].startswith("8.3 from k = 2 to 3 (candidates: 9.3)")
     assert _failed(values) == {"k_sweep.slower_than_count"}
@@ -195,4 +217,3 @@ def test_recorded_progress_measure_predicts_convergence():
     corr, networks = chapter.recorded_rho_correlation()
     assert int(networks) >= 8 * 4
     assert float(corr) < -0.4
-

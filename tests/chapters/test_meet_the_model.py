@@ -1,4 +1,5 @@
 """seqtheory.chapters.meet_the_model: the numbers the page quotes, from a made-up run."""
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -10,18 +11,27 @@ from seqtheory.core.training import History
 
 def _history(loss, attn, acc):
     rows = zip(loss, attn, acc, strict=True)
-    return History(evals=[{"step": 10 * i, "held-out loss": x, "previous-token attention": a,
-                           "accuracy": c} for i, (x, a, c) in enumerate(rows)])
+    return History(
+        evals=[
+            {"step": 10 * i, "held-out loss": x, "previous-token attention": a, "accuracy": c}
+            for i, (x, a, c) in enumerate(rows)
+        ]
+    )
 
 
 def _result(learns=True):
     loss = [np.log(8), 1.0, 0.05]
     attn = [0.12, 0.6, 0.95]
-    ens = _history([np.array([v, v + 0.01]) for v in loss],
-                   [np.array([a, a]) for a in (attn if learns else [0.12, 0.13, 0.12])],
-                   [np.array([c, c]) for c in (0.1, 0.6, 0.99)])
-    return SimpleNamespace(setup=SimpleNamespace(vocab_size=8), history=_history(loss, attn,
-                           [0.1, 0.6, 0.99]), ensemble_history=ens)
+    ens = _history(
+        [np.array([v, v + 0.01]) for v in loss],
+        [np.array([a, a]) for a in (attn if learns else [0.12, 0.13, 0.12])],
+        [np.array([c, c]) for c in (0.1, 0.6, 0.99)],
+    )
+    return SimpleNamespace(
+        setup=SimpleNamespace(vocab_size=8),
+        history=_history(loss, attn, [0.1, 0.6, 0.99]),
+        ensemble_history=ens,
+    )
 
 
 def test_training_values_put_the_main_run_last():

@@ -1,4 +1,5 @@
 """seqtheory.chapters.partitions: the helpers and the numbers the page quotes, on made-up runs."""
+
 import math
 from types import SimpleNamespace
 
@@ -34,8 +35,8 @@ def test_rank_corr_is_spearman_with_average_ties():
 
 
 def test_smallest_class_and_min_separation():
-    g = np.array([[0, 1], [1, 1]])                     # K = 2, I = 2
-    labels = np.array([[0, 0, 0, 1], [0, 1, 1, 1]])    # smallest class: 1 of 4 tokens
+    g = np.array([[0, 1], [1, 1]])  # K = 2, I = 2
+    labels = np.array([[0, 0, 0, 1], [0, 1, 1, 1]])  # smallest class: 1 of 4 tokens
     pb = PartitionProblem(labels=labels, g=g, K=2, kind="binary")
     assert chapter.smallest_class([pb], 2) == pytest.approx([0.25])
     # slot 1, classes 0 vs 1 differ only where slot 2 is in class 0 (frequency 1/4);
@@ -52,7 +53,7 @@ def test_first_full_needs_every_larger_c():
 def test_explore_view_and_first_determined():
     view = chapter.explore_view(8, 2, 200, 0, train=False)
     assert view.fit is None and view.x.shape == (200, 3)
-    assert view.verdict == "unique, correct"       # 200 samples pin down 8 tokens per slot
+    assert view.verdict == "unique, correct"  # 200 samples pin down 8 tokens per slot
     assert chapter.explore_verdicts(8, 2, 200, tries=3) == ["unique, correct"] * 3
     assert chapter.first_determined(8, 2, 200, tries=3) == 0
     # one sample determines nothing: no instance qualifies, the default falls back to 0
@@ -79,9 +80,13 @@ def _sat_result(thresholds, sizes=(16, 32)):
 
     def s50():
         return np.array([np.median(thresholds[N]) / N for N in sizes])
-    return SimpleNamespace(setup=setup, thresholds={N: np.asarray(v) for N, v in
-                                                    thresholds.items()},
-                           rate_at=rate_at, s50=s50)
+
+    return SimpleNamespace(
+        setup=setup,
+        thresholds={N: np.asarray(v) for N, v in thresholds.items()},
+        rate_at=rate_at,
+        s50=s50,
+    )
 
 
 def _growing():
@@ -89,13 +94,13 @@ def _growing():
     return _sat_result({16: [222] * 10, 32: [499] * 10})
 
 
-ONE_MOVE = np.array([1] * 9 + [2])       # one-token alternatives below 10 thresholds
+ONE_MOVE = np.array([1] * 9 + [2])  # one-token alternatives below 10 thresholds
 
 
 def test_sat_values_and_claims():
     sat = _growing()
     s50 = sat.s50()
-    flat = s50[0] - 5 + 0.5 * (np.log([16, 32]) - math.log(16))   # slope 0.5 in ln N
+    flat = s50[0] - 5 + 0.5 * (np.log([16, 32]) - math.log(16))  # slope 0.5 in ln N
     values = chapter.claims("sat", sat, s50 * 1.1, flat, ONE_MOVE)
     assert values["sat_trials"] == 10 and isinstance(values["sat_trials"], int)
     assert values["s50_first"] == pytest.approx(222 / 16)
@@ -113,7 +118,7 @@ def test_a_flat_prediction_or_multi_token_ambiguity_fails():
     # the per-instance prediction no steeper than the average-rho line
     values = chapter.claims("sat", sat, s50 * 1.1, s50 * 1.1 - 5, ONE_MOVE)
     assert _failed("sat", values) == {"sat.smallest_rho_slope"}
-    flat = s50[0] - 5 + 0.5 * (np.log([16, 32]) - math.log(16))   # slope 0.5 in ln N
+    flat = s50[0] - 5 + 0.5 * (np.log([16, 32]) - math.log(16))  # slope 0.5 in ln N
     # a prediction 25% off
     values = chapter.claims("sat", sat, s50 * 1.25, flat, ONE_MOVE)
     assert _failed("sat", values) == {"sat.union_bound"}
@@ -126,14 +131,13 @@ def test_a_flat_threshold_fails_the_growth_claim():
     # S proportional to N: S50 / N the same at both sizes
     sat = _sat_result({16: [200] * 10, 32: [400] * 10})
     s50 = sat.s50()
-    steep = s50 + 2 * (np.log([16, 32]) - math.log(16))           # a steeper prediction
+    steep = s50 + 2 * (np.log([16, 32]) - math.log(16))  # a steeper prediction
     values = chapter.claims("sat", sat, steep, s50 - 5, ONE_MOVE)
     assert _failed("sat", values) == {"sat.grows"}
     # S50 / N rising with a slope below 0.75 per unit of ln N (0.59) is too flat
     sat = _sat_result({16: [200] * 10, 32: [413] * 10})
     s50 = sat.s50()
-    values = chapter.claims("sat", sat, s50, s50 - 5 - (np.log([16, 32]) - math.log(16)),
-                            ONE_MOVE)
+    values = chapter.claims("sat", sat, s50, s50 - 5 - (np.log([16, 32]) - math.log(16)), ONE_MOVE)
     assert values["s50_last"] > values["s50_first"] and values["s50_slope"] < 0.75
     assert _failed("sat", values) == {"sat.grows"}
 
@@ -143,8 +147,7 @@ def test_rho_claims():
     values = chapter.claims("rho", 0.50, 0.505, 0.501, rho_min)
     assert values["rho_min_med"] == 0.25 and values["inv_rho_min_med"] == 4.0
     assert not _failed("rho", values)
-    assert _failed("rho", chapter.claims("rho", 1 / 3, 1 / 3, 0.501, rho_min)) == {
-        "rho.derivation"}
+    assert _failed("rho", chapter.claims("rho", 1 / 3, 1 / 3, 0.501, rho_min)) == {"rho.derivation"}
     assert _failed("rho", chapter.claims("rho", 0.5, 0.53, 0.501, rho_min)) == {"rho.count"}
 
 
@@ -156,9 +159,13 @@ def _effort(peak_at=1.0, unique_at_4=100.0, unique_at_6=200.0):
     unique = {4.0: unique_at_4, 6.0: unique_at_6}
     by_c_unique = {(64, c): np.array([unique.get(c, 0.0)] * 3) for c in setup.effort_cs}
     by_degree = {4.0: np.array([10, 20]), 4.6: np.array([900, 1100]), 6.0: np.array([5])}
-    return SimpleNamespace(setup=setup, by_size={"colouring, degree 4.6": hard,
-                                                 "planted, c = 4": easy},
-                           by_degree=by_degree, by_c=by_c, by_c_unique=by_c_unique)
+    return SimpleNamespace(
+        setup=setup,
+        by_size={"colouring, degree 4.6": hard, "planted, c = 4": easy},
+        by_degree=by_degree,
+        by_c=by_c,
+        by_c_unique=by_c_unique,
+    )
 
 
 def test_effort_values_and_claims():
@@ -179,7 +186,7 @@ def test_effort_peaking_at_the_threshold_or_falling_from_the_start_fails():
     assert {"effort.planted_peak", "effort.peak_falls"} <= _failed("effort", values)
     falling = _effort()
     falling.by_c = {**falling.by_c, (64, 0.5): np.array([2000.0] * 3)}
-    values = chapter.claims("effort", falling)   # the grid's first point the largest
+    values = chapter.claims("effort", falling)  # the grid's first point the largest
     assert "effort.planted_peak" in _failed("effort", values)
 
 
@@ -191,7 +198,7 @@ def test_an_expensive_uniqueness_proof_fails():
 def test_effort_growing_ten_fold_or_less_fails():
     hardness = _effort()
     hard = hardness.by_size["colouring, degree 4.6"].copy()
-    hard[2:, 1] = [90, 130]                  # 110 / 11: a 10-fold growth
+    hard[2:, 1] = [90, 130]  # 110 / 11: a 10-fold growth
     hardness.by_size = {**hardness.by_size, "colouring, degree 4.6": hard}
     values = chapter.claims("effort", hardness)
     assert values["hard_growth"] == pytest.approx(10.0)
@@ -213,16 +220,20 @@ class _GD:
                 rec = np.arange(8) < round(rate * 8)
                 final = np.where(rec, 1e-6, loss_fail)
                 losses = np.tile(final, (1500, 1))
-                losses[:-1] += np.where(rec, 0.0, drift)                     # (steps, runs)
+                losses[:-1] += np.where(rec, 0.0, drift)  # (steps, runs)
                 collapsed = np.stack([np.eye(3)[pb.labels] for pb in problems])  # (8, 3, N, 3)
                 mixed = rng.normal(size=collapsed.shape)
                 keep = (rec | collapse_failed)[:, None, None, None]
                 emb = np.where(keep, collapsed, mixed)
                 self.cells[N, c] = SimpleNamespace(
-                    recovered=rec, recovery=float(rec.mean()), ari=0.0 if c == 4 else 0.5,
-                    final_loss=final, problems=problems,
+                    recovered=rec,
+                    recovery=float(rec.mean()),
+                    ari=0.0 if c == 4 else 0.5,
+                    final_loss=final,
+                    problems=problems,
                     fit=SimpleNamespace(losses=losses, snapshots={0: mixed, 50: emb}),
-                    samples=[(np.zeros((1, 3), dtype=int), np.zeros(1, dtype=int))] * 8)
+                    samples=[(np.zeros((1, 3), dtype=int), np.zeros(1, dtype=int))] * 8,
+                )
 
     def __getitem__(self, key):
         return self.cells[key]
@@ -230,8 +241,11 @@ class _GD:
 
 def test_gd_values_and_claims(monkeypatch):
     # the exact solver recovers every failed instance (its samples are placeholders here)
-    monkeypatch.setattr(chapter, "solve_partitions",
-                        lambda x, y, N, K: SimpleNamespace(status="unique", labels=None))
+    monkeypatch.setattr(
+        chapter,
+        "solve_partitions",
+        lambda x, y, N, K: SimpleNamespace(status="unique", labels=None),
+    )
     monkeypatch.setattr(chapter, "same_partition", lambda a, b: True)
     sat = _growing()
     sat.rate_at = lambda N, c: 0.9 if c >= 8 else 0.3
@@ -249,8 +263,11 @@ def test_gd_values_and_claims(monkeypatch):
 
 
 def test_gd_failures_still_descending_or_collapsed_fail(monkeypatch):
-    monkeypatch.setattr(chapter, "solve_partitions",
-                        lambda x, y, N, K: SimpleNamespace(status="unique", labels=None))
+    monkeypatch.setattr(
+        chapter,
+        "solve_partitions",
+        lambda x, y, N, K: SimpleNamespace(status="unique", labels=None),
+    )
     monkeypatch.setattr(chapter, "same_partition", lambda a, b: True)
     sat = _growing()
     sat.rate_at = lambda N, c: 0.9 if c >= 8 else 0.3
@@ -263,14 +280,24 @@ def test_gd_failures_still_descending_or_collapsed_fail(monkeypatch):
 
 
 def test_gd_that_keeps_up_with_the_solver_fails(monkeypatch):
-    monkeypatch.setattr(chapter, "solve_partitions",
-                        lambda x, y, N, K: SimpleNamespace(status="ambiguous", labels=None))
+    monkeypatch.setattr(
+        chapter,
+        "solve_partitions",
+        lambda x, y, N, K: SimpleNamespace(status="ambiguous", labels=None),
+    )
     sat = _growing()
     sat.rate_at = lambda N, c: 0.9 if c >= 8 else 0.3
     gd = _GD({4: 0.5, 8: 0.75, 12: 0.75, 16: 0.75, 32: 0.75}, loss_fail=0.001)
     failed = _failed("gd", chapter.claims("gd", gd, sat))
-    assert {"gd.learns", "gd.chance_at_lo", "gd.behind_sat", "gd.most_fail_at_8",
-            "gd.optimisation", "gd.information", "gd.no_doubling"} <= failed
+    assert {
+        "gd.learns",
+        "gd.chance_at_lo",
+        "gd.behind_sat",
+        "gd.most_fail_at_8",
+        "gd.optimisation",
+        "gd.information",
+        "gd.no_doubling",
+    } <= failed
 
 
 def test_variations_values_and_claims():
@@ -278,7 +305,7 @@ def test_variations_values_and_claims():
     rng = np.random.default_rng(0)
     problems = [planted_problem(32, 3, 3, balanced=False, seed=rng) for _ in range(6)]
     rho_min = chapter.min_separation(problems)
-    thr = 32 * math.log(32) * (4 / rho_min)          # slower when rho_min is small
+    thr = 32 * math.log(32) * (4 / rho_min)  # slower when rho_min is small
     imb = _sat_result({32: thr}, sizes=(32,))
     imb.problems = {32: problems}
     imb.setup = PartitionSetup(sizes=(32,), balanced=False)
@@ -288,10 +315,14 @@ def test_variations_values_and_claims():
     assert values["k_two"] == 1.0 and values["k_three"] == 8 and values["k_trials"] == 8
     assert values["n_imb"] == 6 and isinstance(values["imb_unrec"], int)
     assert not _failed("variations", values)
-    worse = chapter.claims("variations", sat, imb, [("satisfiable", False)] * 8,
-                           SimpleNamespace(recovery=0.5))
-    assert {"variations.two_classes_impossible", "variations.three_classes_unique",
-            "variations.noise"} <= _failed("variations", worse)
+    worse = chapter.claims(
+        "variations", sat, imb, [("satisfiable", False)] * 8, SimpleNamespace(recovery=0.5)
+    )
+    assert {
+        "variations.two_classes_impossible",
+        "variations.three_classes_unique",
+        "variations.noise",
+    } <= _failed("variations", worse)
 
 
 def test_explore_counts_the_instances_the_samples_determine():
@@ -307,7 +338,11 @@ def test_explore_with_few_determined_instances_fails():
     # 30 samples: only instance 1 of the first four is determined; a default view on it is
     # correct, but one of four is fewer than half
     assert chapter.explore_verdicts(8, 2, 30, tries=4) == [
-        "ambiguous", "unique, correct", "ambiguous", "ambiguous"]
+        "ambiguous",
+        "unique, correct",
+        "ambiguous",
+        "ambiguous",
+    ]
     values = chapter.claims("explore", 1, N=8, K=2, S=30, tries=4)
     assert values["explore_verdict"] == "unique, correct"
     assert values["explore_n_determined"] == 1
@@ -322,6 +357,5 @@ def test_exercise_values_are_floats():
     values = chapter.claims("exercise", {3: (1.0, 1e-8), 2: (np.float64(0.625), 0.31)})
     lo, hi = values.pop("ex4_rec_6_lo"), values.pop("ex4_rec_6_hi")  # from the record
     assert 0 <= lo <= hi <= 1
-    assert values == {"ex4_rec_2": 0.625, "ex4_loss_2": 0.31, "ex4_rec_3": 1.0,
-                      "ex4_loss_3": 1e-8}
+    assert values == {"ex4_rec_2": 0.625, "ex4_loss_2": 0.31, "ex4_rec_3": 1.0, "ex4_loss_3": 1e-8}
     assert all(isinstance(v, float) for v in values.values())

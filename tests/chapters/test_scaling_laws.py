@@ -1,5 +1,6 @@
 """seqtheory.chapters.scaling_laws: the numbers the page quotes, from made-up runs, and the
 archived text sweeps the page plots."""
+
 from types import SimpleNamespace
 
 import numpy as np
@@ -25,23 +26,29 @@ def _live(loss):
 
 
 def _failed(section, values):
-    return {c.id for c in chapter.TABLE.section(section) if c.applies("cpu")
-            and not c.holds(values)}
+    return {
+        c.id for c in chapter.TABLE.section(section) if c.applies("cpu") and not c.holds(values)
+    }
 
 
 def _power(n, exponents, coef=1.0, seeds=3):
     """(len(exponents), len(n), seeds): coef * n^-alpha, seeds a little apart."""
     n = np.asarray(n, float)
     jitter = np.array([1.0, 1.02, 0.98][:seeds])
-    return np.array([[coef * (1 + k) * x ** -a * jitter for x in n]
-                     for k, a in enumerate(exponents)])
+    return np.array([[coef * (1 + k) * x**-a * jitter for x in n] for k, a in enumerate(exponents)])
 
 
 def _data(knn=(0.85, 0.72, 0.36), mlp=(0.2, 0.18, 0.15)):
     sizes = np.array(SETUP.sizes)
-    return DataSweepResult(setup=SETUP, seed=0, device="cpu", seconds=0.0, dims=(1, 2, 4),
-                           sizes={"kNN": sizes, "MLP": sizes},
-                           errors={"kNN": _power(sizes, knn), "MLP": _power(sizes, mlp)})
+    return DataSweepResult(
+        setup=SETUP,
+        seed=0,
+        device="cpu",
+        seconds=0.0,
+        dims=(1, 2, 4),
+        sizes={"kNN": sizes, "MLP": sizes},
+        errors={"kNN": _power(sizes, knn), "MLP": _power(sizes, mlp)},
+    )
 
 
 def test_dimension_values_and_an_unbiased_estimate_fails():
@@ -51,10 +58,12 @@ def test_dimension_values_and_an_unbiased_estimate_fails():
     assert values["sphere_est"] == [1.98, 3.9, 7.2, 12.5, 20.0] and values["cube_4"] == 3.75
     assert values["est_32"] == 20.0 and not _failed("dimension", values)
     assert _failed("dimension", chapter.claims("dimension", {**est, 32: 31.0}, cube)) == {
-        "dimension.biased_low"}
+        "dimension.biased_low"
+    }
     # a cube read as well as a sphere: the boundary bias the text names is not there
     assert _failed("dimension", chapter.claims("dimension", est, {2: 2.0, 4: 3.98})) == {
-        "dimension.cube_low"}
+        "dimension.cube_low"
+    }
 
 
 def test_data_values_and_exponents_that_do_not_fall_with_d_fail():
@@ -72,9 +81,11 @@ def test_data_values_and_exponents_that_do_not_fall_with_d_fail():
 
 def test_full_only_claims_are_false_not_raising_without_a_transformer():
     full = [c for c in chapter.TABLE.claims if c.scale == "full"]
-    assert {c.id for c in full} == {"data.transformer_falls_with_d",
-                                    "model.transformer_bigger_better"}
-    for sections in chapter.TABLE.recorded()["runs"].values():   # the CPU record: None
+    assert {c.id for c in full} == {
+        "data.transformer_falls_with_d",
+        "model.transformer_bigger_better",
+    }
+    for sections in chapter.TABLE.recorded()["runs"].values():  # the CPU record: None
         assert not any(c.holds(sections[c.section]) for c in full)
     values = chapter.claims("data", _data(), {1: 1.0, 2: 2.0, 4: 3.9})
     assert values["tf_exp"] is None and not full[0].holds(values)
@@ -91,19 +102,28 @@ def test_record_ranges_for_the_text():
 def test_beta_values_and_a_control_that_shows_beta_fails():
     pred = np.array([1 / 3, 1 / 2, 0.6, 2 / 3])
     exps = np.repeat((pred + np.array([0.16, 0.1, 0.1, 0.06]))[:, None], 3, 1)
-    run = BetaSweepResult(setup=SETUP, seed=0, device="cpu", seconds=0.0,
-                          betas=np.array(SETUP.betas), exponents=exps,
-                          control_betas=np.array([0.5, 2.0]),
-                          control_exponents=np.full((2, 3), 0.72), predicted=pred, modes=2112,
-                          top_dim=4, top_cutoff=4,
-                          top_exponents=np.array([[0.28, 0.27, 0.29], [0.49, 0.45, 0.43]]))
+    run = BetaSweepResult(
+        setup=SETUP,
+        seed=0,
+        device="cpu",
+        seconds=0.0,
+        betas=np.array(SETUP.betas),
+        exponents=exps,
+        control_betas=np.array([0.5, 2.0]),
+        control_exponents=np.full((2, 3), 0.72),
+        predicted=pred,
+        modes=2112,
+        top_dim=4,
+        top_cutoff=4,
+        top_exponents=np.array([[0.28, 0.27, 0.29], [0.49, 0.45, 0.43]]),
+    )
     values = chapter.claims("beta", run)
     assert values["beta_cutoff"] == 32 and values["beta_modes"] == "2,112"
     assert values["top_cutoff"] == 4 and values["top_hi"] == "0.45 [0.43, 0.49]"
     assert values["beta_gap_hi"] == pytest.approx(0.16)
-    assert not _failed("beta", values)        # a median 0.49 at beta = 0.5 is still above
+    assert not _failed("beta", values)  # a median 0.49 at beta = 0.5 is still above
     flat_top = np.repeat(np.array([[0.43], [0.54], [0.627], [0.627]]), 3, 1)
-    run.exponents = flat_top                      # beta = 2 a little below its 0.67
+    run.exponents = flat_top  # beta = 2 a little below its 0.67
     assert not _failed("beta", chapter.claims("beta", run))
     run.exponents = np.repeat(np.array([[0.43], [0.48], [0.5], [0.5]]), 3, 1)
     assert "beta.ceiling" in _failed("beta", chapter.claims("beta", run))  # 2/(2+d) at 2
@@ -111,14 +131,21 @@ def test_beta_values_and_a_control_that_shows_beta_fails():
     run.control_exponents = np.array([[0.5] * 3, [0.72] * 3])
     assert "beta.control_flat" in _failed("beta", chapter.claims("beta", run))
     run.control_exponents = np.full((2, 3), 0.72)
-    run.top_exponents = np.array([[0.36] * 3, [0.40] * 3])   # beta hidden on the 4-torus too
+    run.top_exponents = np.array([[0.36] * 3, [0.40] * 3])  # beta hidden on the 4-torus too
     assert _failed("beta", chapter.claims("beta", run)) == {"beta.top_shows_beta"}
 
 
 def test_model_values_and_a_flat_seed_fails():
     N = np.array([100, 300, 1000, 3000])
-    run = ModelSweepResult(setup=SETUP, seed=0, device="cpu", seconds=0.0, dims=(2, 4),
-                           params={"mlp": N}, errors={"mlp": _power(N, (0.45, 0.2))})
+    run = ModelSweepResult(
+        setup=SETUP,
+        seed=0,
+        device="cpu",
+        seconds=0.0,
+        dims=(2, 4),
+        params={"mlp": N},
+        errors={"mlp": _power(N, (0.45, 0.2))},
+    )
     values = chapter.claims("model", run)
     assert values["mlp_n2"] == "0.45 [0.45, 0.45]" and not _failed("model", values)
     assert values["mlp_prod2"] == pytest.approx(0.9) and values["mlp_prod4"] == pytest.approx(0.8)
@@ -135,7 +162,7 @@ def test_text_live_run_compares_with_the_archive(monkeypatch):
     assert same["text_archive"].startswith("run on ") and not _failed("text", same)
     off = chapter.claims("text", sweep, _live(2.62), 4.1, 2.0)
     assert _failed("text", off) == {"text.live_reproduces_archive"}
-    monkeypatch.setenv("SEQTHEORY_SEED", "7")   # one more seed, on other held-out windows
+    monkeypatch.setenv("SEQTHEORY_SEED", "7")  # one more seed, on other held-out windows
     new = chapter.claims("text", sweep, _live(2.82), 4.1, 2.0)
     assert new["text_archived_same"] is None and not _failed("text", new)
     broken = chapter.claims("text", sweep, _live(3.3), 4.1, 2.0)
@@ -143,7 +170,7 @@ def test_text_live_run_compares_with_the_archive(monkeypatch):
     beyond = chapter.claims("text", sweep, _live(max(new["text_archived_loss"]) + 0.35), 4.1, 2.0)
     assert _failed("text", beyond) == {"text.live_near_archive"}
     assert new["text_pred_cos"] == pytest.approx(0.5)
-    norms = chapter.claims("text", sweep, _live(2.82), 4.1, 3.3)   # normalising moved it
+    norms = chapter.claims("text", sweep, _live(2.82), 4.1, 3.3)  # normalising moved it
     assert _failed("text", norms) == {"text.cosine_halves"}
 
 
@@ -154,8 +181,7 @@ def test_width_live_check_compares_with_the_archive(monkeypatch):
     assert values["width_list"] == "8, 16, 32, 64, 128" and not _failed("width", values)
     assert values["width_id_lo"] == pytest.approx(np.median(wsweep["id"][:, 0]))
     broken = chapter.claims("width", wsweep, _live(3.3))
-    assert _failed("width", broken) == {"width.live_reproduces_archive",
-                                        "width.live_near_archive"}
+    assert _failed("width", broken) == {"width.live_reproduces_archive", "width.live_near_archive"}
 
 
 def test_ablation_blocks_that_add_nothing_fail():
@@ -170,10 +196,15 @@ def test_ablation_blocks_that_add_nothing_fail():
 def test_ablation_widths_that_converge_or_lose_dimensions_fail():
     sweep = load_text_sweep()
     pos = [2.0, 3.0, 3.5, 3.6, 3.5, 3.6]
-    falling = {**sweep, "width_id": sweep["width_id"][:, ::-1],
-               "width_best_step": sweep["width_best_step"] * 0 + 500}
+    falling = {
+        **sweep,
+        "width_id": sweep["width_id"][:, ::-1],
+        "width_best_step": sweep["width_best_step"] * 0 + 500,
+    }
     assert _failed("ablation", chapter.claims("ablation", falling, [1.3, 3.4, 4.1], pos)) == {
-        "ablation.width_rises_little", "ablation.narrow_still_improving"}
+        "ablation.width_rises_little",
+        "ablation.narrow_still_improving",
+    }
 
 
 def test_floor_helpers_find_a_known_floor():
@@ -208,7 +239,7 @@ def test_archive_text_sweep_every_seed_can_be_fitted_and_learns(text):
     sweep, fits = text
     assert fits["limited"].sum(1).min() >= 3, sweep["best_step"]
     for loss, m in zip(sweep["test_loss"], fits["limited"], strict=True):
-        assert np.all(np.diff(loss[m]) < 0), loss            # more data helps, every time
+        assert np.all(np.diff(loss[m]) < 0), loss  # more data helps, every time
     assert (fits["text_alpha"] > 0.05).all()
 
 
@@ -268,8 +299,8 @@ def test_archive_the_width_16_models_of_the_ablation_are_still_improving():
     for r in data["runs"]:
         if r["n"] == n_ab:
             best[r["d_model"]].append(r["best_step"])
-    assert best[16] == [steps] * 3                    # best checkpoint at the last step
-    assert max(best[64]) < steps                      # the widest stopped improving earlier
+    assert best[16] == [steps] * 3  # best checkpoint at the last step
+    assert max(best[64]) < steps  # the widest stopped improving earlier
 
 
 def test_archive_model_size_dimension_grows_from_about_3_to_about_4(width):

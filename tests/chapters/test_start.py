@@ -1,4 +1,5 @@
 """``start``: the first lines of every chapter."""
+
 import matplotlib.pyplot as plt
 import pytest
 import torch
@@ -15,7 +16,7 @@ def test_start_seeds_picks_and_styles(monkeypatch):
     setup, device = start(Sizes(cpu="small", full="large"), verbose=False)
     first = torch.rand(3)
     assert start(verbose=False) == device == torch.device("cpu")
-    assert torch.equal(torch.rand(3), first)          # the same global stream each time
+    assert torch.equal(torch.rand(3), first)  # the same global stream each time
     assert setup == "small"
     assert tuple(plt.rcParams["figure.figsize"]) == (6.4, 3.8)
 

@@ -1,5 +1,6 @@
 """seqtheory.chapters.tokenization: its analysis helpers and sections on made-up results,
 and the contents of the archived race."""
+
 import math
 from types import SimpleNamespace
 
@@ -18,13 +19,16 @@ def _failed(values):
 
 
 # ------------------------------------------------------------------ closed forms
-@pytest.mark.parametrize("value, expected", [
-    (switching_entropy_rate(0.8, 0.8), 0.7219),
-    (switching_unigram_entropy(0.8, 0.8), 1.0),
-    (switching_entropy_rate(0.2, 0.3), 0.7857),
-    (switching_unigram_entropy(0.2, 0.3), 0.9710),
-    (switching_entropy_rate(0.8, 0.8, base=math.e), 0.5004),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (switching_entropy_rate(0.8, 0.8), 0.7219),
+        (switching_unigram_entropy(0.8, 0.8), 1.0),
+        (switching_entropy_rate(0.2, 0.3), 0.7857),
+        (switching_unigram_entropy(0.2, 0.3), 0.9710),
+        (switching_entropy_rate(0.8, 0.8, base=math.e), 0.5004),
+    ],
+)
 def test_closed_forms_match_the_values_computed_by_hand(value, expected):
     # the table at the top of the chapter and exercise 1 (h(0.8) = 0.7219 bits)
     assert abs(value - expected) < 1e-4
@@ -33,8 +37,17 @@ def test_closed_forms_match_the_values_computed_by_hand(value, expected):
 # ------------------------------------------------------------------ experiment 1
 def test_escape_steps_and_plateau_distance():
     steps = np.array([0, 100, 200, 300, 400, 500, 600])
-    loss = np.array([[1.0, 1.0], [0.7, 0.7], [0.67, 0.671], [0.666, 0.666],
-                     [0.665, 0.666], [0.66, 0.666], [0.6, 0.666]])
+    loss = np.array(
+        [
+            [1.0, 1.0],
+            [0.7, 0.7],
+            [0.67, 0.671],
+            [0.666, 0.666],
+            [0.665, 0.666],
+            [0.66, 0.666],
+            [0.6, 0.666],
+        ]
+    )
     assert chapter.escape_steps(steps, loss, 0.666) == [600, None]
     dev = chapter.plateau_distance(steps, loss, 0.666)
     assert dev == pytest.approx([0.006, 0.005])
@@ -50,11 +63,14 @@ def _trap(escapes=True, plateau=True, pq_below=-0.005):
     if not escapes:
         tied = np.stack([on, on, on], 1)
     Hc = switching_entropy_rate(0.2, 0.3, base=math.e)
-    losses = {"p+q>1, tied": (steps, tied),
-              "p+q<1, tied": (steps[:7], np.full((7, 3), Hc + pq_below)),
-              "p+q>1, untied": (steps[:7], np.full((7, 3), H))}
-    return SimpleNamespace(setup=SimpleNamespace(trap_steps=2500, control_steps=300),
-                           losses=losses.__getitem__)
+    losses = {
+        "p+q>1, tied": (steps, tied),
+        "p+q<1, tied": (steps[:7], np.full((7, 3), Hc + pq_below)),
+        "p+q>1, untied": (steps[:7], np.full((7, 3), H)),
+    }
+    return SimpleNamespace(
+        setup=SimpleNamespace(trap_steps=2500, control_steps=300), losses=losses.__getitem__
+    )
 
 
 def test_trap_values_and_claims():
@@ -73,10 +89,14 @@ def test_a_trap_that_never_ends_or_a_control_that_plateaus_fails():
 
 # ------------------------------------------------------------------ experiment 2
 def _runs(curves, seconds=1.0):
-    return [History(steps=list(range(1, 101)), seconds=seconds,
-                    evals=[{"step": s, "bits/char": b} for s, b in zip(range(0, 101, 25), c,
-                                                                       strict=True)])
-            for c in curves]
+    return [
+        History(
+            steps=list(range(1, 101)),
+            seconds=seconds,
+            evals=[{"step": s, "bits/char": b} for s, b in zip(range(0, 101, 25), c, strict=True)],
+        )
+        for c in curves
+    ]
 
 
 def _archive():
@@ -85,19 +105,28 @@ def _archive():
         return {"steps": steps, "bits_per_char": bits, "chars_seen": [s * 1000 for s in steps]}
 
     chars = [1.0, 0.99, 0.99, 0.99, 0.988, 0.97, 0.9, 0.8, 0.72]
-    return {"meta": {"steps": 200, "date": "2000-01-01", "device": "a CPU"},
-            "runs": {"characters": [run(chars), run([*chars[:5], 0.98, 0.96, 0.94, 0.72])],
-                     "tokens": [run([1.0, 0.9, 0.8, 0.78, 0.76, 0.75, 0.74, 0.74, 0.73])] * 2}}
+    return {
+        "meta": {"steps": 200, "date": "2000-01-01", "device": "a CPU"},
+        "runs": {
+            "characters": [run(chars), run([*chars[:5], 0.98, 0.96, 0.94, 0.72])],
+            "tokens": [run([1.0, 0.9, 0.8, 0.78, 0.76, 0.75, 0.74, 0.74, 0.73])] * 2,
+        },
+    }
 
 
 def _race(token_end=0.75):
     chars = [1.0, 0.99, 0.99, 0.99, 0.988]
     tokens = [1.0, 0.9, 0.8, 0.78, token_end]
     return SimpleNamespace(
-        setup=SimpleNamespace(lm_steps=100, batch_size=2), seeds=(0, 1), unigram_bits=0.82,
-        histories={"characters": _runs([chars, chars], 3.0),
-                   "tokens": _runs([tokens, tokens], 1.0)},
-        chars_seen={"tokens": [np.cumsum([0] + [1320] * 100)]})
+        setup=SimpleNamespace(lm_steps=100, batch_size=2),
+        seeds=(0, 1),
+        unigram_bits=0.82,
+        histories={
+            "characters": _runs([chars, chars], 3.0),
+            "tokens": _runs([tokens, tokens], 1.0),
+        },
+        chars_seen={"tokens": [np.cumsum([0] + [1320] * 100)]},
+    )
 
 
 def test_at_step_and_race_stats():
@@ -153,31 +182,48 @@ SIZES = (4, 16, 64, 256, 1024)
 
 
 def _rows(order, bpe, lzw):
-    rows = [{"tokenizer": "blocks", "d": d,
-             "bits_per_symbol": block_unigram_entropy(P, Q, order, round(math.log2(d)))}
-            for d in SIZES]
-    rows += [{"tokenizer": "BPE", "d": d, "bits_per_symbol": b} for d, b in zip(SIZES, bpe,
-                                                                                strict=True)]
-    rows += [{"tokenizer": "LZW", "d": d, "bits_per_symbol": b} for d, b in zip(SIZES, lzw,
-                                                                                strict=True)]
+    rows = [
+        {
+            "tokenizer": "blocks",
+            "d": d,
+            "bits_per_symbol": block_unigram_entropy(P, Q, order, round(math.log2(d))),
+        }
+        for d in SIZES
+    ]
+    rows += [
+        {"tokenizer": "BPE", "d": d, "bits_per_symbol": b} for d, b in zip(SIZES, bpe, strict=True)
+    ]
+    rows += [
+        {"tokenizer": "LZW", "d": d, "bits_per_symbol": b} for d, b in zip(SIZES, lzw, strict=True)
+    ]
     return rows
 
 
 def _sweep(bpe4_at_4=1.2, m1_off=0.001, lzw16_at_4=1.06):
     H = switching_entropy_rate(P, Q)
     exact1 = block_unigram_entropy(P, Q, 1, 10)
-    return {1: _rows(1, [0.9, 0.8, 0.76, exact1 + 0.004, exact1 + m1_off],
-                     [0.95, 0.85, 0.80, 0.77, 0.76]),
-            2: _rows(2, [0.95, 0.85, 0.8, 0.78, 0.778], [0.97, 0.9, 0.85, 0.82, 0.80]),
-            4: _rows(4, [bpe4_at_4, 0.99, H + 0.75 / 6, H + 0.75 / 8, H + 0.75 / 10],
-                     [1.0, lzw16_at_4, H + 0.25, 0.88, 0.852])}
+    return {
+        1: _rows(
+            1, [0.9, 0.8, 0.76, exact1 + 0.004, exact1 + m1_off], [0.95, 0.85, 0.80, 0.77, 0.76]
+        ),
+        2: _rows(2, [0.95, 0.85, 0.8, 0.78, 0.778], [0.97, 0.9, 0.85, 0.82, 0.80]),
+        4: _rows(
+            4,
+            [bpe4_at_4, 0.99, H + 0.75 / 6, H + 0.75 / 8, H + 0.75 / 10],
+            [1.0, lzw16_at_4, H + 0.25, 0.88, 0.852],
+        ),
+    }
 
 
 def _streams(sweep):
     table = chapter.loss_table(sweep)
-    return {(name, d): [table[4, name, d] + e for e in (-0.004, 0.0, 0.004)] if name == "BPE"
-            else [table[4, name, d] + e for e in (-0.001, 0.0, 0.001)]
-            for name in ("BPE", "LZW") for d in (4, 64, 1024)}
+    return {
+        (name, d): [table[4, name, d] + e for e in (-0.004, 0.0, 0.004)]
+        if name == "BPE"
+        else [table[4, name, d] + e for e in (-0.001, 0.0, 0.001)]
+        for name in ("BPE", "LZW")
+        for d in (4, 64, 1024)
+    }
 
 
 def test_loss_table_slopes_epsilon_and_rise():
@@ -225,9 +271,9 @@ def test_lzw_above_theorem_45_bound_fails():
     sweep = _sweep()
     for r in sweep[4]:
         if r["tokenizer"] == "LZW" and r["d"] == 1024:
-            r["bits_per_symbol"] = 0.95           # above H / (1 - 0.235) = 0.943
+            r["bits_per_symbol"] = 0.95  # above H / (1 - 0.235) = 0.943
         if r["tokenizer"] == "LZW" and r["d"] == 64:
-            r["bits_per_symbol"] = 1.25           # still shrinking faster than the blocks
+            r["bits_per_symbol"] = 1.25  # still shrinking faster than the blocks
     assert _failed(chapter.claims("gap", sweep, P, Q)) == {"gap.lzw_within_bound"}
 
 
@@ -236,7 +282,7 @@ def test_lzw_shrinking_like_the_blocks_fails():
     H = switching_entropy_rate(P, Q)
     for r in sweep[4]:
         if r["tokenizer"] == "LZW" and r["d"] == 64:
-            r["bits_per_symbol"] = H + 0.13 * 10 / 6     # the blocks' ratio 10/6 exactly
+            r["bits_per_symbol"] = H + 0.13 * 10 / 6  # the blocks' ratio 10/6 exactly
     assert _failed(chapter.claims("gap", sweep, P, Q)) == {"gap.lzw_above_blocks_shrinks_faster"}
 
 
@@ -244,7 +290,7 @@ def test_long_stream_moving_at_m2_fails():
     sweep = _sweep()
     for r in sweep[2]:
         if r["tokenizer"] == "BPE" and r["d"] == 1024:
-            r["bits_per_symbol"] = 0.77                  # 0.01 bits below d = 256
+            r["bits_per_symbol"] = 0.77  # 0.01 bits below d = 256
     values = chapter.claims("overfit", sweep, _short(sweep), READ)
     assert "overfit.long_m4_falls" in _failed(values)
 
@@ -289,8 +335,7 @@ def test_bpe_at_m1_away_from_blocks_of_10_bits_fails():
 
 def _short(sweep, worse=0.03, worse4=0.02):
     """The short-stream sweep: BPE-1024 ``worse`` bits worse at m = 1, 2, ``worse4`` at 4."""
-    short = {o: [dict(r) for r in rows if r["tokenizer"] != "blocks"] for o, rows in
-             sweep.items()}
+    short = {o: [dict(r) for r in rows if r["tokenizer"] != "blocks"] for o, rows in sweep.items()}
     for order, rows in short.items():
         for r in rows:
             if r["tokenizer"] == "BPE" and r["d"] == 1024:
@@ -323,25 +368,32 @@ def test_overfit_values_and_claims():
     # an LZW parse that reads the whole short stream would make the two dictionaries differ
     long_parse = {**READ, 4: 25_000}
     assert _failed(chapter.claims("overfit", sweep, _short(sweep), long_parse)) == {
-        "overfit.lzw_reads_prefix"}
+        "overfit.lzw_reads_prefix"
+    }
 
 
 def _exercise_rows(bpe, lzw):
-    return ([{"tokenizer": "BPE", "d": d, "bits_per_symbol": b}
-             for d, b in zip((16, 64, 256), bpe, strict=True)]
-            + [{"tokenizer": "LZW", "d": d, "bits_per_symbol": b}
-               for d, b in zip((16, 64, 256, 1024), lzw, strict=True)])
+    return [
+        {"tokenizer": "BPE", "d": d, "bits_per_symbol": b}
+        for d, b in zip((16, 64, 256), bpe, strict=True)
+    ] + [
+        {"tokenizer": "LZW", "d": d, "bits_per_symbol": b}
+        for d, b in zip((16, 64, 256, 1024), lzw, strict=True)
+    ]
 
 
 def test_exercise_best_size():
-    ok = chapter.claims("exercise", _exercise_rows([0.765, 0.767, 0.779],
-                                                   [0.86, 0.82, 0.786, 0.790]))
+    ok = chapter.claims(
+        "exercise", _exercise_rows([0.765, 0.767, 0.779], [0.86, 0.82, 0.786, 0.790])
+    )
     assert (ok["best_bpe"], ok["best_lzw"]) == (16, 256) and not _failed(ok)
-    lzw_1024 = chapter.claims("exercise", _exercise_rows([0.765, 0.767, 0.779],
-                                                         [0.86, 0.82, 0.786, 0.780]))
+    lzw_1024 = chapter.claims(
+        "exercise", _exercise_rows([0.765, 0.767, 0.779], [0.86, 0.82, 0.786, 0.780])
+    )
     assert _failed(lzw_1024) == {"exercise.best_moves_down"}
-    bpe_256 = chapter.claims("exercise", _exercise_rows([0.78, 0.77, 0.76],
-                                                        [0.86, 0.82, 0.786, 0.790]))
+    bpe_256 = chapter.claims(
+        "exercise", _exercise_rows([0.78, 0.77, 0.76], [0.86, 0.82, 0.786, 0.790])
+    )
     assert _failed(bpe_256) == {"exercise.best_moves_down"}
 
 
@@ -359,9 +411,9 @@ def test_vocab_values_and_claims():
     values = chapter.claims("vocab", bpe, [6, 2, 3])
     assert (values["n_eight"], values["n_compl"]) == (1, 1)
     assert not _failed(values)
-    half = chapter.claims("vocab", bpe, [6, 7, 2])       # 1 of 2: exactly half
+    half = chapter.claims("vocab", bpe, [6, 7, 2])  # 1 of 2: exactly half
     assert (half["n_eight"], half["n_compl"]) == (2, 1) and not _failed(half)
-    third = chapter.claims("vocab", bpe, [6, 7, 8])      # 1 of 3: a third is too few
+    third = chapter.claims("vocab", bpe, [6, 7, 8])  # 1 of 3: a third is too few
     assert (third["n_eight"], third["n_compl"]) == (3, 1)
     assert _failed(third) == {"vocab.complements"}
     assert _failed(chapter.claims("vocab", bpe, [6, 7, 8, 10])) == {"vocab.complements"}
@@ -373,6 +425,6 @@ def test_lzw_overfitting_or_flat_on_the_long_stream_fails():
     sweep = _sweep()
     for r in sweep[1]:
         if r["tokenizer"] == "LZW" and r["d"] == 1024:
-            r["bits_per_symbol"] = 0.775                 # 0.005 bits above d = 256
+            r["bits_per_symbol"] = 0.775  # 0.005 bits above d = 256
     values = chapter.claims("overfit", sweep, _short(sweep), READ)
     assert {"overfit.long_no_rise", "overfit.long_lzw_gains"} <= _failed(values)

@@ -1,5 +1,6 @@
 """seqtheory.chapters.width_and_luck: the archive's frontier, the quoted numbers and the claims,
 on made-up runs and on the shipped archive."""
+
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -33,14 +34,24 @@ def arch():
 def _tiny_archive():
     """Two widths, three sample sizes, 4 seeds, evaluations at steps 0, 250, 500."""
     counts = {  # init -> width -> m -> successes at steps 0, 250, 500
-        "dense": {"8": {"100": [0, 0, 0], "200": [0, 1, 2], "300": [0, 2, 4]},
-                  "32": {"100": [0, 0, 1], "200": [0, 2, 3], "300": [0, 3, 4]}},
-        "sparse": {"8": {"100": [0, 0, 0], "200": [0, 0, 1], "300": [0, 0, 1]},
-                   "32": {"100": [0, 0, 0], "200": [0, 1, 1], "300": [0, 4, 4]}},
+        "dense": {
+            "8": {"100": [0, 0, 0], "200": [0, 1, 2], "300": [0, 2, 4]},
+            "32": {"100": [0, 0, 1], "200": [0, 2, 3], "300": [0, 3, 4]},
+        },
+        "sparse": {
+            "8": {"100": [0, 0, 0], "200": [0, 0, 1], "300": [0, 0, 1]},
+            "32": {"100": [0, 0, 0], "200": [0, 1, 1], "300": [0, 4, 4]},
+        },
     }
-    meta = {"samples": [100, 200, 300], "widths": [8, 32], "inits": ["dense", "sparse"],
-            "seeds": 4, "steps": 500, "eval_every": 250,
-            "setup": {f: getattr(SETUP, f) for f in chapter.SHARED_FIELDS}}
+    meta = {
+        "samples": [100, 200, 300],
+        "widths": [8, 32],
+        "inits": ["dense", "sparse"],
+        "seeds": 4,
+        "steps": 500,
+        "eval_every": 250,
+        "setup": {f: getattr(SETUP, f) for f in chapter.SHARED_FIELDS},
+    }
     return {"meta": meta, "eval_steps": [0, 250, 500], "successes": counts}
 
 
@@ -51,7 +62,7 @@ def _failed(values):
 # --------------------------------------------------------------------------- archive helpers
 def test_arch_count_reads_a_cell_at_a_recorded_step():
     a = _tiny_archive()
-    assert chapter.arch_count(a, "dense", 8, 300) == 4                 # the last step
+    assert chapter.arch_count(a, "dense", 8, 300) == 4  # the last step
     assert chapter.arch_count(a, "dense", 8, 300, 250) == 2
     with pytest.raises(ValueError, match="recorded step"):
         chapter.arch_count(a, "dense", 8, 300, 300)
@@ -60,7 +71,7 @@ def test_arch_count_reads_a_cell_at_a_recorded_step():
 def test_pooled_counts_thresholds_and_floor_on_a_tiny_archive():
     a = _tiny_archive()
     assert chapter.pooled_arch(a, "dense", [8, 32], 200) == (5, 8)
-    assert chapter.min_samples(a, "dense", 8, 500) == 200             # 2 of 4 is half
+    assert chapter.min_samples(a, "dense", 8, 500) == 200  # 2 of 4 is half
     assert chapter.min_samples(a, "sparse", 8, 500) is None
     assert chapter.steps_to_half(a, "dense", 32, 200) == 250
     assert chapter.steps_to_half(a, "sparse", 8, 300) == -1
@@ -82,7 +93,7 @@ def test_archive_luck_claims_fail_when_narrow_networks_beat_their_tickets(arch):
 
     lucky = copy.deepcopy(arch)
     cell = lucky["successes"]["sparse"]["8"]
-    cell["300"] = [16] * len(cell["300"])            # width 8 always succeeds at m = 300
+    cell["300"] = [16] * len(cell["300"])  # width 8 always succeeds at m = 300
     failed = _failed(chapter.claims("frontier", lucky, SETUP))
     assert {"frontier.luck_below_tickets", "frontier.restarts_like_width"} <= failed
     floor = copy.deepcopy(arch)
@@ -159,9 +170,8 @@ def test_lottery_values_and_a_biased_sample():
     assert values["wl_p_full"] == "0.0049" and values["wl_p_power"] == "0.0080"
     assert values["wl_p_partial"] == "0.089" and values["wl_p_one_narrow"] == "0.15"
     assert values["coverage_z"] == [0.0] * 4 and not _failed(values)
-    biased = exact + np.array([-0.02, 0.0, 0.01, 0.01])         # too many neurons see S
-    assert _failed(chapter.claims("lottery", SETUP, biased, 32768)) == {
-        "lottery.sampled_coverage"}
+    biased = exact + np.array([-0.02, 0.0, 0.01, 0.01])  # too many neurons see S
+    assert _failed(chapter.claims("lottery", SETUP, biased, 32768)) == {"lottery.sampled_coverage"}
 
 
 class _Grid:
@@ -173,13 +183,24 @@ class _Grid:
 
     def count(self, samples, inits, widths=None):
         widths = self.setup.widths if widths is None else widths
-        return sum(self.table[(m, i)] + (self.extra if w == max(self.setup.widths) and m > 200
-                                         else 0)
-                   for w in widths for m in samples for i in inits)
+        return sum(
+            self.table[(m, i)] + (self.extra if w == max(self.setup.widths) and m > 200 else 0)
+            for w in widths
+            for m in samples
+            for i in inits
+        )
 
 
-GOOD = {(200, "dense"): 0, (200, "sparse"): 0, (400, "dense"): 0, (400, "sparse"): 2,
-        (600, "dense"): 3, (600, "sparse"): 3, (800, "dense"): 4, (800, "sparse"): 4}
+GOOD = {
+    (200, "dense"): 0,
+    (200, "sparse"): 0,
+    (400, "dense"): 0,
+    (400, "sparse"): 2,
+    (600, "dense"): 3,
+    (600, "sparse"): 3,
+    (800, "dense"): 4,
+    (800, "sparse"): 4,
+}
 
 
 def test_grid_values_pool_the_runs():
@@ -194,15 +215,21 @@ def test_grid_values_pool_the_runs():
 def test_a_grid_where_dense_learns_from_400_and_width_does_not_help_fails():
     table = {**GOOD, (400, "dense"): 2, (400, "sparse"): 2}
     assert _failed(chapter.claims("grid", _Grid(table, extra=-1))) == {
-        "grid.dense_400_rare", "grid.sparse_400_ahead", "grid.width_pays"}
+        "grid.dense_400_rare",
+        "grid.sparse_400_ahead",
+        "grid.width_pays",
+    }
 
 
 def _mech(final_wide, final_narrow):
     """Per width, successful networks as (J per neuron, |w_S|, initial share, final share)."""
-    cov = np.array([0] * 9 + [2])                                  # a tenth are tickets
+    cov = np.array([0] * 9 + [2])  # a tenth are tickets
     net = lambda share0, share: (cov, np.ones(10), share0, share)  # noqa: E731
-    return {32: [net(0.3, final_narrow)] * 5, 128: [net(0.3, final_wide)] * 6,
-            512: [net(0.3, final_wide)] * 6}
+    return {
+        32: [net(0.3, final_narrow)] * 5,
+        128: [net(0.3, final_wide)] * 6,
+        512: [net(0.3, final_wide)] * 6,
+    }
 
 
 def test_mechanism_values_and_tickets_that_do_not_concentrate():
@@ -213,14 +240,20 @@ def test_mechanism_values_and_tickets_that_do_not_concentrate():
     assert values["wl_decay"] == "0.0025 (about e^-6)"
     assert not _failed(values)
     assert _failed(chapter.claims("mechanism", SETUP, _mech(0.35, 0.6))) == {
-        "mechanism.share_rises", "mechanism.tickets_hold_most", "mechanism.narrow_weaker",
-        "mechanism.narrow_between"}
+        "mechanism.share_rises",
+        "mechanism.tickets_hold_most",
+        "mechanism.narrow_weaker",
+        "mechanism.narrow_between",
+    }
 
 
 def test_live_slice_against_the_archive(arch):
     # the archive's own rates at 6,000 steps, scaled to 4 seeds a cell, agree with it
-    rates = {(m, i): round(chapter.pooled_arch(arch, i, SETUP.widths, m, SETUP.steps)[0] / 12)
-             for m in SETUP.samples for i in ("dense", "sparse")}
+    rates = {
+        (m, i): round(chapter.pooled_arch(arch, i, SETUP.widths, m, SETUP.steps)[0] / 12)
+        for m in SETUP.samples
+        for i in ("dense", "sparse")
+    }
     values = chapter.claims("slice", _Grid(rates), arch)
     assert len(values["slice_p"]) == 8 and not _failed(values)
     drifted = {**rates, (400, "sparse"): 0}
@@ -248,8 +281,11 @@ class _WidthGrid(_Grid):
 
 def _archive_rates(arch, width):
     """The archive's success counts of one width at 6,000 steps, scaled to 4 seeds a cell."""
-    return {(m, i): round(chapter.arch_count(arch, i, width, m, SETUP.steps) / 4)
-            for m in SETUP.samples for i in ("dense", "sparse")}
+    return {
+        (m, i): round(chapter.arch_count(arch, i, width, m, SETUP.steps) / 4)
+        for m in SETUP.samples
+        for i in ("dense", "sparse")
+    }
 
 
 def test_live_width_gap_against_the_archive(arch):
@@ -257,21 +293,28 @@ def test_live_width_gap_against_the_archive(arch):
     values = chapter.claims("slice", _WidthGrid(tables), arch)
     assert values["wf_gap_wide"] == "80 of 96" and values["wf_gap_narrow"] == "53 of 96"
     assert min(values["width_agree_p"]) > 0.5
-    flat = {**tables, 32: {c: 4 for c in tables[32]}}             # width stops paying
+    flat = {**tables, 32: {c: 4 for c in tables[32]}}  # width stops paying
     assert chapter.claims("slice", _WidthGrid(flat), arch)["width_agree_p"][1] < 1e-3
 
 
 def test_width_band_is_the_archive_binomial_band(arch):
     # grid.width_pays: 24 live runs at the archive's rates for width 512 and width 32
-    result = SimpleNamespace(setup=SETUP, count=_WidthGrid(
-        {w: _archive_rates(arch, w) for w in SETUP.widths}).count)
+    result = SimpleNamespace(
+        setup=SETUP, count=_WidthGrid({w: _archive_rates(arch, w) for w in SETUP.widths}).count
+    )
     gap = chapter.width_gap(result, arch)
     n, lo, hi = gap["n_live"], *chapter.WIDE_BAND
     p_wide, p_narrow = gap["arch"][512] / gap["n_arch"], gap["arch"][32] / gap["n_arch"]
-    assert chapter.binomial_lower_tail(lo - 1, n, p_wide) < 1e-3 <= \
-        chapter.binomial_lower_tail(lo, n, p_wide)
-    assert chapter.binomial_upper_tail(hi + 1, n, p_narrow) < 1e-3 <= \
-        chapter.binomial_upper_tail(hi, n, p_narrow)
+    assert (
+        chapter.binomial_lower_tail(lo - 1, n, p_wide)
+        < 1e-3
+        <= chapter.binomial_lower_tail(lo, n, p_wide)
+    )
+    assert (
+        chapter.binomial_upper_tail(hi + 1, n, p_narrow)
+        < 1e-3
+        <= chapter.binomial_upper_tail(hi, n, p_narrow)
+    )
 
 
 def test_a_grid_where_width_stops_paying_fails(arch):
@@ -279,13 +322,14 @@ def test_a_grid_where_width_stops_paying_fails(arch):
     values = chapter.claims("grid", _WidthGrid(tables))
     assert (values["wl_wide_n"], values["wl_narrow_n"]) == (20, 13)
     assert "grid.width_pays" not in _failed(values)
-    flat = {**tables, 32: {c: 4 for c in tables[32]}}             # narrowest 24 of 24
+    flat = {**tables, 32: {c: 4 for c in tables[32]}}  # narrowest 24 of 24
     assert "grid.width_pays" in _failed(chapter.claims("grid", _WidthGrid(flat)))
 
 
 def test_archive_width_gap_at_the_live_cells(arch):
-    result = SimpleNamespace(setup=SETUP, count=_WidthGrid(
-        {w: _archive_rates(arch, w) for w in SETUP.widths}).count)
+    result = SimpleNamespace(
+        setup=SETUP, count=_WidthGrid({w: _archive_rates(arch, w) for w in SETUP.widths}).count
+    )
     gap = chapter.width_gap(result, arch)
     assert gap["arch"][512] > gap["arch"][32] and gap["p_arch"] < 1e-3
 
@@ -304,7 +348,7 @@ def test_a_sparse_neuron_gets_a_gradient_only_as_a_ticket():
     n, support = 12, [0, 1, 2]
     nets = ParityMLPs(n, [256], sparsity=4, generator=make_generator(3))
     grad, J = population_gradient(nets, support)[0], support_coverage(nets, support)[0]
-    seen = nets.w1_init[0] != 0                                         # (W, n)
+    seen = nets.w1_init[0] != 0  # (W, n)
     assert grad[J <= 1].abs().max() < 1e-7
     partial = torch.nonzero(J == 2).flatten()
     assert len(partial) > 5
@@ -319,7 +363,7 @@ def test_a_sparse_neuron_gets_a_gradient_only_as_a_ticket():
 
 def test_restarts_needed():
     assert chapter.restarts_needed(0.0) is None and chapter.restarts_needed(1.0) == 1
-    assert chapter.restarts_needed(0.5) == 4                            # 1 - 0.5^4 >= 0.9
+    assert chapter.restarts_needed(0.5) == 4  # 1 - 0.5^4 >= 0.9
     assert chapter.restarts_needed(0.75) == 2
     for bad in (-0.1, 1.5):
         with pytest.raises(ValueError, match="p must"):
@@ -331,7 +375,7 @@ def test_restarts_needed():
 def test_luck_rows_on_a_tiny_archive():
     rows = chapter.luck_rows(_tiny_archive(), SETUP, m=300, init="sparse")
     assert [r[0] for r in rows] == [8, 32] and [r[3] for r in rows] == ["1 of 4", "4 of 4"]
-    assert rows[0][5] == 9 and rows[1][5] == 1                      # 1 - 0.75^9 >= 0.9
+    assert rows[0][5] == 9 and rows[1][5] == 1  # 1 - 0.75^9 >= 0.9
     assert rows[1][2] == pytest.approx(float(expected_lucky_neurons(32, 30, 3, 6)))
 
 

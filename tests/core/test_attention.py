@@ -1,4 +1,5 @@
 """Tests of the attention statistics and replacement patterns of seqtheory.core.attention."""
+
 import pytest
 import torch
 
@@ -45,15 +46,16 @@ def test_attention_by_offset():
     T = 6
     prev = torch.zeros(T, T)
     prev[0, 0] = 1.0
-    prev[torch.arange(1, T), torch.arange(T - 1)] = 1.0              # previous-token head
+    prev[torch.arange(1, T), torch.arange(T - 1)] = 1.0  # previous-token head
     assert torch.allclose(attention_by_offset(prev, 2), torch.tensor([0.0, 1.0, 0.0, 0.0]))
     u = uniform_causal_pattern(T)
-    got = attention_by_offset(u, 1)                                  # queries t = 1..5
+    got = attention_by_offset(u, 1)  # queries t = 1..5
     t = torch.arange(1, T, dtype=torch.float)
-    assert torch.allclose(got, torch.stack([(1 / (t + 1)).mean(), (1 / (t + 1)).mean(),
-                                            ((t - 1) / (t + 1)).mean()]))
+    assert torch.allclose(
+        got, torch.stack([(1 / (t + 1)).mean(), (1 / (t + 1)).mean(), ((t - 1) / (t + 1)).mean()])
+    )
     # the bins of any causal pattern sum to 1; leading dimensions are kept
-    p = make().attention_patterns(X)[0]                              # (B, H, T, T)
+    p = make().attention_patterns(X)[0]  # (B, H, T, T)
     by = attention_by_offset(p, 3)
     assert by.shape == (3, 2, 5) and torch.allclose(by.sum(-1), torch.ones(3, 2))
     assert (by >= -1e-6).all()

@@ -1,4 +1,5 @@
 """Tests of greedy decoding (seqtheory.core.decode)."""
+
 import pytest
 import torch
 
@@ -20,12 +21,12 @@ class Counter(torch.nn.Module):
 def test_greedy_decode_appends_the_argmax_and_stops_when_every_row_has_stopped():
     model = Counter().train()
     prompt = torch.tensor([[0, 1], [2, 3]])
-    assert torch.equal(greedy_decode(model, prompt, 4),
-                       torch.tensor([[2, 3, 4, 0], [4, 0, 1, 2]]))
-    assert model.training                                       # mode restored
+    assert torch.equal(greedy_decode(model, prompt, 4), torch.tensor([[2, 3, 4, 0], [4, 0, 1, 2]]))
+    assert model.training  # mode restored
     # row 0 writes 4 at step 3, row 1 wrote it at step 1: decoding ends after step 3
-    assert torch.equal(greedy_decode(model, prompt, 6, stop=4),
-                       torch.tensor([[2, 3, 4], [4, 0, 1]]))
+    assert torch.equal(
+        greedy_decode(model, prompt, 6, stop=4), torch.tensor([[2, 3, 4], [4, 0, 1]])
+    )
     # any leading shape (..., T)
     assert greedy_decode(model, prompt[None].expand(3, -1, -1), 2).shape == (3, 2, 2)
 

@@ -1,4 +1,5 @@
 """The base seed (SEQTHEORY_SEED), the thread default, and seeds trained as one Ensemble."""
+
 import numpy as np
 import pytest
 import torch
@@ -35,7 +36,7 @@ def test_other_base_seeds_give_new_distinct_seeds(monkeypatch):
     assert len(set(one)) == 2000
     assert one[:5] != list(range(5))
     assert all(0 <= s < 2**63 for s in one)
-    assert one == [derive_seed(k) for k in range(2000)]          # deterministic
+    assert one == [derive_seed(k) for k in range(2000)]  # deterministic
     monkeypatch.setenv("SEQTHEORY_SEED", "2")
     two = [derive_seed(k) for k in range(2000)]
     assert not set(one) & set(two)
@@ -110,7 +111,7 @@ def _batches(M, n, seed=0, B=6, T=10):
 def test_members_start_as_their_seeded_models_and_compute_the_same_function():
     ens = Ensemble(lambda: Transformer(CFG), seeds=[3, 1, 4])
     x = torch.randint(0, CFG.vocab_size, (5, 9))
-    out = ens(x, shared=True)                                         # (M, B, T, V)
+    out = ens(x, shared=True)  # (M, B, T, V)
     assert out.shape == (3, 5, 9, CFG.vocab_size)
     for m, s in enumerate([3, 1, 4]):
         with seeded(s):
@@ -168,7 +169,7 @@ def test_clipping_is_per_member():
     torch.testing.assert_close(norms, torch.tensor([5.0, 0.05]))
     g = next(iter(ens.parameters())).grad
     torch.testing.assert_close(g[0].norm(), torch.tensor(1.0), rtol=1e-4, atol=0)
-    torch.testing.assert_close(g[1], torch.tensor([[0.03, 0.04, 0.0]]))     # untouched
+    torch.testing.assert_close(g[1], torch.tensor([[0.03, 0.04, 0.0]]))  # untouched
 
 
 def test_ensemble_metrics_have_one_value_per_member():
@@ -177,14 +178,25 @@ def test_ensemble_metrics_have_one_value_per_member():
     def acc(model, step):
         return {"acc": (model(x[0, 0]).argmax(-1) == y[0, 0]).float().mean()}
 
-    hist = train(Ensemble(lambda: Transformer(CFG), [0, 1]), lambda s: (x[s - 1], y[s - 1]),
-                 steps=4, eval_every=2, eval_fn=member_eval(acc), progress=False)
+    hist = train(
+        Ensemble(lambda: Transformer(CFG), [0, 1]),
+        lambda s: (x[s - 1], y[s - 1]),
+        steps=4,
+        eval_every=2,
+        eval_fn=member_eval(acc),
+        progress=False,
+    )
     steps, values = hist.metric("acc")
     assert list(steps) == [0, 2, 4] and values.shape == (3, 2)
     assert hist.final("acc").shape == (2,)
     with pytest.raises(ValueError, match="2 values per metric"):
-        train(Ensemble(lambda: Transformer(CFG), [0, 1]), lambda s: (x[s - 1], y[s - 1]),
-              steps=2, eval_fn=lambda m, s: {"acc": 0.5}, progress=False)
+        train(
+            Ensemble(lambda: Transformer(CFG), [0, 1]),
+            lambda s: (x[s - 1], y[s - 1]),
+            steps=2,
+            eval_fn=lambda m, s: {"acc": 0.5},
+            progress=False,
+        )
 
 
 def test_ensemble_loss_accepts_shared_and_per_member_targets():
@@ -237,8 +249,9 @@ def test_ensemble_validates_inputs_unless_the_caller_has(monkeypatch):
     calls = []
     template = ens._template[0]
     original = template.validate_input
-    monkeypatch.setattr(template, "validate_input",
-                        lambda *a, **k: (calls.append(1), original(*a, **k))[1])
+    monkeypatch.setattr(
+        template, "validate_input", lambda *a, **k: (calls.append(1), original(*a, **k))[1]
+    )
     x = torch.randint(0, CFG.vocab_size, (3, 9))
     ens(x, shared=True)
     assert calls == [1]

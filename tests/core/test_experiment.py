@@ -1,4 +1,5 @@
 """The experiment contract: named streams, the context, the result header, the decorator."""
+
 from dataclasses import dataclass
 
 import pytest

@@ -1,5 +1,6 @@
 """Tests of the transformer's hooks and the interventions built on them (head masks,
 attention overrides, caching)."""
+
 import copy
 
 import pytest
@@ -25,8 +26,9 @@ def test_off_by_default_and_identity_interventions_change_nothing(pos):
     logits, cache = model(X, return_cache=True)
     # empty hooks, hooks that keep the tensor, and overriding a head by its own pattern,
     # give the same function
-    assert torch.allclose(model(X, hooks={**mask_heads({}), **override_pattern({})}), logits,
-                          atol=1e-6)
+    assert torch.allclose(
+        model(X, hooks={**mask_heads({}), **override_pattern({})}), logits, atol=1e-6
+    )
     keep = {name: lambda t: None for name in model.hook_points}
     assert torch.allclose(model(X, hooks=keep), logits, atol=1e-6)
     own = model(X, hooks=override_pattern({(0, 1): lambda p: p, 1: lambda p: p}))
@@ -41,10 +43,11 @@ def test_uniform_override_equals_zero_query_key_weights():
     C = model.cfg.d_model
     blank = copy.deepcopy(model)
     with torch.no_grad():
-        blank.blocks[1].attn.qkv.weight[: 2 * C] = 0.0            # q and k rows
+        blank.blocks[1].attn.qkv.weight[: 2 * C] = 0.0  # q and k rows
     want = blank(X)
-    got, cache = model(X, return_cache=True,
-                       hooks=override_pattern({1: uniform_causal_pattern(10)}))
+    got, cache = model(
+        X, return_cache=True, hooks=override_pattern({1: uniform_causal_pattern(10)})
+    )
     assert torch.allclose(got, want, atol=1e-5)
     assert torch.allclose(cache.attn[1], uniform_causal_pattern(10).expand(3, 2, 10, 10))
     # the other layer's pattern is the model's own
@@ -54,7 +57,7 @@ def test_uniform_override_equals_zero_query_key_weights():
 def test_override_of_one_head_leaves_the_other_and_accepts_per_sequence_patterns():
     model = make()
     _, cache = model(X, return_cache=True)
-    per_seq = cache.attn[0][:, 0].flip(0)                         # (B, T, T), other sequences
+    per_seq = cache.attn[0][:, 0].flip(0)  # (B, T, T), other sequences
     _, new = model(X, return_cache=True, hooks=override_pattern({(0, 0): per_seq}))
     assert torch.allclose(new.attn[0][:, 0], per_seq)
     assert torch.allclose(new.attn[0][:, 1], cache.attn[0][:, 1])
@@ -74,7 +77,7 @@ def test_masking_every_head_of_a_layer_equals_zeroing_its_output(attn_only):
     # one head: zero the columns of the output projection that read that head
     half = copy.deepcopy(model)
     with torch.no_grad():
-        half.blocks[1].attn.out.weight[:, 4:] = 0.0                # head 1 of 2, d_head 4
+        half.blocks[1].attn.out.weight[:, 4:] = 0.0  # head 1 of 2, d_head 4
     assert torch.allclose(model(X, hooks=mask_heads({1: 1})), half(X), atol=1e-6)
     assert not torch.allclose(model(X, hooks=mask_heads({1: 1})), model(X))
 
@@ -85,8 +88,9 @@ def test_interventions_are_differentiable_and_pass_through_an_ensemble():
     model(X, hooks=hooks).sum().backward()
     assert model.blocks[0].attn.qkv.weight.grad is not None
     ens = Ensemble(lambda: make(), seeds=[0, 1])
-    kw = dict(hooks={**mask_heads({0: 1}),
-                     **override_pattern({(1, 0): uniform_causal_pattern(10)})})
+    kw = dict(
+        hooks={**mask_heads({0: 1}), **override_pattern({(1, 0): uniform_causal_pattern(10)})}
+    )
     both = ens(X, shared=True, **kw)
     for m in range(2):
         assert torch.allclose(both[m], ens.member(m)(X, **kw), atol=1e-5)
@@ -109,8 +113,7 @@ U = uniform_causal_pattern(10)
         (lambda: override_pattern({2: U}), ValueError, "no point 'pattern.2'"),
         (lambda: override_pattern({"0": U}), TypeError, "keys must be"),
         (lambda: override_pattern({0: 0.5}), TypeError, "values must be tensors or functions"),
-        (lambda: override_pattern({0: uniform_causal_pattern(9)}), ValueError,
-         r"shape \(10, 10\)"),
+        (lambda: override_pattern({0: uniform_causal_pattern(9)}), ValueError, r"shape \(10, 10\)"),
         (lambda: override_pattern({0: torch.ones(2, 10, 10).tril() / 10}), ValueError, "shape"),
         (lambda: override_pattern({0: torch.ones(10, 10) / 10}), ValueError, "future keys"),
         (lambda: override_pattern({0: 2 * U}), ValueError, "sum to 1"),
@@ -139,11 +142,27 @@ def test_negative_weights_are_rejected():
 def test_hooks_see_every_point_in_order_and_can_replace_the_residual_stream():
     model = make()
     seen = []
-    model(X, hooks={name: lambda t, name=name: seen.append((name, t.shape)) for name in
-                    model.hook_points})
-    assert [name for name, _ in seen] == list(model.hook_points) == [
-        "resid.0", "scores.0", "pattern.0", "heads.0", "resid.1",
-        "scores.1", "pattern.1", "heads.1", "resid.2"]
+    model(
+        X,
+        hooks={
+            name: lambda t, name=name: seen.append((name, t.shape)) for name in model.hook_points
+        },
+    )
+    assert (
+        [name for name, _ in seen]
+        == list(model.hook_points)
+        == [
+            "resid.0",
+            "scores.0",
+            "pattern.0",
+            "heads.0",
+            "resid.1",
+            "scores.1",
+            "pattern.1",
+            "heads.1",
+            "resid.2",
+        ]
+    )
     shapes = dict(seen)
     assert shapes["scores.1"] == shapes["pattern.1"] == (3, 2, 10, 10)
     assert shapes["heads.0"] == (3, 2, 10, 4) and shapes["resid.2"] == (3, 10, 8)
@@ -152,14 +171,17 @@ def test_hooks_see_every_point_in_order_and_can_replace_the_residual_stream():
     logits, cache = model(X, return_cache=True, hooks=cache_into(store, model.hook_points))
     assert torch.equal(store["pattern.1"], cache.attn[1])
     assert all(torch.equal(store[f"resid.{i}"], cache.resid[i]) for i in range(3))
-    assert torch.equal(logits, model(X, return_cache=True)[0])   # storing changes nothing
+    assert torch.equal(logits, model(X, return_cache=True)[0])  # storing changes nothing
     # replacing the residual stream after the last block by zeros leaves only the biases
     # of the final LayerNorm: every position gets the same logits
     out = model(X, hooks={"resid.2": lambda r: torch.zeros_like(r)})
     assert torch.allclose(out, out[:1, :1].expand_as(out))
     # scores with every key but the first masked out give a pattern on key 0 only
-    first = model(X, return_cache=True, hooks={
-        "scores.0": lambda s: s.masked_fill(torch.arange(10) > 0, float("-inf"))})[1]
+    first = model(
+        X,
+        return_cache=True,
+        hooks={"scores.0": lambda s: s.masked_fill(torch.arange(10) > 0, float("-inf"))},
+    )[1]
     assert torch.equal(first.attn[0][..., 0], torch.ones(3, 2, 10))
     # a list of functions runs in order
     twice = model(X, hooks={"resid.0": [lambda r: 2 * r, lambda r: r + 1]})
@@ -176,7 +198,7 @@ def test_circuit_ablations_on_an_untrained_icl_model():
     seed_everything(0)
     model = setup.model().train()
     out = circuit_ablations(model, ev)
-    assert list(out) == ["none", *ABLATIONS] and model.training     # mode restored
+    assert list(out) == ["none", *ABLATIONS] and model.training  # mode restored
     assert abs(out["none"] - ev(model)["loss"]) < 1e-6
     # at initialisation every pattern is close to uniform: ablations change little
     assert all(abs(v - out["none"]) < 0.01 for v in out.values()), out
@@ -193,13 +215,13 @@ def _by_hand(model, x, patterns, keep):
     W = model.blocks[0].attn
     H, C = W.n_heads, model.cfg.d_model
     d = C // H
-    e = model.tok_emb.weight[x] + model.pos_emb.weight[: x.shape[1]]     # (B, T, C)
-    v = e @ W.qkv.weight[2 * C:].T                                         # (B, T, C)
+    e = model.tok_emb.weight[x] + model.pos_emb.weight[: x.shape[1]]  # (B, T, C)
+    v = e @ W.qkv.weight[2 * C :].T  # (B, T, C)
     out = torch.zeros_like(e)
     for h in range(H):
-        z = patterns[h] @ v[..., h * d:(h + 1) * d]                        # (B, T, d)
-        out = out + keep[h] * z @ W.out.weight[:, h * d:(h + 1) * d].T    # (B, T, C)
-    return (e + out) @ model.unembed.weight.T                              # (B, T, V)
+        z = patterns[h] @ v[..., h * d : (h + 1) * d]  # (B, T, d)
+        out = out + keep[h] * z @ W.out.weight[:, h * d : (h + 1) * d].T  # (B, T, C)
+    return (e + out) @ model.unembed.weight.T  # (B, T, V)
 
 
 def test_interventions_match_a_hand_computation():
@@ -216,6 +238,7 @@ def test_interventions_match_a_hand_computation():
         assert torch.allclose(got, _by_hand(model, X, [own[0], u], [1, 1]), atol=1e-5)
         got = model(X, hooks=mask_heads({0: 0}))
         assert torch.allclose(got, _by_hand(model, X, own, [0, 1]), atol=1e-5)
-        got = model(X, hooks={**mask_heads({0: 1}),
-                              **override_pattern({0: uniform_causal_pattern(10)})})
+        got = model(
+            X, hooks={**mask_heads({0: 1}), **override_pattern({0: uniform_causal_pattern(10)})}
+        )
         assert torch.allclose(got, _by_hand(model, X, [u, u], [1, 0]), atol=1e-5)

@@ -1,4 +1,5 @@
 """Unit tests for seqtheory.core.models: shapes, causal masking, patterns, tying, config errors."""
+
 import pytest
 import torch
 
@@ -34,7 +35,7 @@ def test_causal_masking_future_tokens_do_not_change_the_past(kw):
     model = make(**kw)
     x = torch.randint(7, (4, 12))
     y = x.clone()
-    y[:, 6:] = (y[:, 6:] + 1 + torch.randint(5, y[:, 6:].shape)) % 7   # change every future token
+    y[:, 6:] = (y[:, 6:] + 1 + torch.randint(5, y[:, 6:].shape)) % 7  # change every future token
     assert (y[:, 6:] != x[:, 6:]).all()
     lx, ly = model(x), model(y)
     assert torch.allclose(lx[:, :6], ly[:, :6], atol=1e-6)
@@ -143,15 +144,22 @@ from hypothesis import strategies as st  # noqa: E402
     cut=st.integers(1, 11),
     seed=st.integers(0, 2**16),
 )
-def test_property_causal_and_normalised_for_any_config(pos, heads, layers, attn_only, T, cut,
-                                                        seed):
+def test_property_causal_and_normalised_for_any_config(pos, heads, layers, attn_only, T, cut, seed):
     """For any configuration: attention rows are distributions over the past, and tokens
     after position `cut` never change the logits before it."""
     cut = min(cut, T - 1)
     torch.manual_seed(seed)
-    model = Transformer(TransformerConfig(vocab_size=5, max_len=12, n_layers=layers,
-                                          n_heads=heads, d_model=8, attn_only=attn_only,
-                                          pos_encoding=pos))
+    model = Transformer(
+        TransformerConfig(
+            vocab_size=5,
+            max_len=12,
+            n_layers=layers,
+            n_heads=heads,
+            d_model=8,
+            attn_only=attn_only,
+            pos_encoding=pos,
+        )
+    )
     x = torch.randint(5, (2, T))
     y = x.clone()
     y[:, cut:] = (y[:, cut:] + 1) % 5
@@ -186,7 +194,7 @@ def test_hard_alibi_heads_see_only_their_window():
     pattern = model.attention_patterns(torch.tensor([[1, 2, 3, 4, 5, 6]]))[0][0]  # (H, T, T)
     dist = torch.arange(6)[:, None] - torch.arange(6)[None, :]
     assert torch.all(pattern[0][dist >= 2] == 0) and torch.all(pattern[0][dist == 1] > 0)
-    assert torch.all(pattern[1][dist >= 0] > 0)            # the global head sees every key
+    assert torch.all(pattern[1][dist >= 0] > 0)  # the global head sees every key
     # windowed heads make the model's outputs independent of absolute position
     x = torch.randint(7, (1, 6))
     long = torch.cat([torch.randint(7, (1, 5)), x], dim=1)
@@ -225,24 +233,37 @@ def test_rotary_scores_depend_only_on_the_offset():
     """On a constant input, queries and keys differ only by their rotation, so a rotary
     head's score for (i, j) depends on i - j alone: A[i, i-d] / A[i, i] must not depend on
     i.  A sign error in the rotation (keys turned the other way) makes it depend on i + j."""
-    cfg = TransformerConfig(vocab_size=3, max_len=16, n_layers=1, n_heads=2, d_model=16,
-                            pos_encoding="rotary", init_std=0.5)
+    cfg = TransformerConfig(
+        vocab_size=3,
+        max_len=16,
+        n_layers=1,
+        n_heads=2,
+        d_model=16,
+        pos_encoding="rotary",
+        init_std=0.5,
+    )
     model = Transformer(cfg, seed=0)
     _, cache = model(torch.full((1, 16), 2), return_cache=True)
-    A = cache.attn[0][0].double()                                       # (heads, T, T)
+    A = cache.attn[0][0].double()  # (heads, T, T)
     for d in (1, 3, 7):
         ratios = torch.stack([A[:, i, i - d] / A[:, i, i] for i in range(d, 16)], dim=1)
         assert torch.allclose(ratios, ratios[:, :1].expand_as(ratios), rtol=1e-4), d
-        assert (ratios - 1).abs().max() > 1e-3          # the scores do depend on the offset
+        assert (ratios - 1).abs().max() > 1e-3  # the scores do depend on the offset
 
 
 def test_config_keeps_its_fields_and_derives_heads_and_windows():
-    cfg = TransformerConfig(n_layers=2, n_heads=[2, 4], d_model=8, pos_encoding="hard_alibi",
-                            windows=[[1, 0], [1, 2, 3, 0]])
-    assert cfg.n_heads == [2, 4] and cfg.windows == [[1, 0], [1, 2, 3, 0]]   # as given
+    cfg = TransformerConfig(
+        n_layers=2,
+        n_heads=[2, 4],
+        d_model=8,
+        pos_encoding="hard_alibi",
+        windows=[[1, 0], [1, 2, 3, 0]],
+    )
+    assert cfg.n_heads == [2, 4] and cfg.windows == [[1, 0], [1, 2, 3, 0]]  # as given
     assert cfg.heads == (2, 4) and cfg.layer_windows == ((1, 0), (1, 2, 3, 0))
-    flat = TransformerConfig(n_layers=3, n_heads=2, d_model=8, pos_encoding="hard_alibi",
-                             windows=(2, 0))
+    flat = TransformerConfig(
+        n_layers=3, n_heads=2, d_model=8, pos_encoding="hard_alibi", windows=(2, 0)
+    )
     assert flat.windows == (2, 0) and flat.layer_windows == ((2, 0),) * 3
     default = TransformerConfig(n_layers=2, n_heads=4, d_model=8, pos_encoding="hard_alibi")
     assert default.windows == () and default.layer_windows == ((1, 2, 3, 0),) * 2
@@ -255,16 +276,16 @@ def test_seed_builds_the_weights_under_seeded_and_num_params_counts_them_once():
     from seqtheory import seeded
     from seqtheory.core.models import num_params
 
-    cfg = TransformerConfig(vocab_size=5, max_len=8, n_layers=2, n_heads=2, d_model=8,
-                            tie_weights=True)
+    cfg = TransformerConfig(
+        vocab_size=5, max_len=8, n_layers=2, n_heads=2, d_model=8, tie_weights=True
+    )
     with seeded(5, base=2):
         want = Transformer(cfg)
     got = Transformer(cfg, seed=5, base=2)
-    for (name, a), (_, b) in zip(want.state_dict().items(), got.state_dict().items(),
-                                 strict=True):
+    for (name, a), (_, b) in zip(want.state_dict().items(), got.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
     untied = Transformer(replace(cfg, tie_weights=False))
-    assert num_params(got) == got.num_params() == num_params(untied) - 5 * 8   # V x C once
+    assert num_params(got) == got.num_params() == num_params(untied) - 5 * 8  # V x C once
     with pytest.raises(ValueError, match="pass seed as well"):
         Transformer(cfg, base=2)
     with pytest.raises(TypeError, match="module must be a torch.nn.Module"):

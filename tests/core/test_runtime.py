@@ -51,8 +51,13 @@ def test_shipped_depth_data_covers_the_chapter_grid():
     data = load_data("icl_depth.json")
     assert data["meta"]["script"] == "scripts/icl_depth.py"
     grid = {(r["order"], r["architecture"]) for r in data["runs"]}
-    archs = {"3 layers, MLP", "2 layers, attention-only", "4 layers, attention-only",
-             "2 layers, attention-only, no LayerNorm", "4 layers, attention-only, no LayerNorm"}
+    archs = {
+        "3 layers, MLP",
+        "2 layers, attention-only",
+        "4 layers, attention-only",
+        "2 layers, attention-only, no LayerNorm",
+        "4 layers, attention-only, no LayerNorm",
+    }
     assert grid == {(m, a) for m in (1, 2, 3) for a in archs}
     for r in data["runs"]:
         assert len(r["steps"]) == len(r["kl_bayes"]) == len(r["loss"]) > 1
@@ -60,6 +65,7 @@ def test_shipped_depth_data_covers_the_chapter_grid():
 
 def test_run_device_is_the_cpu_unless_full(monkeypatch, capsys):
     from seqtheory.core.runtime import run_device
+
     monkeypatch.setenv("FULL", "0")
     assert run_device() == torch.device("cpu")
     assert "CPU" in capsys.readouterr().out
@@ -71,6 +77,7 @@ def test_run_device_is_the_cpu_unless_full(monkeypatch, capsys):
 
 def test_evaluating_restores_the_mode_and_turns_off_gradients():
     from seqtheory.core.runtime import evaluating, to_numpy
+
     net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
     net.train()
     with evaluating(net) as m:

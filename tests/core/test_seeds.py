@@ -1,4 +1,5 @@
 """seqtheory.core.seeds: the base seed, logical seeds and the global generators."""
+
 import random
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Unit tests for seqtheory.core.training: learning happens, seeding reproduces, snapshots,
 errors."""
+
 import numpy as np
 import pytest
 import torch
@@ -11,8 +12,11 @@ from seqtheory.tasks import previous_token_batch
 
 def run(seed=0, steps=60, **kw):
     seed_everything(seed)
-    model = Transformer(TransformerConfig(vocab_size=5, max_len=8, n_layers=1, d_model=16,
-                                          attn_only=True, pos_encoding="relative"))
+    model = Transformer(
+        TransformerConfig(
+            vocab_size=5, max_len=8, n_layers=1, d_model=16, attn_only=True, pos_encoding="relative"
+        )
+    )
 
     def batch(step):
         return previous_token_batch(32, 8, 5)
@@ -21,8 +25,13 @@ def run(seed=0, steps=60, **kw):
         x, y = previous_token_batch(64, 8, 5)
         return {"accuracy": (m(x)[:, 1:].argmax(-1) == y[:, 1:]).float().mean()}
 
-    hist = train(model, batch, TrainConfig(steps=steps, lr=3e-2, eval_every=20, **kw),
-                 eval_fn=evaluate, progress=False)
+    hist = train(
+        model,
+        batch,
+        TrainConfig(steps=steps, lr=3e-2, eval_every=20, **kw),
+        eval_fn=evaluate,
+        progress=False,
+    )
     return model, hist
 
 
@@ -59,8 +68,13 @@ def test_snapshots_are_copies_taken_at_the_requested_steps():
 def test_callback_can_stop_early():
     seed_everything(0)
     model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
-    hist = train(model, lambda s: previous_token_batch(8, 8, 5), steps=100, progress=False,
-                 callbacks=[lambda step, m, loss: step >= 7])
+    hist = train(
+        model,
+        lambda s: previous_token_batch(8, 8, 5),
+        steps=100,
+        progress=False,
+        callbacks=[lambda step, m, loss: step >= 7],
+    )
     assert hist.steps[-1] == 7
 
 
@@ -68,16 +82,24 @@ def test_a_smoke_run_stops_every_training_loop_after_its_steps(monkeypatch):
     seed_everything(0)
     model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
     monkeypatch.setenv("SEQTHEORY_SMOKE", "3")
-    hist = train(model, lambda s: previous_token_batch(8, 8, 5), steps=100, eval_every=50,
-                 eval_fn=lambda m, s: {"s": s}, snapshot_steps=(0, 2, 60, 100),
-                 progress=False)
+    hist = train(
+        model,
+        lambda s: previous_token_batch(8, 8, 5),
+        steps=100,
+        eval_every=50,
+        eval_fn=lambda m, s: {"s": s},
+        snapshot_steps=(0, 2, 60, 100),
+        progress=False,
+    )
     assert hist.steps == [1, 2, 3]
     assert sorted(hist.snapshots) == [0, 2, 60, 100]
     assert all(torch.equal(hist.snapshots[60][k], v) for k, v in model.state_dict().items())
-    assert [e["step"] for e in hist.evals] == [0, 3]          # evaluated where it stopped
+    assert [e["step"] for e in hist.evals] == [0, 3]  # evaluated where it stopped
     monkeypatch.setenv("SEQTHEORY_SMOKE", "0")
-    assert len(train(model, lambda s: previous_token_batch(8, 8, 5), steps=6,
-                     progress=False).steps) == 6
+    assert (
+        len(train(model, lambda s: previous_token_batch(8, 8, 5), steps=6, progress=False).steps)
+        == 6
+    )
     monkeypatch.setenv("SEQTHEORY_SMOKE", "few")
     with pytest.raises(ValueError, match="SEQTHEORY_SMOKE must be"):
         train(model, lambda s: previous_token_batch(8, 8, 5), steps=6, progress=False)
@@ -86,8 +108,13 @@ def test_a_smoke_run_stops_every_training_loop_after_its_steps(monkeypatch):
 def test_every_callback_runs_even_after_one_asks_to_stop():
     seen = []
     model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
-    train(model, lambda s: previous_token_batch(4, 8, 5), steps=5, progress=False,
-          callbacks=[lambda step, m, loss: True, lambda step, m, loss: seen.append(step)])
+    train(
+        model,
+        lambda s: previous_token_batch(4, 8, 5),
+        steps=5,
+        progress=False,
+        callbacks=[lambda step, m, loss: True, lambda step, m, loss: seen.append(step)],
+    )
     assert seen == [1]
 
 
@@ -96,8 +123,9 @@ def test_schedules():
     assert lr_at(5, cfg) == pytest.approx(0.5)
     assert lr_at(10, cfg) == pytest.approx(1.0)
     assert lr_at(100, cfg) == pytest.approx(0.0, abs=1e-12)
-    assert lr_at(55, TrainConfig(steps=100, lr=1.0, warmup=10, schedule="linear")) == \
-        pytest.approx(0.5)
+    assert lr_at(55, TrainConfig(steps=100, lr=1.0, warmup=10, schedule="linear")) == pytest.approx(
+        0.5
+    )
 
 
 @pytest.mark.parametrize(
@@ -124,8 +152,13 @@ def test_train_rejects_bad_arguments():
     with pytest.raises(ValueError, match="unknown field"):
         train(model, lambda s: previous_token_batch(2, 8, 5), TrainConfig(steps=1), stepz=3)
     with pytest.raises(TypeError, match="dict of metrics"):
-        train(model, lambda s: previous_token_batch(2, 8, 5), steps=1, progress=False,
-              eval_fn=lambda m, s: 0.5)
+        train(
+            model,
+            lambda s: previous_token_batch(2, 8, 5),
+            steps=1,
+            progress=False,
+            eval_fn=lambda m, s: 0.5,
+        )
 
 
 def test_history_metric_errors_name_what_exists():
@@ -159,22 +192,33 @@ def test_previous_token_sizes():
 
 def test_metric_names_may_clash_with_progress_bar_fields():
     model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)
-    hist = train(model, lambda s: previous_token_batch(4, 8, 5), steps=3, eval_every=1,
-                 eval_fn=lambda m, s: {"loss": 1.0, "refresh": 2.0}, progress=True)
+    hist = train(
+        model,
+        lambda s: previous_token_batch(4, 8, 5),
+        steps=3,
+        eval_every=1,
+        eval_fn=lambda m, s: {"loss": 1.0, "refresh": 2.0},
+        progress=True,
+    )
     assert hist.final("loss") == 1.0
 
 
 def test_decay_linear_leaves_embeddings_and_norms_alone():
     seed_everything(0)
-    model = Transformer(TransformerConfig(vocab_size=5, max_len=8, n_layers=1, d_model=16,
-                                          attn_only=True))
+    model = Transformer(
+        TransformerConfig(vocab_size=5, max_len=8, n_layers=1, d_model=16, attn_only=True)
+    )
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
 
-    def batch(step):   # lr tiny and decay huge: the update is the decay alone
+    def batch(step):  # lr tiny and decay huge: the update is the decay alone
         return previous_token_batch(16, 8, 5)
 
-    train(model, batch, TrainConfig(steps=1, lr=1e-12, weight_decay=1e9, decay="linear"),
-          progress=False)
+    train(
+        model,
+        batch,
+        TrainConfig(steps=1, lr=1e-12, weight_decay=1e9, decay="linear"),
+        progress=False,
+    )
     after = dict(model.named_parameters())
     # decayed by (1 - lr * wd) = 0.999: only the weights of nn.Linear layers
     assert torch.allclose(after["unembed.weight"], 0.999 * before["unembed.weight"])
@@ -191,7 +235,7 @@ class _TwoNets(torch.nn.Module):
         super().__init__()
         self.w = torch.nn.Parameter(torch.zeros(2, 3))
 
-    def forward(self, x):                       # x (B, 3) -> (2, B)
+    def forward(self, x):  # x (B, 3) -> (2, B)
         return self.w @ x.T
 
 
@@ -206,40 +250,75 @@ def test_per_network_losses_train_each_network_on_its_own_loss():
     x, y = _two_net_data()
     model = _TwoNets()
     truth = torch.tensor([[1.0, -2.0, 0.5], [0.0, 3.0, 1.0]])
-    hist = train(model, lambda step: (x, y), steps=300, lr=0.05, grad_clip=None, progress=False,
-                 eval_every=100, optimizer="sgd",
-                 loss_fn=lambda out, t: ((out - t) ** 2).mean(1),
-                 eval_fn=lambda m, s: {"err": (m.w - truth).abs().amax(1)})
+    hist = train(
+        model,
+        lambda step: (x, y),
+        steps=300,
+        lr=0.05,
+        grad_clip=None,
+        progress=False,
+        eval_every=100,
+        optimizer="sgd",
+        loss_fn=lambda out, t: ((out - t) ** 2).mean(1),
+        eval_fn=lambda m, s: {"err": (m.w - truth).abs().amax(1)},
+    )
     losses = hist.losses()
-    assert losses.shape == (300, 2)                      # one loss per network per step
+    assert losses.shape == (300, 2)  # one loss per network per step
     assert np.allclose(hist.loss, losses.mean(1))
     steps, err = hist.metric("err")
     assert err.shape == (4, 2) and list(steps) == [0, 100, 200, 300]
     assert (err[-1] < 1e-3).all() and (err[0] > 0.4).all()
     # the same as training each network alone: the sum couples nothing under plain SGD
     alone = _TwoNets()
-    train(alone, lambda step: (x, y[:1]), steps=300, lr=0.05, grad_clip=None, progress=False,
-          optimizer="sgd", loss_fn=lambda out, t: ((out[:1] - t) ** 2).mean())
+    train(
+        alone,
+        lambda step: (x, y[:1]),
+        steps=300,
+        lr=0.05,
+        grad_clip=None,
+        progress=False,
+        optimizer="sgd",
+        loss_fn=lambda out, t: ((out[:1] - t) ** 2).mean(),
+    )
     assert torch.allclose(alone.w[0], model.w[0], atol=1e-6)
 
 
 def test_per_network_losses_refuse_a_global_clip_and_matrices():
     x, y = _two_net_data()
     with pytest.raises(ValueError, match="grad_clip=None"):
-        train(_TwoNets(), lambda step: (x, y), steps=2, progress=False,
-              loss_fn=lambda out, t: ((out - t) ** 2).mean(1))
+        train(
+            _TwoNets(),
+            lambda step: (x, y),
+            steps=2,
+            progress=False,
+            loss_fn=lambda out, t: ((out - t) ** 2).mean(1),
+        )
     with pytest.raises(ValueError, match="per-network losses"):
-        train(_TwoNets(), lambda step: (x, y), steps=2, progress=False, grad_clip=None,
-              loss_fn=lambda out, t: (out - t) ** 2)
+        train(
+            _TwoNets(),
+            lambda step: (x, y),
+            steps=2,
+            progress=False,
+            grad_clip=None,
+            loss_fn=lambda out, t: (out - t) ** 2,
+        )
 
 
 def test_stop_when_stops_at_the_first_evaluation_that_satisfies_it():
     x, y = _two_net_data()
-    hist = train(_TwoNets(), lambda step: (x, y), steps=1000, lr=0.05, grad_clip=None,
-                 progress=False, eval_every=25, optimizer="sgd",
-                 loss_fn=lambda out, t: ((out - t) ** 2).mean(1),
-                 eval_fn=lambda m, s: {"loss": ((m(x) - y) ** 2).mean(1)},
-                 stop_when=lambda row: bool((row["loss"] < 0.01).all()))
+    hist = train(
+        _TwoNets(),
+        lambda step: (x, y),
+        steps=1000,
+        lr=0.05,
+        grad_clip=None,
+        progress=False,
+        eval_every=25,
+        optimizer="sgd",
+        loss_fn=lambda out, t: ((out - t) ** 2).mean(1),
+        eval_fn=lambda m, s: {"loss": ((m(x) - y) ** 2).mean(1)},
+        stop_when=lambda row: bool((row["loss"] < 0.01).all()),
+    )
     steps, loss = hist.metric("loss")
     assert steps[-1] < 1000 and steps[-1] % 25 == 0 and len(hist.steps) == steps[-1]
     assert (loss[-1] < 0.01).all() and not (loss[-2] < 0.01).all()
@@ -251,11 +330,19 @@ def test_a_run_stopped_by_its_rule_ends_its_bar_with_a_note(monkeypatch, capsys)
     # fails if the static bar of a run that stopped early were left at a percentage
     monkeypatch.setenv("SEQTHEORY_STATIC_PROGRESS", "1")
     x, y = _two_net_data()
-    hist = train(_TwoNets(), lambda step: (x, y), steps=1000, lr=0.05, grad_clip=None,
-                 eval_every=25, optimizer="sgd", desc="demo",
-                 loss_fn=lambda out, t: ((out - t) ** 2).mean(1),
-                 eval_fn=lambda m, s: {"loss": ((m(x) - y) ** 2).mean(1)},
-                 stop_when=lambda row: bool((row["loss"] < 0.01).all()))
+    hist = train(
+        _TwoNets(),
+        lambda step: (x, y),
+        steps=1000,
+        lr=0.05,
+        grad_clip=None,
+        eval_every=25,
+        optimizer="sgd",
+        desc="demo",
+        loss_fn=lambda out, t: ((out - t) ** 2).mean(1),
+        eval_fn=lambda m, s: {"loss": ((m(x) - y) ** 2).mean(1)},
+        stop_when=lambda row: bool((row["loss"] < 0.01).all()),
+    )
     out = capsys.readouterr().out
     last = hist.steps[-1]
     assert f"demo: stopped at {last:,} of 1,000: its stop rule (stop_when) was met" in out
@@ -280,7 +367,7 @@ def test_host_loss_buffer_copies_losses_to_the_host_only_at_flush_off_the_cpu():
     hist = History()
     buf = HostLossBuffer(hist, eager=False)
     first = torch.tensor([1.0, 3.0])
-    assert buf.push(first, 1) is first                 # a callback sees the device tensor
+    assert buf.push(first, 1) is first  # a callback sees the device tensor
     buf.push(torch.tensor([2.0, 4.0]), 2)
     assert hist.loss == [] and hist.member_loss == []  # nothing copied before the flush
     buf.flush()
@@ -288,7 +375,7 @@ def test_host_loss_buffer_copies_losses_to_the_host_only_at_flush_off_the_cpu():
     assert [list(r) for r in hist.member_loss] == [[1.0, 3.0], [2.0, 4.0]]
     # each row its own array: a view would keep the whole copied block alive
     assert all(r.base is None for r in hist.member_loss)
-    buf.flush()                                        # nothing pending: nothing recorded
+    buf.flush()  # nothing pending: nothing recorded
     assert len(hist.loss) == 2
     with pytest.raises(TypeError, match="hist must be a History"):
         HostLossBuffer([], eager=True)
@@ -354,7 +441,7 @@ def test_loss_reduction_clips_an_ensemble_per_member_and_a_module_globally():
     def member_norms():
         return sum(p.grad.pow(2).flatten(1).sum(1) for p in ens.parameters()).sqrt()
 
-    for p in ens.parameters():               # member 0 inside the clip, member 1 far outside
+    for p in ens.parameters():  # member 0 inside the clip, member 1 far outside
         p.grad = torch.stack([torch.full(p.shape[1:], 0.01), torch.full(p.shape[1:], 10.0)])
     before = member_norms()
     red.clip()
@@ -366,8 +453,9 @@ def test_loss_reduction_clips_an_ensemble_per_member_and_a_module_globally():
     for p in net.parameters():
         p.grad = torch.full(p.shape, 10.0)
     glob.clip()
-    assert torch.cat([p.grad.flatten() for p in net.parameters()]).norm().item() == \
-        pytest.approx(1.0, abs=1e-4)
+    assert torch.cat([p.grad.flatten() for p in net.parameters()]).norm().item() == pytest.approx(
+        1.0, abs=1e-4
+    )
     none = LossReduction(net, list(net.parameters()), next_token_loss, grad_clip=None)
     for p in net.parameters():
         p.grad = torch.full(p.shape, 10.0)
@@ -379,8 +467,7 @@ def test_record_eval_stores_floats_and_arrays_and_checks_an_ensembles_rows():
     hist = History()
     row = hist.record_eval(5, {"acc": torch.tensor(0.25), "per_net": torch.tensor([1.0, 2.0])})
     assert type(row["acc"]) is float and isinstance(row["per_net"], np.ndarray)
-    assert hist.evals == [{"step": 5, **row}] and list(hist.evals[0]) == ["step", "acc",
-                                                                          "per_net"]
+    assert hist.evals == [{"step": 5, **row}] and list(hist.evals[0]) == ["step", "acc", "per_net"]
     row = hist.record_eval(6, {"acc": [0.5, 0.75]}, members=2)
     assert row["acc"].shape == (2,)
     with pytest.raises(ValueError, match="must return 3 values per metric.*wrong: \\['acc'\\]"):
@@ -401,10 +488,16 @@ def test_eval_fn_runs_in_eval_mode_without_gradients_and_the_mode_comes_back():
         return {"s": step}
 
     model.eval()
-    train(model, lambda s: previous_token_batch(4, 8, 5), steps=2, eval_every=1,
-          eval_fn=evaluate, progress=False)
+    train(
+        model,
+        lambda s: previous_token_batch(4, 8, 5),
+        steps=2,
+        eval_every=1,
+        eval_fn=evaluate,
+        progress=False,
+    )
     assert seen == [(0, False, False), (1, False, False), (2, False, False)]
-    assert model.training                              # trained in train mode, left there
+    assert model.training  # trained in train mode, left there
 
     def fails(m, step):
         if step:
@@ -412,9 +505,15 @@ def test_eval_fn_runs_in_eval_mode_without_gradients_and_the_mode_comes_back():
         return {}
 
     with pytest.raises(RuntimeError, match="eval failed"):
-        train(model, lambda s: previous_token_batch(4, 8, 5), steps=2, eval_every=1,
-              eval_fn=fails, progress=False)
-    assert model.training                              # restored although eval_fn raised
+        train(
+            model,
+            lambda s: previous_token_batch(4, 8, 5),
+            steps=2,
+            eval_every=1,
+            eval_fn=fails,
+            progress=False,
+        )
+    assert model.training  # restored although eval_fn raised
 
 
 def test_forward_context_checks_the_first_batch_only_off_the_cpu():

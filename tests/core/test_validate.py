@@ -24,4 +24,5 @@ def test_check_float_closed_upper_bound_accepts_the_bound():
     with pytest.raises(ValueError, match="must be < 1.0"):
         check_float("p", 1.0, high=1.0, high_open=True)
     from seqtheory.sources.markov import binary_entropy
+
     assert binary_entropy(1.0) == 0.0

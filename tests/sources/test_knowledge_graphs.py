@@ -1,5 +1,6 @@
 """Unit tests for seqtheory.sources.knowledge_graphs: the family-tree knowledge graph, its kinship
 data and the kinship models."""
+
 import numpy as np
 import pytest
 import torch
@@ -29,10 +30,10 @@ def test_family_relations_are_consistent():
         assert (M[sym] == M[sym].T).all(), sym
     assert (M["grandparent"] == ((P @ P) > 0)).all()
     A = M["ancestor"].astype(int)
-    assert (((A @ A) > 0) <= M["ancestor"]).all()               # transitive
+    assert (((A @ A) > 0) <= M["ancestor"]).all()  # transitive
     assert (M["child"] == M["parent"].T).all() and (M["descendant"] == M["ancestor"].T).all()
-    assert not any(np.diag(M[r]).any() for r in RELATIONS)      # nobody relates to self
-    assert (P.sum(0) <= 2).all()                                 # at most two parents
+    assert not any(np.diag(M[r]).any() for r in RELATIONS)  # nobody relates to self
+    assert (P.sum(0) <= 2).all()  # at most two parents
     assert not (M["sibling"] & M["cousin"]).any()
 
 
@@ -66,8 +67,12 @@ def test_kinship_terms_match_relations():
     assert (K[great.T] == KINSHIP.index("great_descendant")).all()
     assert (np.diag(K) == 0).all()
     # inverse terms are transposes of each other
-    for t, inv in [("parent", "child"), ("grandparent", "grandchild"),
-                   ("uncle_aunt", "niece_nephew"), ("great_ancestor", "great_descendant")]:
+    for t, inv in [
+        ("parent", "child"),
+        ("grandparent", "grandchild"),
+        ("uncle_aunt", "niece_nephew"),
+        ("great_ancestor", "great_descendant"),
+    ]:
         assert ((K == KINSHIP.index(t)) == (K == KINSHIP.index(inv)).T).all()
 
 
@@ -109,7 +114,7 @@ def test_batched_models_match_single_models(small):
     assert torch.allclose(both.embedding(i), alone.embedding(0), atol=1e-5)
     assert np.allclose(accuracy(both.select(i), data), accuracy(alone, data))
     assert both.embedding(0).shape == (forest.n, 2)
-    assert (both.embed[0, :, 2:] == 0).all()               # padding stays zero
+    assert (both.embed[0, :, 2:] == 0).all()  # padding stays zero
 
 
 def test_models_errors(small):
@@ -140,11 +145,13 @@ def test_per_model_loss_is_each_models_mean():
 
 def _brute_automorphisms(f):
     import itertools
+
     count = 0
     for perm in itertools.permutations(range(f.n)):
         p = np.array(perm)
-        if (f.parent[np.ix_(p, p)] == f.parent).all() and \
-                (f.spouse[np.ix_(p, p)] == f.spouse).all():
+        if (f.parent[np.ix_(p, p)] == f.parent).all() and (
+            f.spouse[np.ix_(p, p)] == f.spouse
+        ).all():
             count += 1
     return count
 
@@ -152,9 +159,10 @@ def _brute_automorphisms(f):
 def test_automorphism_count():
     f = FamilyForest.generate(n_families=2, generations=4, children=(2, 2), seed=0)
     assert automorphism_count(f) == 2**17
-    for args in [(2, 2, (2, 2), 0), (1, 3, (1, 2), 5)]:         # brute force on tiny forests
-        g = FamilyForest.generate(n_families=args[0], generations=args[1],
-                                  children=args[2], seed=args[3])
+    for args in [(2, 2, (2, 2), 0), (1, 3, (1, 2), 5)]:  # brute force on tiny forests
+        g = FamilyForest.generate(
+            n_families=args[0], generations=args[1], children=args[2], seed=args[3]
+        )
         assert automorphism_count(g) == _brute_automorphisms(g)
     with pytest.raises(TypeError, match="FamilyForest"):
         automorphism_count("forest")
@@ -165,11 +173,11 @@ def test_seen_closure_is_sound_and_complete_on_full_data(fraction, seed):
     f = FamilyForest.generate(n_families=2, generations=4, children=(2, 3), seed=seed)
     data = kinship_data(f, fraction, seed=seed)
     K, truth = seen_closure(data), f.kinship()
-    assert (truth[K > 0] == K[K > 0]).all()                     # sound: never a wrong term
+    assert (truth[K > 0] == K[K > 0]).all()  # sound: never a wrong term
     everything = KinshipData(data.pairs, data.labels, torch.ones_like(data.train), f.n)
     K_all = seen_closure(everything)
     a, b = data.pairs[:, 0].numpy(), data.pairs[:, 1].numpy()
-    assert (K_all[a, b] == truth[a, b]).all()                   # all seen -> all implied
+    assert (K_all[a, b] == truth[a, b]).all()  # all seen -> all implied
     with pytest.raises(TypeError, match="KinshipData"):
         seen_closure(f)
 
@@ -179,7 +187,7 @@ def test_seen_closure_uses_rules_not_just_inverses():
     data = kinship_data(f, 0.5, seed=0)
     P = f.parent
     par, kid = np.argwhere(P)[0]
-    assert P[par].sum() == 2                                    # kid has a sibling
+    assert P[par].sum() == 2  # kid has a sibling
     a, b = data.pairs[:, 0].numpy(), data.pairs[:, 1].numpy()
     # hide the link par -> kid both ways; show par -> sib and sib ~ kid
     train = np.ones(len(a), dtype=bool)
@@ -190,11 +198,13 @@ def test_seen_closure_uses_rules_not_just_inverses():
 
 def test_bilinear_decoder_trains_and_stitches(small):
     forest, data = small
-    models, hist = train_kinship(data, (4, 6), (0, 1), steps=300, weight_decay=0.1,
-                                 decoder="bilinear", progress=False)
+    models, hist = train_kinship(
+        data, (4, 6), (0, 1), steps=300, weight_decay=0.1, decoder="bilinear", progress=False
+    )
     assert models.decoder == "bilinear" and hist.final("train acc").mean() > 0.9
-    one, _ = train_kinship(data, 6, (1,), steps=300, weight_decay=0.1, decoder="bilinear",
-                           progress=False)
+    one, _ = train_kinship(
+        data, 6, (1,), steps=300, weight_decay=0.1, decoder="bilinear", progress=False
+    )
     assert torch.allclose(models.embedding(models.index(6, 1)), one.embedding(0), atol=1e-4)
     sub = models.select([3, 2])
     assert sub.decoder == "bilinear" and sub.rel.shape[-1] == 6
@@ -202,8 +212,7 @@ def test_bilinear_decoder_trains_and_stitches(small):
     mlp, _ = train_kinship(data, 6, (0,), steps=300, weight_decay=0.1, progress=False)
     res = stitch(mlp.embedding(0), models.select(2), data, steps=50)
     assert res.mapped.shape == (1, forest.n, 6)
-    assert res.test_acc[0] == pytest.approx(
-        accuracy(models.select(2), data, embed=res.mapped)[0])
+    assert res.test_acc[0] == pytest.approx(accuracy(models.select(2), data, embed=res.mapped)[0])
     with pytest.raises(ValueError, match="decoder must be one of"):
         KinshipModels(forest.n, 3, decoder="transformer")
 

@@ -1,5 +1,6 @@
 """Unit tests for seqtheory.sources.markov: sampling, stationary law, predictors, reference
 losses."""
+
 import math
 
 import pytest
@@ -53,8 +54,9 @@ def test_chains_follow_P_and_start_stationary():
     P = sample_transition_matrices(1, 3, 1.0, generator=gen(2))
     x = sample_chains(P.expand(4000, 3, 3).contiguous(), 50, generator=gen(3))
     counts = torch.zeros(3, 3)
-    counts.index_put_((x[:, :-1].reshape(-1), x[:, 1:].reshape(-1)),
-                      torch.ones(x[:, 1:].numel()), accumulate=True)
+    counts.index_put_(
+        (x[:, :-1].reshape(-1), x[:, 1:].reshape(-1)), torch.ones(x[:, 1:].numel()), accumulate=True
+    )
     assert torch.allclose(counts / counts.sum(1, keepdim=True), P[0], atol=0.02)
     first = torch.bincount(x[:, 0], minlength=3) / 4000
     assert torch.allclose(first, stationary_distribution(P)[0], atol=0.03)
@@ -111,12 +113,20 @@ def test_predictors_match_brute_force_counts(alpha):
 
 
 @settings(max_examples=30, deadline=None)
-@given(k=st.integers(2, 6), T=st.integers(1, 30), alpha=st.floats(0.05, 5.0),
-       seed=st.integers(0, 10_000))
+@given(
+    k=st.integers(2, 6),
+    T=st.integers(1, 30),
+    alpha=st.floats(0.05, 5.0),
+    seed=st.integers(0, 10_000),
+)
 def test_property_predictions_are_distributions(k, T, alpha, seed):
     x, P = icl_mc_batch(3, k, T, alpha, generator=gen(seed))
-    for probs in (uniform_predictor(x, k), unigram_predictor(x, k),
-                  bigram_predictor(x, k, alpha), oracle_predictor(x, P)):
+    for probs in (
+        uniform_predictor(x, k),
+        unigram_predictor(x, k),
+        bigram_predictor(x, k, alpha),
+        oracle_predictor(x, P),
+    ):
         assert probs.shape == (3, T, k) and (probs >= 0).all()
         assert torch.allclose(probs.sum(-1), torch.ones(3, T, dtype=torch.float64))
     # estimators never rule a token out (the oracle may: tiny Dirichlet draws underflow)
@@ -127,16 +137,19 @@ def test_sequence_loss_and_kl():
     x = torch.tensor([[0, 1, 1]])
     probs = torch.tensor([[[0.5, 0.5], [0.25, 0.75], [0.5, 0.5]]], dtype=torch.float64)
     loss = sequence_loss(probs, x)
-    assert torch.allclose(loss, torch.tensor([[math.log(2), math.log(2), -math.log(0.75)]],
-                                             dtype=torch.float64))
+    assert torch.allclose(
+        loss, torch.tensor([[math.log(2), math.log(2), -math.log(0.75)]], dtype=torch.float64)
+    )
     p = torch.tensor([0.5, 0.5])
     assert kl_divergence(p, p).item() == pytest.approx(0.0, abs=1e-12)
     assert kl_divergence(p, torch.tensor([0.9, 0.1])).item() > 0
 
 
 # Reference values (nats, T = 100, alpha = 1, mean over positions)
-REFERENCE = {2: dict(uniform=0.693, unigram=0.579, bigram=0.511, oracle=0.482),
-             3: dict(uniform=1.099, unigram=1.006, bigram=0.888, oracle=0.821)}
+REFERENCE = {
+    2: dict(uniform=0.693, unigram=0.579, bigram=0.511, oracle=0.482),
+    3: dict(uniform=1.099, unigram=1.006, bigram=0.888, oracle=0.821),
+}
 
 
 @pytest.mark.parametrize("k", [2, 3])
@@ -162,8 +175,11 @@ def test_reference_losses_reproduce_the_table(k):
         (lambda: sample_chains(torch.full((1, 2, 2), 0.5), 0), ValueError, "T must be >= 1"),
         (lambda: unigram_predictor(torch.tensor([[0, 3]]), 3), ValueError, "states 0..2"),
         (lambda: unigram_predictor(torch.tensor([[0.0, 1.0]]), 3), TypeError, "integer"),
-        (lambda: oracle_predictor(torch.tensor([[0, 1]]), torch.full((2, 2, 2), 0.5)),
-         ValueError, "2 matrices"),
+        (
+            lambda: oracle_predictor(torch.tensor([[0, 1]]), torch.full((2, 2, 2), 0.5)),
+            ValueError,
+            "2 matrices",
+        ),
         (lambda: kl_divergence(torch.ones(2), torch.ones(3)), ValueError, "same shape"),
     ],
 )
@@ -178,9 +194,9 @@ def brute_force_ngram(x, k, n, alpha):
     for b in range(B):
         seq = x[b].tolist()
         for t in range(n - 2, T):
-            ctx = seq[t - n + 2: t + 1] if n > 1 else []
+            ctx = seq[t - n + 2 : t + 1] if n > 1 else []
             for j in range(k):
-                hits = [s for s in range(n - 1, t + 1) if seq[s - n + 1: s] == ctx]
+                hits = [s for s in range(n - 1, t + 1) if seq[s - n + 1 : s] == ctx]
                 out[b, t, j] = (sum(seq[s] == j for s in hits) + alpha) / (len(hits) + k * alpha)
     return out
 
@@ -195,7 +211,7 @@ def test_order_two_chains_follow_their_contexts():
     P = sample_transition_matrices(1, 2, 1.0, order=2, generator=gen(10))
     assert P.shape == (1, 4, 2)
     x = sample_ngram_chains(P.expand(3000, 4, 2).contiguous(), 40, generator=gen(11))
-    ctx = x[:, :-2] * 2 + x[:, 1:-1]                 # context (x_{t-1}, x_t)
+    ctx = x[:, :-2] * 2 + x[:, 1:-1]  # context (x_{t-1}, x_t)
     for c in range(4):
         nxt = x[:, 2:][ctx == c]
         assert abs(nxt.float().mean().item() - P[0, c, 1].item()) < 0.03
@@ -237,9 +253,9 @@ def test_switching_process_depends_on_the_bit_k_back(k):
 
     x = sample_switching(400, 200, 0.2, 0.3, order=k, generator=gen(20)).double()
     prev, nxt = x[:, :-k], x[:, k:]
-    assert abs(nxt[prev == 0].mean().item() - 0.2) < 0.01       # leave 0 w.p. p
-    assert abs(1 - nxt[prev == 1].mean().item() - 0.3) < 0.01   # leave 1 w.p. q
-    assert abs(x.mean().item() - 0.2 / 0.5) < 0.01              # stationary pi1 = p / (p + q)
+    assert abs(nxt[prev == 0].mean().item() - 0.2) < 0.01  # leave 0 w.p. p
+    assert abs(1 - nxt[prev == 1].mean().item() - 0.3) < 0.01  # leave 1 w.p. q
+    assert abs(x.mean().item() - 0.2 / 0.5) < 0.01  # stationary pi1 = p / (p + q)
     if k > 1:  # the bit right before carries no information
         a, b = x[:, :-1], x[:, 1:]
         assert abs(b[a == 0].mean().item() - b[a == 1].mean().item()) < 0.02
@@ -263,9 +279,8 @@ def test_graded_prior_mixes_doubly_stochastic_and_iid_chains():
         P = sample_graded_matrices(2000, k, 0.3, generator=gen(1), dtype=torch.float64)
         assert torch.allclose(P.sum(-1), torch.ones(2000, k, dtype=P.dtype))
         ds = torch.allclose  # doubly stochastic iff columns sum to 1 as well
-        is_ds = torch.tensor([ds(m.sum(0), torch.ones(k, dtype=P.dtype), atol=1e-6)
-                              for m in P])
-        iid = (P - P[:, :1]).abs().amax((1, 2)) < 1e-12               # identical rows
+        is_ds = torch.tensor([ds(m.sum(0), torch.ones(k, dtype=P.dtype), atol=1e-6) for m in P])
+        iid = (P - P[:, :1]).abs().amax((1, 2)) < 1e-12  # identical rows
         assert (is_ds | iid).all() and abs(is_ds.double().mean().item() - 0.3) < 0.04
     P0 = sample_graded_matrices(50, 2, 0.0, generator=gen(2))
     assert torch.equal(P0[:, 0], P0[:, 1])
@@ -318,8 +333,11 @@ def test_samplers_draw_where_the_generator_lives():
     )
 
     g = torch.Generator().manual_seed(0)
-    for x, P in (icl_mc_batch(3, 3, 8, generator=g), icl_mc_batch(3, 2, 8, order=2, generator=g),
-                 graded_batch(3, 3, 8, 0.5, generator=g)):
+    for x, P in (
+        icl_mc_batch(3, 3, 8, generator=g),
+        icl_mc_batch(3, 2, 8, order=2, generator=g),
+        graded_batch(3, 3, 8, 0.5, generator=g),
+    ):
         assert x.device == P.device == g.device
     assert sample_switching(2, 9, 0.3, 0.6, order=2, generator=g).device == g.device
     with pytest.raises(ValueError, match="generator is on cpu"):

@@ -1,5 +1,6 @@
 """Sphinx extension: the build's jupyter-cache in the folder keyed on the library's sources
 (:func:`booktools.cache.cache_path` of the book's source folder)."""
+
 from __future__ import annotations
 
 from pathlib import Path

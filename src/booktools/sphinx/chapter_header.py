@@ -15,6 +15,7 @@ book.
 ``chapter-times`` renders the same times (with the reading times) as a table: the Teaching
 page's.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,7 +32,7 @@ from booktools.toc import chapter_names
 
 BUILD_TIMES = ROOT / "_build" / "chapter_times.tsv"
 CI_TIMES = ROOT / "benchmarks" / "chapter_times_ci.tsv"
-WORDS_PER_MINUTE = 150          # technical prose with math, read carefully
+WORDS_PER_MINUTE = 150  # technical prose with math, read carefully
 FOLDED = re.compile(r"dropdown|toggle|solution|details|margin|exercise", re.I)
 
 
@@ -46,8 +47,10 @@ def core_text(src: str) -> str:
     for line in src.splitlines():
         m = re.match(r"^(:{3,}|`{3,})\{([a-zA-Z:-]+)\}(.*)$", line)
         if m:
-            folded = bool(FOLDED.search(m.group(2))) or m.group(2) in ("chapter-header",
-                                                                         "bibliography")
+            folded = bool(FOLDED.search(m.group(2))) or m.group(2) in (
+                "chapter-header",
+                "bibliography",
+            )
             stack.append((m.group(1), folded, [m.group(3)] if m.group(2) == "admonition" else []))
             continue
         if stack and line.strip() == stack[-1][0]:
@@ -100,16 +103,20 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def header_line(srcdir: Path, name: str, prerequisites: list[str], times: dict[str, float],
-                colab: str = "") -> str:
+def header_line(
+    srcdir: Path, name: str, prerequisites: list[str], times: dict[str, float], colab: str = ""
+) -> str:
     """The header box's first line (MyST): prerequisites, reading and run times, and the
     chapter's Colab notebooks (``colab``: Markdown links, empty for none)."""
     src = (srcdir / "book" / f"{name}.md").read_text(encoding="utf-8")
-    links = "none" if prerequisites == ["none"] else ", ".join(f"{{doc}}`{p}`"
-                                                                for p in prerequisites)
-    line = (f"**Prerequisites:** {links} · **Reading:** about {reading_minutes(src)} min · "
-            f"**Run:** {minutes(times[name])} on a 2-core CPU "
-            f"({{ref}}`measured <chapter-times>`)")
+    links = (
+        "none" if prerequisites == ["none"] else ", ".join(f"{{doc}}`{p}`" for p in prerequisites)
+    )
+    line = (
+        f"**Prerequisites:** {links} · **Reading:** about {reading_minutes(src)} min · "
+        f"**Run:** {minutes(times[name])} on a 2-core CPU "
+        f"({{ref}}`measured <chapter-times>`)"
+    )
     return line + (f" · **Colab:** {colab}" if colab else "")
 
 
@@ -128,8 +135,9 @@ def colab_links(config, name: str) -> str:
     editions = ("student",) if config.hide_solutions else ("lecturer", "student")
     label = {"lecturer": "notebook with solutions", "student": "student notebook"}
     branch = config.colab_branch
-    return " · ".join(f"[{label[e]}]({colab_notebooks.colab_url(url, branch, e, name)})"
-                      for e in editions)
+    return " · ".join(
+        f"[{label[e]}]({colab_notebooks.colab_url(url, branch, e, name)})" for e in editions
+    )
 
 
 class ChapterHeader(SphinxDirective):
@@ -141,21 +149,25 @@ class ChapterHeader(SphinxDirective):
         name = env.docname.removeprefix("book/")
         times, _ = chapter_times(chapter_names(Path(env.srcdir)))
         if name not in times:
-            raise self.error(f"chapter-header: no measured run time for {name!r} in "
-                             f"{BUILD_TIMES} or {CI_TIMES}")
+            raise self.error(
+                f"chapter-header: no measured run time for {name!r} in {BUILD_TIMES} or {CI_TIMES}"
+            )
         pre = self.options.get("prerequisites", "").split()
         if not pre:
             raise self.error("chapter-header needs :prerequisites: (chapter names, or none)")
-        line = header_line(Path(env.srcdir), name, pre, times,
-                           colab_links(env.config, name))
+        line = header_line(Path(env.srcdir), name, pre, times, colab_links(env.config, name))
         box = nodes.container(classes=["chapter-header"])
-        self.state.nested_parse(StringList([line, ""], source=env.docname), self.content_offset,
-                                box)
+        self.state.nested_parse(
+            StringList([line, ""], source=env.docname), self.content_offset, box
+        )
         first = next(iter(box.findall(nodes.paragraph)), None)
-        if first is not None:     # the deck that booktools.sphinx.slides writes after the build
-            first += [nodes.Text(" · "), nodes.strong(text="Slides:"), nodes.Text(" "),
-                      nodes.reference(text="this chapter's deck",
-                                      refuri=f"../slides/{name}.html")]
+        if first is not None:  # the deck that booktools.sphinx.slides writes after the build
+            first += [
+                nodes.Text(" · "),
+                nodes.strong(text="Slides:"),
+                nodes.Text(" "),
+                nodes.reference(text="this chapter's deck", refuri=f"../slides/{name}.html"),
+            ]
         self.state.nested_parse(self.content, self.content_offset, box)
         return [box]
 
@@ -172,12 +184,16 @@ class ChapterTimes(SphinxDirective):
         for c in chapters:
             src = (Path(env.srcdir) / "book" / f"{c}.md").read_text(encoding="utf-8")
             run = minutes(times[c]) if c in times else "not measured"
-            rows.append(f"| {{doc}}`{titles[c]} <{c}>` | about {reading_minutes(src)} min | "
-                        f"{run} |")
+            rows.append(
+                f"| {{doc}}`{titles[c]} <{c}>` | about {reading_minutes(src)} min | {run} |"
+            )
         total = sum(times.get(c, 0.0) for c in chapters)
-        rows += ["", f"Run times: {origin}, one PyTorch thread on a 2-core CPU "
-                 f"({minutes(total)} for the whole book). Reading: the core path at "
-                 f"{WORDS_PER_MINUTE} words a minute."]
+        rows += [
+            "",
+            f"Run times: {origin}, one PyTorch thread on a 2-core CPU "
+            f"({minutes(total)} for the whole book). Reading: the core path at "
+            f"{WORDS_PER_MINUTE} words a minute.",
+        ]
         box = nodes.container(classes=["chapter-times"])
         self.state.nested_parse(StringList(rows, source=env.docname), self.content_offset, box)
         return [box]
@@ -189,7 +205,7 @@ def _title(path: Path) -> str:
 
 
 def setup(app):
-    app.setup_extension("booktools.sphinx.colab_notebooks")     # the colab_branch config value
+    app.setup_extension("booktools.sphinx.colab_notebooks")  # the colab_branch config value
     app.add_directive("chapter-header", ChapterHeader)
     app.add_directive("chapter-times", ChapterTimes)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

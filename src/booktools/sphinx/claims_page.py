@@ -7,6 +7,7 @@ condition, the result that would make it fail, its values over the base seeds re
 build's values, pasted from the chapter's executed notebook (``verify`` glues them as
 ``claim.ID``).
 """
+
 from __future__ import annotations
 
 import re
@@ -53,34 +54,50 @@ def overview_markdown(root: Path) -> str:
         table = chapters.table(name)
         record = table.recorded()
         seeds = sorted(record["runs"], key=int)
-        lines += [f"## {_title(root / 'book' / f'{name}.md')}", "",
-                  f"{len(table.claims)} claims of the chapter {{doc}}`{name}`, recorded under "
-                  f"base seeds {table.seeds_text() if seeds else 'none'}.", ""]
+        lines += [
+            f"## {_title(root / 'book' / f'{name}.md')}",
+            "",
+            f"{len(table.claims)} claims of the chapter {{doc}}`{name}`, recorded under "
+            f"base seeds {table.seeds_text() if seeds else 'none'}.",
+            "",
+        ]
         for section in table.sections():
             claims = table.section(section)
             if not claims:
                 continue
-            lines += [f"**Section `{section}`**", "", "```{list-table}",
-                      ":header-rows: 1", ":widths: 40 22 20 18", ":class: claims-table", "",
-                      "* - claim", "  - condition",
-                      f"  - over base seeds {table.seeds_text()}", "  - this build"]
+            lines += [
+                f"**Section `{section}`**",
+                "",
+                "```{list-table}",
+                ":header-rows: 1",
+                ":widths: 40 22 20 18",
+                ":class: claims-table",
+                "",
+                "* - claim",
+                "  - condition",
+                f"  - over base seeds {table.seeds_text()}",
+                "  - this build",
+            ]
             for claim in claims:
                 scale = "" if claim.scale == "any" else f" *({claim.scale} runs only)*"
                 if claim.applies("cpu"):
                     try:
                         held, n = table.held(claim, record)
-                    except KeyError:       # tests/test_claims_recorded.py fails on this too
+                    except KeyError:  # tests/test_claims_recorded.py fails on this too
                         held, n = "?", len(seeds)
-                    spread = "; ".join(f"{k}: {v}"
-                                       for k, v in table.spread(claim, record).items())
+                    spread = "; ".join(f"{k}: {v}" for k, v in table.spread(claim, record).items())
                     spread += f"; holds in {held}/{n}"
                 else:
                     spread = "not in the record (its runs use the default size)"
                 build = f"{{glue:text}}`{name}.md::claim.{claim.id}:s`"
-                lines += [f"* - {_text(claim.sentence)}.{scale}", "",
-                          f"    *Fails if* {_text(claim.fails_if)}.",
-                          f"  - {_code(claim.condition)}", f"  - {_text(spread)}",
-                          f"  - {build}"]
+                lines += [
+                    f"* - {_text(claim.sentence)}.{scale}",
+                    "",
+                    f"    *Fails if* {_text(claim.fails_if)}.",
+                    f"  - {_code(claim.condition)}",
+                    f"  - {_text(spread)}",
+                    f"  - {build}",
+                ]
                 total += 1
             lines += ["```", ""]
     return "\n".join([f"The book checks {total} claims.", "", *lines])
@@ -93,8 +110,12 @@ class ClaimsOverview(SphinxDirective):
         root = Path(self.env.srcdir)
         text = overview_markdown(root)
         container = nodes.container(classes=["claims-overview"])
-        self.state.nested_parse(StringList(text.splitlines(), source="claims-overview"),
-                                self.content_offset, container, match_titles=True)
+        self.state.nested_parse(
+            StringList(text.splitlines(), source="claims-overview"),
+            self.content_offset,
+            container,
+            match_titles=True,
+        )
         for name in toc_chapters(root):
             self.env.note_dependency(str(root / "book" / f"{name}.md"))
         return container.children

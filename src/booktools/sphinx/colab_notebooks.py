@@ -27,6 +27,7 @@ edition's build writes only the student notebooks). The site's workflow publishe
 folder as the branch ``colab_branch`` (``_config.yml``: ``sphinx.config.colab_branch``), which
 the chapter pages' Colab links open (``colab_url``).
 """
+
 from __future__ import annotations
 
 import ast
@@ -50,8 +51,18 @@ ROLE = re.compile(r"\{([A-Za-z][\w:-]*)\}`([^`]*)`")
 FENCE = re.compile(r"^(\s*)(:{3,}|`{3,})\{([\w:-]+)\}[ \t]*(.*)$")
 PLAIN_FENCE = re.compile(r"^\s*(`{3,}|~{3,})(?!\{)")
 OPTION = re.compile(r"^\s*:([\w-]+):[ \t]*(.*)$")
-ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "attention",
-               "danger", "error", "seealso"}
+ADMONITIONS = {
+    "note",
+    "tip",
+    "hint",
+    "important",
+    "warning",
+    "caution",
+    "attention",
+    "danger",
+    "error",
+    "seealso",
+}
 
 # what counts as raw MyST in a reader notebook's Markdown (checked by ``problems``)
 RAW_DIRECTIVE = re.compile(r"^\s*(:{3,}|`{3,})\{[\w:-]+\}", re.M)
@@ -66,8 +77,9 @@ def colab_url(repository_url: str, branch: str, edition: str, chapter: str) -> s
         raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
     m = re.match(r"https://github\.com/([^/]+)/([^/]+?)/?$", repository_url or "")
     if m is None:
-        raise ValueError(f"repository_url must be https://github.com/OWNER/REPO, "
-                         f"got {repository_url!r}")
+        raise ValueError(
+            f"repository_url must be https://github.com/OWNER/REPO, got {repository_url!r}"
+        )
     return f"{COLAB}/{m.group(1)}/{m.group(2)}/blob/{branch}/{edition}/{chapter}.ipynb"
 
 
@@ -99,14 +111,14 @@ def split_target(content: str) -> tuple[str | None, str]:
 class Refs:
     """What the roles resolve to: the build's glue values, numbers, titles and links."""
 
-    site: str                                   # the published site, ending in "/"
-    glue: dict[str, dict]                       # name -> output bundle of this chapter
-    docname: str                                # e.g. "book/hidden_progress"
-    titles: dict[str, str]                      # docname -> page title
-    labels: dict[str, tuple[str, str, str]]     # label -> (docname, id, section title)
-    numbers: dict[str, str]                     # label -> "Fig. 48", "Exercise 32"
-    terms: dict[str, tuple[str, str]]           # term (lower case) -> (docname, id)
-    bib: dict[str, tuple[str, ...]]             # key -> (authors, year, url[, title])
+    site: str  # the published site, ending in "/"
+    glue: dict[str, dict]  # name -> output bundle of this chapter
+    docname: str  # e.g. "book/hidden_progress"
+    titles: dict[str, str]  # docname -> page title
+    labels: dict[str, tuple[str, str, str]]  # label -> (docname, id, section title)
+    numbers: dict[str, str]  # label -> "Fig. 48", "Exercise 32"
+    terms: dict[str, tuple[str, str]]  # term (lower case) -> (docname, id)
+    bib: dict[str, tuple[str, ...]]  # key -> (authors, year, url[, title])
     counts: dict[str, int] = field(default_factory=dict)
 
     def _count(self, kind: str) -> None:
@@ -151,22 +163,32 @@ class Refs:
                 raise KeyError(f"{self.docname}: no bibliography entry {missing}")
             no_url = [k for k in keys if not self.bib[k][2]]
             if no_url:
-                raise KeyError(f"{self.docname}: references.bib has no url for {no_url} "
-                               "(a citation links to the paper)")
+                raise KeyError(
+                    f"{self.docname}: references.bib has no url for {no_url} "
+                    "(a citation links to the paper)"
+                )
             if role == "cite:t":
-                return "; ".join(f"[{self.bib[k][0]} ({self.bib[k][1]})]({self._target(k)})"
-                                 for k in keys)
-            return "(" + "; ".join(f"[{self.bib[k][0]}, {self.bib[k][1]}]({self._target(k)})"
-                                   for k in keys) + ")"
+                return "; ".join(
+                    f"[{self.bib[k][0]} ({self.bib[k][1]})]({self._target(k)})" for k in keys
+                )
+            return (
+                "("
+                + "; ".join(
+                    f"[{self.bib[k][0]}, {self.bib[k][1]}]({self._target(k)})" for k in keys
+                )
+                + ")"
+            )
         text, target = split_target(content)
         if role == "numref":
             if target not in self.labels or target not in self.numbers:
                 raise KeyError(f"{self.docname}: no numbered label {target!r}")
             doc, anchor, _ = self.labels[target]
             number = self.numbers[target]
-            shown = (text.replace("%s", number.split()[-1]).replace("{number}",
-                                                                    number.split()[-1])
-                     if text else number)
+            shown = (
+                text.replace("%s", number.split()[-1]).replace("{number}", number.split()[-1])
+                if text
+                else number
+            )
             # a figure or exercise of this chapter is in the notebook: its number, no link
             return shown if doc == self.docname else f"[{shown}]({self.page(doc, anchor)})"
         if role == "doc":
@@ -196,8 +218,11 @@ def _docname(current: str, target: str) -> str:
     return posixpath.normpath(f"{base}/{target}" if base else target)
 
 
-ROLE_OR_CODE = re.compile(r"\{(?P<role>[A-Za-z][\w:-]*)\}`(?P<content>[^`]*)`"
-                          r"|(?P<ticks>`+).+?(?P=ticks)", re.S)
+ROLE_OR_CODE = re.compile(
+    r"\{(?P<role>[A-Za-z][\w:-]*)\}`(?P<content>[^`]*)`"
+    r"|(?P<ticks>`+).+?(?P=ticks)",
+    re.S,
+)
 
 
 def roles_outside_code(text: str):
@@ -217,9 +242,10 @@ def roles_to_markdown(text: str, refs: Refs) -> str:
     pages made absolute (to the published site)."""
     out, pos = [], 0
     for m in ROLE_OR_CODE.finditer(text):
-        out.append(_links(text[pos:m.start()], refs))
-        out.append(refs.resolve(m.group("role"), m.group("content")) if m.group("role")
-                   else m.group(0))
+        out.append(_links(text[pos : m.start()], refs))
+        out.append(
+            refs.resolve(m.group("role"), m.group("content")) if m.group("role") else m.group(0)
+        )
         pos = m.end()
     out.append(_links(text[pos:], refs))
     return "".join(out)
@@ -229,9 +255,25 @@ def quote(md: str) -> str:
     return "\n".join(f"> {line}" if line.strip() else ">" for line in md.strip().splitlines())
 
 
-GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "varepsilon": "ε",
-         "epsilon": "ε", "lambda": "λ", "mu": "μ", "rho": "ρ", "sigma": "σ", "tau": "τ",
-         "chi": "χ", "pi": "π", "theta": "θ", "le": "≤", "ge": "≥", "times": "×"}
+GREEK = {
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "delta": "δ",
+    "varepsilon": "ε",
+    "epsilon": "ε",
+    "lambda": "λ",
+    "mu": "μ",
+    "rho": "ρ",
+    "sigma": "σ",
+    "tau": "τ",
+    "chi": "χ",
+    "pi": "π",
+    "theta": "θ",
+    "le": "≤",
+    "ge": "≥",
+    "times": "×",
+}
 
 
 def _plain_math(tex: str) -> str:
@@ -250,8 +292,7 @@ def summary_html(title: str) -> str:
 
 
 def details(summary: str, body: str) -> str:
-    return (f"<details>\n<summary>{summary_html(summary)}</summary>\n\n{body.strip()}\n\n"
-            "</details>")
+    return f"<details>\n<summary>{summary_html(summary)}</summary>\n\n{body.strip()}\n\n</details>"
 
 
 @dataclass
@@ -260,7 +301,7 @@ class Converted:
 
     source: str
     attachments: dict = field(default_factory=dict)
-    exercises: list[str] = field(default_factory=list)   # labels, in order
+    exercises: list[str] = field(default_factory=list)  # labels, in order
 
 
 class MarkdownConverter:
@@ -282,7 +323,7 @@ class MarkdownConverter:
         i, in_code = 0, None
         while i < len(lines):
             line = lines[i]
-            if in_code is not None:                       # inside a plain code block
+            if in_code is not None:  # inside a plain code block
                 done.append(line)
                 if line.strip() == in_code:
                     in_code = None
@@ -323,14 +364,15 @@ class MarkdownConverter:
                 i = j + 1
                 continue
             if re.match(r"^\([\w-]+\)=\s*$", line) or re.match(r"^%", line):
-                i += 1                                   # targets and MyST comments
+                i += 1  # targets and MyST comments
                 continue
             done.append(roles_to_markdown(line, self.refs))
             i += 1
         return "\n".join(done)
 
-    def _directive(self, name: str, arg: str, options: dict, body: list[str],
-                   out: Converted) -> str:
+    def _directive(
+        self, name: str, arg: str, options: dict, body: list[str], out: Converted
+    ) -> str:
         refs = self.refs
         title = roles_to_markdown(arg, refs)
         if name == "glue:figure":
@@ -341,8 +383,11 @@ class MarkdownConverter:
             out.attachments[f"{arg}.png"] = {"image/png": png}
             alt = options.get("alt", arg).replace("[", "(").replace("]", ")")
             caption = self._block(body, out).strip()
-            return f"![{alt}](attachment:{arg}.png)\n\n*{caption}*" if caption else \
-                f"![{alt}](attachment:{arg}.png)"
+            return (
+                f"![{alt}](attachment:{arg}.png)\n\n*{caption}*"
+                if caption
+                else f"![{alt}](attachment:{arg}.png)"
+            )
         inner = self._block(body, out).strip()
         if name == "chapter-header":
             line = roles_to_markdown(self.header_line, refs)
@@ -360,7 +405,7 @@ class MarkdownConverter:
             self.last_exercise = label
             out.exercises.append(label)
             heading = f"**{refs.numbers[label]}" + (f" ({title})" if title else "") + ".**"
-            return f"<a id=\"{label}\"></a>{heading}\n\n{inner}"
+            return f'<a id="{label}"></a>{heading}\n\n{inner}'
         if name == "solution":
             if self.edition == "student":
                 return ""
@@ -385,34 +430,46 @@ def is_check(cell) -> bool:
     return cell.cell_type == "code" and re.search(r"^\s*verify\(", cell.source, re.M) is not None
 
 
-def guidance(title: str, chapter_url: str, edition: str, run_seconds: float | None,
-             full: dict | None, built: str) -> str:
+def guidance(
+    title: str,
+    chapter_url: str,
+    edition: str,
+    run_seconds: float | None,
+    full: dict | None,
+    built: str,
+) -> str:
     """The first cell: the chapter's title and how to run its notebook."""
-    which = ("**Lecturer's notebook**: every exercise with its solution (collapsed)."
-             if edition == "lecturer" else
-             "**Student notebook**: the exercises without their solutions.")
+    which = (
+        "**Lecturer's notebook**: every exercise with its solution (collapsed)."
+        if edition == "lecturer"
+        else "**Student notebook**: the exercises without their solutions."
+    )
     if run_seconds is None:
         cpu = "Its run time has not been measured yet."
     else:
-        cpu = (f"It takes about {_duration(run_seconds)} on a free Colab CPU runtime (the "
-               "book's CI measures it on a 2-core CPU, as Colab's), plus the library's "
-               "install in the first code cell.")
-    return "\n".join([
-        f"# {title}",
-        "",
-        f"{which} The same chapter on the book's site: [{title}]({chapter_url}).",
-        "",
-        f"> **Running this notebook.** *Runtime → Run all* (Colab asks you to confirm a "
-        f"notebook from GitHub: *Run anyway*). {cpu} A GPU runtime does not make the "
-        "default size faster: keep the CPU runtime.",
-        ">",
-        f"> **Paper scale.** {full_scale_text(full)}",
-        ">",
-        f"> **The numbers in the text are the book's own run** ({built}). Yours may differ "
-        "in the last digits (another CPU, thread count or PyTorch build). The collapsed "
-        "*Check the chapter's claims* cells test every claim against its measured range and "
-        "print a note if one fails.",
-    ])
+        cpu = (
+            f"It takes about {_duration(run_seconds)} on a free Colab CPU runtime (the "
+            "book's CI measures it on a 2-core CPU, as Colab's), plus the library's "
+            "install in the first code cell."
+        )
+    return "\n".join(
+        [
+            f"# {title}",
+            "",
+            f"{which} The same chapter on the book's site: [{title}]({chapter_url}).",
+            "",
+            f"> **Running this notebook.** *Runtime → Run all* (Colab asks you to confirm a "
+            f"notebook from GitHub: *Run anyway*). {cpu} A GPU runtime does not make the "
+            "default size faster: keep the CPU runtime.",
+            ">",
+            f"> **Paper scale.** {full_scale_text(full)}",
+            ">",
+            f"> **The numbers in the text are the book's own run** ({built}). Yours may differ "
+            "in the last digits (another CPU, thread count or PyTorch build). The collapsed "
+            "*Check the chapter's claims* cells test every claim against its measured range and "
+            "print a note if one fails.",
+        ]
+    )
 
 
 def _duration(seconds: float) -> str:
@@ -443,8 +500,10 @@ def read_full_table(path: Path = FULL_TABLE) -> tuple[dict[str, dict], dict[str,
 
 def full_scale_text(row: dict | None) -> str:
     """What ``FULL=1`` needs, from the archived measurements (``benchmarks/full_run_h200.tsv``)."""
-    start = ("`FULL=1` runs the paper's configuration; it needs a GPU runtime. Add a cell "
-             "`%env FULL=1` above the set-up cell.")
+    start = (
+        "`FULL=1` runs the paper's configuration; it needs a GPU runtime. Add a cell "
+        "`%env FULL=1` above the set-up cell."
+    )
     if row is None:
         return start + " Its time and GPU memory have not been measured yet."
     about = row.get("about", {})
@@ -460,14 +519,19 @@ def full_scale_text(row: dict | None) -> str:
         parts[0] += f" ({row['note']})"
     if row.get("peak_gpu_mib"):
         gib = float(row["peak_gpu_mib"]) / 1024
-        parts.append(f"its process held {gib:.1f} GiB of GPU memory within its first 140 s"
-                     + (" (more than a free Colab T4's 15 GiB)" if gib > 15 else ""))
-    return (start + f" Measured on {about.get('device', 'one GPU')}, "
-            f"{about.get('run', 'an archived run')}: " + "; ".join(parts) + ".")
+        parts.append(
+            f"its process held {gib:.1f} GiB of GPU memory within its first 140 s"
+            + (" (more than a free Colab T4's 15 GiB)" if gib > 15 else "")
+        )
+    return (
+        start + f" Measured on {about.get('device', 'one GPU')}, "
+        f"{about.get('run', 'an archived run')}: " + "; ".join(parts) + "."
+    )
 
 
-def reader_notebook(nb, glue: dict, refs: Refs, edition: str, *, header_line: str,
-                    guidance_md: str):
+def reader_notebook(
+    nb, glue: dict, refs: Refs, edition: str, *, header_line: str, guidance_md: str
+):
     """The reader notebook of one executed chapter notebook."""
     conv = MarkdownConverter(refs, edition, header_line)
     cells = [nbformat.v4.new_markdown_cell(guidance_md)]
@@ -476,7 +540,7 @@ def reader_notebook(nb, glue: dict, refs: Refs, edition: str, *, header_line: st
         tags = cell_tags(cell)
         if cell.cell_type == "markdown":
             src = cell.source
-            if first_markdown:                           # the title moves to the first cell
+            if first_markdown:  # the title moves to the first cell
                 src = re.sub(r"^\s*# .*\n?", "", src, count=1)
                 first_markdown = False
             done = conv.convert(src)
@@ -497,8 +561,10 @@ def reader_notebook(nb, glue: dict, refs: Refs, edition: str, *, header_line: st
         if is_setup(cell):
             title = "Set-up: installs the book's library in Colab (run this cell first)"
         elif solution:
-            title = (f"Solution to {refs.numbers.get(conv.last_exercise, 'the exercise')}: "
-                     "the computation" + (" and its check" if is_check(cell) else ""))
+            title = (
+                f"Solution to {refs.numbers.get(conv.last_exercise, 'the exercise')}: "
+                "the computation" + (" and its check" if is_check(cell) else "")
+            )
         elif is_check(cell):
             title = "Check the chapter's claims (prints a note if one fails)"
         elif "hide-input" in tags or "hide-cell" in tags or "remove-input" in tags:
@@ -508,8 +574,11 @@ def reader_notebook(nb, glue: dict, refs: Refs, edition: str, *, header_line: st
                 title = "Code of the table below"
             elif "explorer(" in source:
                 title = "Code of the explorer below"
-            elif re.search(r"^(import|from) \S+", source, re.M) and "seqtheory" in source \
-                    and not imports_seen:
+            elif (
+                re.search(r"^(import|from) \S+", source, re.M)
+                and "seqtheory" in source
+                and not imports_seen
+            ):
                 title = "Imports and settings"
                 imports_seen = True
             elif source.lstrip().startswith("#"):
@@ -531,8 +600,11 @@ def reader_notebook(nb, glue: dict, refs: Refs, edition: str, *, header_line: st
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
         "colab": {"provenance": [], "toc_visible": True},
-        "seqtheory": {"edition": edition, "chapter": refs.docname.removeprefix("book/"),
-                      "roles": dict(refs.counts)},
+        "seqtheory": {
+            "edition": edition,
+            "chapter": refs.docname.removeprefix("book/"),
+            "roles": dict(refs.counts),
+        },
     }
     return out
 
@@ -541,10 +613,14 @@ def problems(nb, edition: str) -> list[str]:
     """What a Colab reader would meet that a reader notebook must not have (empty: none)."""
     found = []
     first = nb.cells[0] if nb.cells else None
-    if first is None or first.cell_type != "markdown" or not all(
-            w in first.source for w in GUIDANCE_WORDS):
-        found.append("the first cell lacks the run guidance "
-                     f"(it must mention {', '.join(GUIDANCE_WORDS)})")
+    if (
+        first is None
+        or first.cell_type != "markdown"
+        or not all(w in first.source for w in GUIDANCE_WORDS)
+    ):
+        found.append(
+            f"the first cell lacks the run guidance (it must mention {', '.join(GUIDANCE_WORDS)})"
+        )
     for k, cell in enumerate(nb.cells):
         where = f"cell {k}"
         if cell.cell_type == "markdown":
@@ -552,9 +628,11 @@ def problems(nb, edition: str) -> list[str]:
             roles = roles_outside_code(text)
             if roles:
                 found.append(f"{where}: a MyST role left as text: {roles[0].group(0)!r}")
-            for pattern, what in ((RAW_DIRECTIVE, "a MyST directive"),
-                                  (RAW_OPTION, "a directive option"),
-                                  (RAW_TARGET, "a MyST target")):
+            for pattern, what in (
+                (RAW_DIRECTIVE, "a MyST directive"),
+                (RAW_OPTION, "a directive option"),
+                (RAW_TARGET, "a MyST target"),
+            ):
                 m = pattern.search(text)
                 if m:
                     found.append(f"{where}: {what} left as text: {m.group(0)!r}")
@@ -563,8 +641,10 @@ def problems(nb, edition: str) -> list[str]:
                     found.append(f"{where}: a link relative to the site: {url!r}")
             for title in re.findall(r"<summary>(.*?)</summary>", cell.source, re.S):
                 if re.search(r"\$|`|\*\*|\]\(", title):
-                    found.append(f"{where}: Markdown or math in a <summary> title, which "
-                                 f"Colab does not render: {title!r}")
+                    found.append(
+                        f"{where}: Markdown or math in a <summary> title, which "
+                        f"Colab does not render: {title!r}"
+                    )
             if edition == "student" and re.search(r"<summary>\s*Solution", cell.source):
                 found.append(f"{where}: a solution in the student notebook")
             for name in re.findall(r"attachment:([^)\s]+)", cell.source):
@@ -575,10 +655,10 @@ def problems(nb, edition: str) -> list[str]:
             if edition == "student" and "solution" in tags:
                 found.append(f"{where}: a solution cell in the student notebook")
             code = re.sub(r"^#@title.*\n?", "", cell.source)
-            is_form = cell.source.startswith("#@title") and \
-                cell.metadata.get("cellView") == "form"
-            if (code.lstrip().startswith("# Colab setup") or
-                    re.search(r"^\s*verify\(", code, re.M)) and not is_form:
+            is_form = cell.source.startswith("#@title") and cell.metadata.get("cellView") == "form"
+            if (
+                code.lstrip().startswith("# Colab setup") or re.search(r"^\s*verify\(", code, re.M)
+            ) and not is_form:
                 found.append(f"{where}: a set-up or check cell that is not a collapsed form")
             if cell.source.startswith("#@title") and not is_form:
                 found.append(f"{where}: a form that is not collapsed (cellView: form)")
@@ -588,6 +668,7 @@ def problems(nb, edition: str) -> list[str]:
 
 
 # ---- the Sphinx side --------------------------------------------------------------------
+
 
 def _bib(path: Path) -> dict[str, tuple[str, str, str]]:
     """{key: ("Barak et al.", "2022", url)} from a BibTeX file (entries need a url)."""
@@ -601,8 +682,9 @@ def _bib(path: Path) -> dict[str, tuple[str, str, str]]:
     for key, entry in parse_file(str(path)).entries.items():
         people = entry.persons.get("author", [])
         if not people:
-            authors = re.sub(r"[{}]", "", entry.fields.get("organization",
-                                                            entry.fields.get("title", key)))
+            authors = re.sub(
+                r"[{}]", "", entry.fields.get("organization", entry.fields.get("title", key))
+            )
         elif len(people) == 1 or (len(people) == 2 and "others" in str(people[1]).lower()):
             authors = last(people[0]) + (" et al." if len(people) == 2 else "")
         elif len(people) == 2:
@@ -630,15 +712,23 @@ def sphinx_refs(app, docname: str, glue: dict) -> Refs:
     terms = {k.lower(): (v[0], v[1]) for k, v in std.get("terms", {}).items()}
     site = app.config.html_baseurl
     if not site:
-        raise ValueError("_config.yml html.baseurl (the published site) is empty: the Colab "
-                         "notebooks link to it")
+        raise ValueError(
+            "_config.yml html.baseurl (the published site) is empty: the Colab notebooks link to it"
+        )
     bibfiles = [Path(app.srcdir) / f for f in app.config.bibtex_bibfiles]
     bib = {}
     for f in bibfiles:
         bib.update(_bib(f))
-    return Refs(site=site.rstrip("/") + "/", glue=glue, docname=docname,
-                titles={d: t.astext() for d, t in env.titles.items()}, labels=labels,
-                numbers=numbers, terms=terms, bib=bib)
+    return Refs(
+        site=site.rstrip("/") + "/",
+        glue=glue,
+        docname=docname,
+        titles={d: t.astext() for d, t in env.titles.items()},
+        labels=labels,
+        numbers=numbers,
+        terms=terms,
+        bib=bib,
+    )
 
 
 def write_notebooks(app, exception) -> None:
@@ -657,8 +747,10 @@ def write_notebooks(app, exception) -> None:
         nb_path = executed / "book" / f"{name}.ipynb"
         glue_path = executed / "book" / f"{name}.glue.json"
         if not nb_path.is_file():
-            raise FileNotFoundError(f"{nb_path}: the chapter was not executed by this build, "
-                                    "so its Colab notebook cannot be written")
+            raise FileNotFoundError(
+                f"{nb_path}: the chapter was not executed by this build, "
+                "so its Colab notebook cannot be written"
+            )
         nb = nbformat.read(nb_path, as_version=4)
         glue = json.loads(glue_path.read_text(encoding="utf-8")) if glue_path.is_file() else {}
         title = app.env.titles[docname].astext()
@@ -666,10 +758,10 @@ def write_notebooks(app, exception) -> None:
             refs = sphinx_refs(app, docname, glue)
             src = (srcdir / "book" / f"{name}.md").read_text(encoding="utf-8")
             line = header_line(srcdir, name, prerequisites_of(src), times)
-            text = guidance(title, refs.page(docname), edition, times.get(name),
-                            full.get(name), built)
-            reader = reader_notebook(nb, glue, refs, edition, header_line=line,
-                                     guidance_md=text)
+            text = guidance(
+                title, refs.page(docname), edition, times.get(name), full.get(name), built
+            )
+            reader = reader_notebook(nb, glue, refs, edition, header_line=line, guidance_md=text)
             found = problems(reader, edition)
             if found:
                 raise ValueError(f"{docname} ({edition}'s Colab notebook): " + "; ".join(found))
@@ -678,8 +770,10 @@ def write_notebooks(app, exception) -> None:
             nbformat.write(reader, path)
             forms = sum(c.metadata.get("cellView") == "form" for c in reader.cells)
             glued = refs.counts.get("glue:text", 0) + refs.counts.get("glue", 0)
-            report.append(f"{name}\t{edition}\t{len(reader.cells)}\t{forms}\t{glued}\t"
-                          f"{sum(refs.counts.values())}")
+            report.append(
+                f"{name}\t{edition}\t{len(reader.cells)}\t{forms}\t{glued}\t"
+                f"{sum(refs.counts.values())}"
+            )
     (outdir / "colab" / "notebooks.tsv").write_text("\n".join(report) + "\n", encoding="utf-8")
 
 

@@ -18,6 +18,7 @@ The figures are copied next to the deck (``slides/NAME_files/``) and MathJax int
 space or a click move through the slides; printing gives one slide per page (landscape).
 ``slides/index.html`` lists the decks.
 """
+
 from __future__ import annotations
 
 import copy
@@ -119,8 +120,9 @@ def _soup(text: str):
 def _clean(node):
     """A copy of ``node`` without header links, buttons and folded code."""
     node = copy.copy(node)
-    for bad in node.select("a.headerlink, button, .toggle-details, script, style, "
-                           "div.cell, details"):
+    for bad in node.select(
+        "a.headerlink, button, .toggle-details, script, style, div.cell, details"
+    ):
         bad.decompose()
     return node
 
@@ -132,9 +134,9 @@ class Deck:
         self.page, self.root, self.name, self.book = page, html_root, name, book
         self.soup = _soup(page.read_text(encoding="utf-8"))
         self.article = self.soup.select_one("article.bd-article") or self.soup.body
-        self.images: dict[str, str] = {}          # source path (under html root) -> file name
+        self.images: dict[str, str] = {}  # source path (under html root) -> file name
         self.slides: list[str] = []
-        self._used: list[list[int]] = []          # thumbnails of the figures on slides
+        self._used: list[list[int]] = []  # thumbnails of the figures on slides
 
     # -------------------------------------------------------------- links and images
     def _fix(self, node):
@@ -163,8 +165,9 @@ class Deck:
 
     def add(self, title: str | None, body: str, cls: str = "") -> None:
         head = f"<h2>{title}</h2>" if title else ""
-        self.slides.append(f'<section class="slide {cls}">{head}<div class="body">{body}'
-                           f"</div></section>")
+        self.slides.append(
+            f'<section class="slide {cls}">{head}<div class="body">{body}</div></section>'
+        )
 
     def figure(self, fig) -> str:
         fig = self._fix(_clean(fig))
@@ -189,7 +192,8 @@ class Deck:
         self.slides.append(
             f'<section class="slide title"><h1>{title}</h1><div class="body">{learn}'
             f'<p class="small">From the book <em>{html.escape(self.book)}</em>: '
-            f'<a href="../book/{self.name}.html">the chapter\'s page</a>.</p></div></section>')
+            f'<a href="../book/{self.name}.html">the chapter\'s page</a>.</p></div></section>'
+        )
 
         tip = self.article.select_one("div.admonition.tip")
         if tip is not None:
@@ -224,8 +228,10 @@ class Deck:
                     if child.name == "p" and (len(parts) < 2 or wants_more):
                         parts.append(str(self._fix(_clean(child))))
                         wants_more = child.get_text().rstrip().endswith(":")
-                    elif child.name == "table" or (child.name == "div" and (
-                            "math" in child.get("class", []) or child.find("table"))):
+                    elif child.name == "table" or (
+                        child.name == "div"
+                        and ("math" in child.get("class", []) or child.find("table"))
+                    ):
                         parts.append(str(self._fix(_clean(child))))
                         break
                     elif len(parts) >= 2:
@@ -238,12 +244,21 @@ class Deck:
                 before = eq.find_previous_sibling("p")
                 sub = eq.find_parent("section")
                 title = self._heading(sub) if sub is not None and sub is not theory else ""
-                body = (str(self._fix(_clean(before))) if before is not None else "") + \
-                    str(self._fix(_clean(eq)))
+                body = (str(self._fix(_clean(before))) if before is not None else "") + str(
+                    self._fix(_clean(eq))
+                )
                 self.add("Theory" + (f": {title}" if title else ""), body, "small")
 
-        skip = ("setup", "theory", "explore", "going", "exercises", "takeaways", "where",
-                "references")
+        skip = (
+            "setup",
+            "theory",
+            "explore",
+            "going",
+            "exercises",
+            "takeaways",
+            "where",
+            "references",
+        )
         shown = 0
         for s in self.article.find_all("section"):
             head = s.find(["h2", "h3"], recursive=False)
@@ -272,8 +287,12 @@ class Deck:
             tag = paras[0].get_text(" ", strip=True) if paras else ""
             tagged = tag.count("·") == 2
             rest = paras[1:] if tagged else paras
-            self.add(head, (f'<p class="tag">{html.escape(tag)}</p>' if tagged else "")
-                     + "".join(str(p) for p in rest), "exercise")
+            self.add(
+                head,
+                (f'<p class="tag">{html.escape(tag)}</p>' if tagged else "")
+                + "".join(str(p) for p in rest),
+                "exercise",
+            )
 
     def _thumb(self, img):
         """A 32 x 32 grey thumbnail of the image (None if it cannot be read)."""
@@ -310,17 +329,22 @@ class Deck:
             if own and fig.find_parent("section") is not section:
                 continue
             img = fig.find("img", src=True)
-            if fig.find_parent("details") is None and img is not None \
-                    and not self._seen(img):
+            if fig.find_parent("details") is None and img is not None and not self._seen(img):
                 return self.figure(fig)
         for img in section.select("div.cell_output img[src]"):
-            if img.get("id", "").startswith("_anim") or img["src"].startswith("data:") \
-                    or img.find_parent("figure") is not None \
-                    or (own and img.find_parent("section") is not section):
+            if (
+                img.get("id", "").startswith("_anim")
+                or img["src"].startswith("data:")
+                or img.find_parent("figure") is not None
+                or (own and img.find_parent("section") is not section)
+            ):
                 continue
             cell = img.find_parent("div", class_="cell")
-            if cell is not None and "tag_solution" not in cell.get("class", []) \
-                    and img.find_parent("details") is None:
+            if (
+                cell is not None
+                and "tag_solution" not in cell.get("class", [])
+                and img.find_parent("details") is None
+            ):
                 alt = img.get("alt", "")
                 if not alt or alt == "_images" or self._seen(img):
                     continue
@@ -335,14 +359,17 @@ class Deck:
         files.mkdir()
         for src, dest in self.images.items():
             shutil.copyfile(self.root / src, out / dest)
-        doc = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
-               f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-               f"<title>{html.escape(self.title)} (slides)</title>\n<style>{CSS}</style>\n"
-               f"<script>{mathjax_config}</script>\n"
-               f'<script defer src="mathjax/tex-chtml-full.js"></script>\n</head>\n'
-               f"<body><main>\n" + "\n".join(self.slides) +
-               f'\n</main><footer class="deck"><span id="counter"></span></footer>\n'
-               f"<script>{JS}</script></body></html>\n")
+        doc = (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{html.escape(self.title)} (slides)</title>\n<style>{CSS}</style>\n"
+            f"<script>{mathjax_config}</script>\n"
+            f'<script defer src="mathjax/tex-chtml-full.js"></script>\n</head>\n'
+            f"<body><main>\n"
+            + "\n".join(self.slides)
+            + f'\n</main><footer class="deck"><span id="counter"></span></footer>\n'
+            f"<script>{JS}</script></body></html>\n"
+        )
         path = out / f"{self.name}.html"
         path.write_text(doc, encoding="utf-8")
         return path
@@ -368,22 +395,26 @@ def write_decks(html_root: Path, chapters: list[str], book: str = "") -> list[Pa
         deck = Deck(page, html_root, name, book)
         deck.build()
         written.append(deck.write(out, config))
-        rows.append(f'<li><a href="{name}.html">{html.escape(deck.title)}</a> '
-                    f"({len(deck.slides)} slides)</li>")
+        rows.append(
+            f'<li><a href="{name}.html">{html.escape(deck.title)}</a> '
+            f"({len(deck.slides)} slides)</li>"
+        )
     mj = html_root / "_static" / "mathjax"
     if mj.is_dir():
         shutil.rmtree(out / "mathjax", ignore_errors=True)
         shutil.copytree(mj, out / "mathjax")
     (out / "index.html").write_text(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Slides</title>'
-        '<style>body{font-family:Arial,sans-serif;max-width:40em;margin:3em auto;}</style>'
+        "<style>body{font-family:Arial,sans-serif;max-width:40em;margin:3em auto;}</style>"
         "</head><body><h1>Slides, one deck per chapter</h1><p>Open a deck and move with the "
         "arrow keys, space or a click; print it for one slide per page. Each deck is one HTML "
         "file with its figures in a folder beside it, and works offline: copy the whole "
         "folder <code>slides/</code>. Edit the text of a slide in any text editor (each slide "
-        "is a <code>&lt;section&gt;</code>).</p><ul>" + "".join(rows) +
-        '</ul><p><a href="../index.html">Back to the book</a></p></body></html>\n',
-        encoding="utf-8")
+        "is a <code>&lt;section&gt;</code>).</p><ul>"
+        + "".join(rows)
+        + '</ul><p><a href="../index.html">Back to the book</a></p></body></html>\n',
+        encoding="utf-8",
+    )
     return written
 
 

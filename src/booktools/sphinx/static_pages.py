@@ -14,6 +14,7 @@
   otherwise appears twice and the second copy throws "THEBE_JS_URL has already been
   declared" on every page).
 """
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from sphinx.errors import ExtensionError
 
-COMPONENT = "tex-chtml-full.js"                    # relative to MathJax's es5/ folder
+COMPONENT = "tex-chtml-full.js"  # relative to MathJax's es5/ folder
 FONTS = Path("output") / "chtml" / "fonts" / "woff-v2"
 
 
@@ -31,8 +32,10 @@ def mathjax_es5() -> Path:
     try:
         import mathjax  # the import name of django-static-mathjax
     except ImportError as exc:
-        raise ExtensionError("offline MathJax needs the package django-static-mathjax "
-                             "(pip install -r requirements.txt)") from exc
+        raise ExtensionError(
+            "offline MathJax needs the package django-static-mathjax "
+            "(pip install -r requirements.txt)"
+        ) from exc
     es5 = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
     if not (es5 / COMPONENT).is_file():
         raise ExtensionError(f"{es5 / COMPONENT} is missing: reinstall django-static-mathjax")
@@ -40,8 +43,8 @@ def mathjax_es5() -> Path:
 
 
 def _configure(app, config) -> None:
-    mathjax_es5()                                   # fail early, with the fix in the message
-    config.mathjax_path = f"mathjax/{COMPONENT}"    # relative paths are under _static/
+    mathjax_es5()  # fail early, with the fix in the message
+    config.mathjax_path = f"mathjax/{COMPONENT}"  # relative paths are under _static/
     os.environ.setdefault("SEQTHEORY_STATIC_PROGRESS", "1")
     # the build's kernels inherit this: a failed claim check fails the build
     os.environ.setdefault("SEQTHEORY_STRICT_CHECKS", "1")
@@ -61,7 +64,7 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
     context["default_mode"] = context.get("default_mode") or "auto"
     seen, unique = set(), []
     for script in context.get("script_files", []):
-        name = getattr(script, "filename", script) or ""    # inline scripts: None or ""
+        name = getattr(script, "filename", script) or ""  # inline scripts: None or ""
         key = (str(name), tuple(sorted(getattr(script, "attributes", {}).items())))
         if key not in seen:
             seen.add(key)

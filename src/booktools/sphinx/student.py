@@ -8,6 +8,7 @@ extension removes it from the page as well. (The cell is still executed: the cha
 cells and checks may use its results, and the execution cache is shared with the lecturer's
 edition.) The lecturer's edition is unchanged.
 """
+
 from __future__ import annotations
 
 from docutils import nodes
@@ -24,6 +25,6 @@ def remove_solution_cells(app, doctree) -> None:
 
 
 def setup(app):
-    app.setup_extension("sphinx_exercise")       # defines the hide_solutions config value
+    app.setup_extension("sphinx_exercise")  # defines the hide_solutions config value
     app.connect("doctree-read", remove_solution_cells)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

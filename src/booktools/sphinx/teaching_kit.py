@@ -12,6 +12,7 @@ exercise is followed by a starter cell that ends with ``chapter.feedback(label, 
   objectives, the pre-reading with its reading time (computed from the pages), the in-class
   core, the labs and the homework with their titles and times, and the total workload.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,8 @@ from booktools.toc import chapter_names
 TAG = re.compile(r"^(★{1,3}) · (\d+) min · (concept|derivation|lab)$")
 KINDS = ("concept", "derivation", "lab")
 FENCE = re.compile(r"^(:{3,})\{exercise\}\s*(.*)$")
-HOMEWORK_BRIEF = 5               # minutes at the end of a session to set the homework
-PROJECT_HOURS = "10–15"          # a mini-project's workload (book/projects.md)
+HOMEWORK_BRIEF = 5  # minutes at the end of a session to set the homework
+PROJECT_HOURS = "10–15"  # a mini-project's workload (book/projects.md)
 
 
 @dataclass
@@ -41,8 +42,8 @@ class Exercise:
     stars: int
     minutes: int
     kind: str
-    body: str          # the exercise's text after the tag line
-    after: str         # the source between the exercise's end and the next exercise
+    body: str  # the exercise's text after the tag line
+    after: str  # the source between the exercise's end and the next exercise
 
     @property
     def homework(self) -> bool:
@@ -55,8 +56,9 @@ class Exercise:
         return [c for tags, c in code_cells(self.after) if "solution" in tags]
 
     def has_solution(self) -> bool:
-        return bool(re.search(r"^:{3,}\{solution\}\s*" + re.escape(self.label) + r"\s*$",
-                              self.after, re.M))
+        return bool(
+            re.search(r"^:{3,}\{solution\}\s*" + re.escape(self.label) + r"\s*$", self.after, re.M)
+        )
 
 
 def code_cells(src: str) -> list[tuple[list[str], str]]:
@@ -66,7 +68,7 @@ def code_cells(src: str) -> list[tuple[list[str], str]]:
         body = m.group(1)
         tm = re.match(r":tags:\s*\[([^\]]*)\]\s*\n", body)
         tags = [t.strip() for t in tm.group(1).split(",")] if tm else []
-        out.append((tags, body[tm.end():] if tm else body))
+        out.append((tags, body[tm.end() :] if tm else body))
     return out
 
 
@@ -81,7 +83,7 @@ def exercises_of(src: str, chapter: str) -> list[Exercise]:
         j = i + 1
         while j < len(lines) and lines[j].rstrip("\n") != fence:
             j += 1
-        inner = lines[i + 1:j]
+        inner = lines[i + 1 : j]
         label = ""
         body: list[str] = []
         for line in inner:
@@ -94,15 +96,22 @@ def exercises_of(src: str, chapter: str) -> list[Exercise]:
         first, _, rest = text.partition("\n")
         tag = TAG.match(first.strip())
         end = starts[n + 1] if n + 1 < len(starts) else len(lines)
-        after = "".join(lines[j + 1:end])
-        cut = re.search(r"^## ", after, re.M)       # the next section ends the exercises
+        after = "".join(lines[j + 1 : end])
+        cut = re.search(r"^## ", after, re.M)  # the next section ends the exercises
         if cut and n + 1 == len(starts):
-            after = after[:cut.start()]
-        found.append(Exercise(chapter, label, title.strip(),
-                              len(tag.group(1)) if tag else 0,
-                              int(tag.group(2)) if tag else 0,
-                              tag.group(3) if tag else "",
-                              rest.strip() if tag else text, after))
+            after = after[: cut.start()]
+        found.append(
+            Exercise(
+                chapter,
+                label,
+                title.strip(),
+                len(tag.group(1)) if tag else 0,
+                int(tag.group(2)) if tag else 0,
+                tag.group(3) if tag else "",
+                rest.strip() if tag else text,
+                after,
+            )
+        )
     return found
 
 
@@ -124,8 +133,10 @@ class ExerciseTable(SphinxDirective):
 
     def run(self):
         src_dir = Path(self.env.srcdir)
-        rows = ["| chapter | homework (explain, derive) | lab (change the code and run) |",
-                "|---|---|---|"]
+        rows = [
+            "| chapter | homework (explain, derive) | lab (change the code and run) |",
+            "|---|---|---|",
+        ]
         totals = {"homework": 0, "lab": 0}
         for c in chapter_names(src_dir):
             src = (src_dir / "book" / f"{c}.md").read_text(encoding="utf-8")
@@ -135,14 +146,18 @@ class ExerciseTable(SphinxDirective):
                 key = "homework" if ex.homework else "lab"
                 cells[key].append(f"{_ref(ex)} ({stars(ex.stars)}, {ex.minutes} min)")
                 totals[key] += ex.minutes
-            rows.append(f"| {{doc}}`{_title(src, c)} <{c}>` | "
-                        + " | ".join("<br>".join(cells[k]) or "—" for k in ("homework", "lab"))
-                        + " |")
-        rows += ["", f"In all: {_hours(totals['homework'])} of homework and "
-                     f"{_hours(totals['lab'])} of labs, at the times the exercises state."]
+            rows.append(
+                f"| {{doc}}`{_title(src, c)} <{c}>` | "
+                + " | ".join("<br>".join(cells[k]) or "—" for k in ("homework", "lab"))
+                + " |"
+            )
+        rows += [
+            "",
+            f"In all: {_hours(totals['homework'])} of homework and "
+            f"{_hours(totals['lab'])} of labs, at the times the exercises state.",
+        ]
         box = nodes.container(classes=["exercise-table"])
-        self.state.nested_parse(StringList(rows, source=self.env.docname), self.content_offset,
-                                box)
+        self.state.nested_parse(StringList(rows, source=self.env.docname), self.content_offset, box)
         return [box]
 
 
@@ -182,10 +197,11 @@ def section_words(src: str, start: str | None, stop: str | None, folds: bool = F
             if re.match(r"^#{2,3} ", line) and line.lstrip("#").strip().startswith(prefix):
                 return i
         raise ValueError(f"no heading starting {prefix!r}")
+
     a = find(start) if start else 0
     b = find(stop) if stop else len(lines)
     head = ""
-    if a:   # keep the front matter so that core_text strips it the same way
+    if a:  # keep the front matter so that core_text strips it the same way
         m = re.match(r"^---\n.*?\n---\n", src, re.S)
         head = m.group(0) if m else ""
     part = head + "".join(lines[a:b])
@@ -201,8 +217,9 @@ def reading(src_dir: Path, item: dict) -> tuple[str, int]:
     words = section_words(src, start, stop, folds)
     mins = max(1, math.ceil(words / ch.WORDS_PER_MINUTE))
     if start or stop:
-        part = (f"from “{start}”" if start else "from the start") + \
-               (f" to “{stop}”" if stop else " to the end")
+        part = (f"from “{start}”" if start else "from the start") + (
+            f" to “{stop}”" if stop else " to the end"
+        )
         text = f"{{doc}}`{_title(src, chapter)} <{chapter}>`, {part}"
     else:
         text = f"{{doc}}`{_title(src, chapter)} <{chapter}>`"
@@ -232,8 +249,11 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
         out += [f"{i}. {o}" for i, o in enumerate(session["objectives"], start=1)] + [""]
         items = [reading(src_dir, r) for r in session["reading"]]
         read = sum(m for _, m in items)
-        out.append(f"- **Before class** (about {read} min): "
-                   + "; ".join(f"{t} ({m} min)" for t, m in items) + ".")
+        out.append(
+            f"- **Before class** (about {read} min): "
+            + "; ".join(f"{t} ({m} min)" for t, m in items)
+            + "."
+        )
         lab_minutes = sum(exs[label].minutes for label in session.get("labs", []))
         plan_text = session["in_class"].rstrip(".")
         if lab_minutes:
@@ -246,8 +266,11 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
             mins = sum(e.minutes for e in chosen)
             total["lab" if key == "labs" else "homework"] += mins
             if chosen:
-                out.append(f"- **{name}** ({mins} min): " + "; ".join(
-                    f"{_ref(e)} ({stars(e.stars)}, {e.minutes} min)" for e in chosen) + ".")
+                out.append(
+                    f"- **{name}** ({mins} min): "
+                    + "; ".join(f"{_ref(e)} ({stars(e.stars)}, {e.minutes} min)" for e in chosen)
+                    + "."
+                )
         skip = session.get("skip")
         if skip:
             out.append(f"- **Skip or assign as optional:** {skip}")
@@ -256,15 +279,21 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
     contact = len(plan["sessions"]) * minutes_class
     own = total["reading"] + total["homework"]
     project = plan.get("project")
-    project_text = (f" On top of that, a {{doc}}`mini-project <projects>` in pairs, about "
-                    f"{PROJECT_HOURS} h each, {project}." if project else "")
-    out += [f"**Workload.** {len(plan['sessions'])} sessions of {minutes_class} min "
-            f"({_hours(contact)} in class, labs included: {_hours(total['lab'])} of them). "
-            f"Outside class: {_hours(total['reading'])} of pre-reading and "
-            f"{_hours(total['homework'])} of homework, {_hours(own)} in all, about "
-            f"{own / len(plan['sessions']):.0f} min a session.{project_text} Reading times "
-            f"are the pages' core paths at {_wpm()} words a minute; exercise times are those "
-            f"the exercises state."]
+    project_text = (
+        f" On top of that, a {{doc}}`mini-project <projects>` in pairs, about "
+        f"{PROJECT_HOURS} h each, {project}."
+        if project
+        else ""
+    )
+    out += [
+        f"**Workload.** {len(plan['sessions'])} sessions of {minutes_class} min "
+        f"({_hours(contact)} in class, labs included: {_hours(total['lab'])} of them). "
+        f"Outside class: {_hours(total['reading'])} of pre-reading and "
+        f"{_hours(total['homework'])} of homework, {_hours(own)} in all, about "
+        f"{own / len(plan['sessions']):.0f} min a session.{project_text} Reading times "
+        f"are the pages' core paths at {_wpm()} words a minute; exercise times are those "
+        f"the exercises state."
+    ]
     return out
 
 
@@ -290,8 +319,7 @@ class Syllabus(SphinxDirective):
         except (KeyError, ValueError) as err:
             raise self.error(f"syllabus {self.arguments[0]}: {err}") from None
         box = nodes.container(classes=["syllabus"])
-        self.state.nested_parse(StringList(rows, source=self.env.docname), self.content_offset,
-                                box)
+        self.state.nested_parse(StringList(rows, source=self.env.docname), self.content_offset, box)
         return [box]
 
 

@@ -17,6 +17,7 @@ under many base seeds and writes the values every section measured into
 ``seqtheory/chapters/measured/NAME.json``; a unit test holds every recorded value against
 its claim, and the page "What the book checks" shows each claim with its recorded spread.
 """
+
 from __future__ import annotations
 
 import ast
@@ -40,9 +41,22 @@ SCALES = ("any", "cpu", "full")
 
 # names a condition may use besides the section's values
 _SAFE = {
-    "abs": abs, "all": all, "any": any, "len": len, "max": max, "min": min, "sum": sum,
-    "sorted": sorted, "round": round, "set": set, "np": np, "math": math,
-    "True": True, "False": False, "None": None, "inf": math.inf,
+    "abs": abs,
+    "all": all,
+    "any": any,
+    "len": len,
+    "max": max,
+    "min": min,
+    "sum": sum,
+    "sorted": sorted,
+    "round": round,
+    "set": set,
+    "np": np,
+    "math": math,
+    "True": True,
+    "False": False,
+    "None": None,
+    "inf": math.inf,
 }
 
 
@@ -71,19 +85,30 @@ def plain(value: Any, name: str = "value") -> Any:
         return [plain(v, name) for v in value.tolist()] if value.ndim else plain(value.item())
     if isinstance(value, (list, tuple)):
         return [plain(v, f"{name}[{i}]") for i, v in enumerate(value)]
-    raise TypeError(f"{name} must be a number, string, bool, None, array or list/dict of "
-                    f"them, got {type(value).__name__}")
+    raise TypeError(
+        f"{name} must be a number, string, bool, None, array or list/dict of "
+        f"them, got {type(value).__name__}"
+    )
 
 
 def _names(condition: str) -> list[str]:
     """The free names of a condition expression, in order of appearance."""
     tree = ast.parse(condition, mode="eval")
-    bound = {n.id for c in ast.walk(tree) if isinstance(c, ast.comprehension)
-             for n in ast.walk(c.target) if isinstance(n, ast.Name)}
+    bound = {
+        n.id
+        for c in ast.walk(tree)
+        if isinstance(c, ast.comprehension)
+        for n in ast.walk(c.target)
+        if isinstance(n, ast.Name)
+    }
     seen: list[str] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id not in bound and node.id not in _SAFE \
-                and node.id not in seen:
+        if (
+            isinstance(node, ast.Name)
+            and node.id not in bound
+            and node.id not in _SAFE
+            and node.id not in seen
+        ):
             seen.append(node.id)
     return seen
 
@@ -105,20 +130,26 @@ class Claim:
     scale: str = "any"
 
     def __post_init__(self):
-        if not isinstance(self.id, str) or self.id.count(".") != 1 or not all(
-                part.isidentifier() for part in self.id.split(".")):
+        if (
+            not isinstance(self.id, str)
+            or self.id.count(".") != 1
+            or not all(part.isidentifier() for part in self.id.split("."))
+        ):
             raise ValueError(f"id must be 'section.name' (two identifiers), got {self.id!r}")
         for field in ("sentence", "condition", "fails_if"):
             if not isinstance(getattr(self, field), str) or not getattr(self, field).strip():
                 raise ValueError(f"{field} of claim {self.id!r} must be a non-empty string")
         if self.scale not in SCALES:
-            raise ValueError(f"scale of claim {self.id!r} must be one of {SCALES}, "
-                             f"got {self.scale!r}")
+            raise ValueError(
+                f"scale of claim {self.id!r} must be one of {SCALES}, got {self.scale!r}"
+            )
         try:
             _names(self.condition)
         except SyntaxError as err:
-            raise ValueError(f"condition of claim {self.id!r} is not a Python expression: "
-                             f"{self.condition!r} ({err.msg})") from None
+            raise ValueError(
+                f"condition of claim {self.id!r} is not a Python expression: "
+                f"{self.condition!r} ({err.msg})"
+            ) from None
 
     @property
     def section(self) -> str:
@@ -137,8 +168,10 @@ class Claim:
         """Evaluate the condition on ``values`` (plain data, see :func:`plain`)."""
         missing = [n for n in self.names if n not in values]
         if missing:
-            raise KeyError(f"claim {self.id!r} reads {missing}, which its section's values "
-                           f"lack (have: {sorted(values)})")
+            raise KeyError(
+                f"claim {self.id!r} reads {missing}, which its section's values "
+                f"lack (have: {sorted(values)})"
+            )
         scope = {"__builtins__": {}, **_SAFE, **{n: values[n] for n in self.names}}
         return bool(eval(compile(self.condition, self.id, "eval"), scope))  # our own table
 
@@ -162,7 +195,7 @@ class Measured(dict):
     def __init__(self, table: "ClaimTable", section: str, values: dict):
         super().__init__({k: plain(v, k) for k, v in values.items()})
         self.table, self.section = table, section
-        self.outcome: dict[str, bool] = {}      # claim id -> held, filled by verify()
+        self.outcome: dict[str, bool] = {}  # claim id -> held, filled by verify()
 
     def summary(self) -> str:
         """One line: how many of the section's claims this run checked and how many held."""
@@ -172,7 +205,7 @@ class Measured(dict):
         held = sum(self.outcome.values())
         return f"{name}: {held} of {len(self.outcome)} claims hold on this run"
 
-    def _ipython_display_(self):   # a notebook shows the summary, not the values
+    def _ipython_display_(self):  # a notebook shows the summary, not the values
         print(self.summary())
 
 
@@ -211,14 +244,17 @@ class ClaimTable:
         def register(fn: Callable[..., dict]) -> Callable[..., dict]:
             self._compute[section] = fn
             return fn
+
         return register
 
     def claims_for(self, section: str, *args, **kwargs) -> Measured:
         """The values of ``section``: every number its prose quotes and every statistic
         its claims test, computed from the chapter's results."""
         if section not in self._compute:
-            raise ValueError(f"section must be one of {sorted(self._compute)} for "
-                             f"{self.chapter}, got {section!r}")
+            raise ValueError(
+                f"section must be one of {sorted(self._compute)} for "
+                f"{self.chapter}, got {section!r}"
+            )
         values = self._compute[section](*args, **kwargs)
         if not isinstance(values, dict):
             raise TypeError(f"{self.chapter}: section {section!r} must compute a dict")
@@ -242,8 +278,10 @@ class ClaimTable:
         runs = self.recorded()["runs"]
         vals = [r[section][name] for r in runs.values() if name in r.get(section, {})]
         if not vals:
-            raise KeyError(f"no recorded values of {name!r} in section {section!r} of "
-                           f"{self.chapter} (python -m booktools.robustness --record)")
+            raise KeyError(
+                f"no recorded values of {name!r} in section {section!r} of "
+                f"{self.chapter} (python -m booktools.robustness --record)"
+            )
         return vals
 
     def seeds_text(self) -> str:
@@ -258,7 +296,7 @@ class ClaimTable:
             if j - i >= 2:
                 parts.append(f"{seeds[i]}\u2013{seeds[j]}")
             else:
-                parts.extend(str(s) for s in seeds[i:j + 1])
+                parts.extend(str(s) for s in seeds[i : j + 1])
             i = j + 1
         return ", ".join(parts)
 
@@ -267,8 +305,11 @@ class ClaimTable:
         runs = (record or self.recorded())["runs"]
         out = {}
         for name in claim.names:
-            vals = [r[claim.section][name] for r in runs.values()
-                    if claim.section in r and name in r[claim.section]]
+            vals = [
+                r[claim.section][name]
+                for r in runs.values()
+                if claim.section in r and name in r[claim.section]
+            ]
             out[name] = summarise(vals)
         return out
 
@@ -291,6 +332,7 @@ def summarise(values: list) -> str:
                 add(x)
         else:
             flat.append(v)
+
     if not values:
         return "not recorded"
     for v in values:
@@ -305,8 +347,10 @@ def summarise(values: list) -> str:
         finite = arr[np.isfinite(arr)]
         if finite.size == 0:
             return f"{_short(float(arr[0]))} (all {arr.size})"
-        text = (f"{_short(float(np.median(arr)), 3)} [{_short(float(finite.min()), 3)}, "
-                f"{_short(float(arr.max()), 3)}]")
+        text = (
+            f"{_short(float(np.median(arr)), 3)} [{_short(float(finite.min()), 3)}, "
+            f"{_short(float(arr.max()), 3)}]"
+        )
         return text
     distinct: list = []
     for v in flat:
@@ -329,8 +373,10 @@ def verify(measured: Measured) -> Measured:
     before any check, so that a recording run keeps every section's numbers.
     """
     if not isinstance(measured, Measured):
-        raise TypeError("measured must come from a chapter's claims(section, ...), got "
-                        f"{type(measured).__name__}")
+        raise TypeError(
+            "measured must come from a chapter's claims(section, ...), got "
+            f"{type(measured).__name__}"
+        )
     table, section = measured.table, measured.section
     _record(table, section, measured)
     for name, value in measured.items():
@@ -344,8 +390,11 @@ def verify(measured: Measured) -> Measured:
         held = claim.holds(measured)
         measured.outcome[claim.id] = held
         glue(f"claim.{claim.id}", f"{claim.describe(measured)} ({'holds' if held else 'FAILS'})")
-        check(held, f"[{table.chapter}: {claim.id}] {claim.sentence} Needs "
-                    f"{claim.condition}; this run: {claim.describe(measured)}.")
+        check(
+            held,
+            f"[{table.chapter}: {claim.id}] {claim.sentence} Needs "
+            f"{claim.condition}; this run: {claim.describe(measured)}.",
+        )
     return measured
 
 
@@ -353,7 +402,12 @@ def _record(table: ClaimTable, section: str, values: dict) -> None:
     path = os.environ.get(RECORD_ENV, "").strip()
     if not path:
         return
-    row = {"chapter": table.chapter, "section": section, "seed": base_seed(),
-           "mode": run_mode(), "values": dict(values)}
+    row = {
+        "chapter": table.chapter,
+        "section": section,
+        "seed": base_seed(),
+        "mode": run_mode(),
+        "values": dict(values),
+    }
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")

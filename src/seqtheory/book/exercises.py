@@ -28,9 +28,9 @@ every listed mistake outside it.  A chapter's solution cell calls
 ``feedback(label, answer, solution=True)``, which is also a claim check (strict under the
 tests and the book build).
 """
+
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import re
@@ -43,17 +43,18 @@ import numpy as np
 from .claims import _short, plain
 from .notebook import check
 
-__all__ = ["Lab", "LabTable", "Feedback", "feedback", "KINDS", "LABEL"]
+__all__ = ["Lab", "LabTable", "Feedback", "KINDS", "LABEL", "chapter_of"]
 
 KINDS = ("concept", "derivation", "lab")
 LABEL = re.compile(r"^ex-([a-z][a-z-]*[a-z])-(\d+)$")
 
 
-def _chapter_of(label: str) -> str:
+def chapter_of(label: str) -> str:
     m = LABEL.match(label) if isinstance(label, str) else None
     if not m:
-        raise ValueError(f"label must be an exercise label such as 'ex-scaling-laws-1', "
-                         f"got {label!r}")
+        raise ValueError(
+            f"label must be an exercise label such as 'ex-scaling-laws-1', got {label!r}"
+        )
     return m.group(1).replace("-", "_")
 
 
@@ -80,28 +81,30 @@ class Lab:
     mistakes: tuple = field(default=())
 
     def __post_init__(self):
-        _chapter_of(self.label)
+        chapter_of(self.label)
         for name in ("expects", "quantity", "because", "hint"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
                 raise ValueError(f"{name} of lab {self.label!r} must be a non-empty string")
         for name in ("low", "high"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or math.isnan(value):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
                 raise TypeError(f"{name} of lab {self.label!r} must be a number, got {value!r}")
         if not self.low < self.high:
-            raise ValueError(f"lab {self.label!r}: low must be below high, got "
-                             f"{self.low!r} and {self.high!r}")
+            raise ValueError(
+                f"lab {self.label!r}: low must be below high, got {self.low!r} and {self.high!r}"
+            )
         if self.measure is not None and not callable(self.measure):
             raise TypeError(f"measure of lab {self.label!r} must be callable or None")
         for item in self.mistakes:
             if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
-                raise TypeError(f"mistakes of lab {self.label!r} must be (description, "
-                                f"answer) pairs, got {item!r}")
+                raise TypeError(
+                    f"mistakes of lab {self.label!r} must be (description, "
+                    f"answer) pairs, got {item!r}"
+                )
 
     @property
     def chapter(self) -> str:
-        return _chapter_of(self.label)
+        return chapter_of(self.label)
 
     def value(self, answer: Any) -> float:
         """The number this lab compares, computed from ``answer``."""
@@ -176,8 +179,9 @@ class LabTable:
 
     def lab(self, label: str) -> Lab:
         if label not in self.labs:
-            raise ValueError(f"label must be one of {sorted(self.labs)} for {self.chapter}, "
-                             f"got {label!r}")
+            raise ValueError(
+                f"label must be one of {sorted(self.labs)} for {self.chapter}, got {label!r}"
+            )
         return self.labs[label]
 
     def solves(self, label: str) -> Callable:
@@ -187,6 +191,7 @@ class LabTable:
         def register(fn: Callable[[int], Any]) -> Callable[[int], Any]:
             self._solve[label] = fn
             return fn
+
         return register
 
     def solve(self, label: str, seed: int) -> Any:
@@ -213,21 +218,31 @@ class LabTable:
 
     def record(self, seeds: Iterable[int]) -> dict:
         """Run every reference solution under each seed: ``{label: {seed: answer}}``."""
-        return {label: {str(s): plain(self.solve(label, int(s)), label) for s in seeds}
-                for label in self.labs}
+        return {
+            label: {str(s): plain(self.solve(label, int(s)), label) for s in seeds}
+            for label in self.labs
+        }
 
     # ------------------------------------------------------------------ feedback
     def feedback(self, label: str, answer: Any, *, solution: bool = False) -> Feedback:
         lab = self.lab(label)
         if _unanswered(answer):
-            return Feedback(lab, None, None,
-                            "**Not answered yet.** Replace each `...` in the cell above with "
-                            f"your code, then run it again. The answer is {lab.expects}.")
+            return Feedback(
+                lab,
+                None,
+                None,
+                "**Not answered yet.** Replace each `...` in the cell above with "
+                f"your code, then run it again. The answer is {lab.expects}.",
+            )
         try:
             value = lab.value(answer)
         except (TypeError, ValueError, IndexError, KeyError) as err:
-            fb = Feedback(lab, None, False, f"**Cannot read this answer** ({err}). The answer "
-                                            f"is {lab.expects}.")
+            fb = Feedback(
+                lab,
+                None,
+                False,
+                f"**Cannot read this answer** ({err}). The answer is {lab.expects}.",
+            )
             if solution:
                 check(False, f"[{label}] the reference solution: {err}")
             return fb
@@ -236,36 +251,27 @@ class LabTable:
         ref = ""
         if seen:
             vals = np.array(list(seen.values()))
-            ref = (f" (The range holds the reference solution over {len(vals)} base seeds, "
-                   f"median {_short(float(np.median(vals)), 3)}, from "
-                   f"{_short(float(vals.min()), 3)} to {_short(float(vals.max()), 3)}, with "
-                   f"room for other machines and seeds.)")
-        head = (f"Your answer gives {lab.quantity} = **{_short(value, 4)}**; a correct run "
-                f"lands between {_range(lab.low, lab.high)}")
+            ref = (
+                f" (The range holds the reference solution over {len(vals)} base seeds, "
+                f"median {_short(float(np.median(vals)), 3)}, from "
+                f"{_short(float(vals.min()), 3)} to {_short(float(vals.max()), 3)}, with "
+                f"room for other machines and seeds.)"
+            )
+        head = (
+            f"Your answer gives {lab.quantity} = **{_short(value, 4)}**; a correct run "
+            f"lands between {_range(lab.low, lab.high)}"
+        )
         if ok:
-            text = (f"**Within the expected range.** {head}, because {lab.because}.{ref}")
+            text = f"**Within the expected range.** {head}, because {lab.because}.{ref}"
         else:
-            text = (f"**Outside the expected range.** {head}, because {lab.because}.{ref} "
-                    f"**Check:** {lab.hint}")
+            text = (
+                f"**Outside the expected range.** {head}, because {lab.because}.{ref} "
+                f"**Check:** {lab.hint}"
+            )
         if solution:
-            check(ok, f"[{label}] the reference solution gives {lab.quantity} = "
-                      f"{_short(value, 4)}, not between {_range(lab.low, lab.high)}.")
+            check(
+                ok,
+                f"[{label}] the reference solution gives {lab.quantity} = "
+                f"{_short(value, 4)}, not between {_range(lab.low, lab.high)}.",
+            )
         return Feedback(lab, value, ok, text)
-
-
-def table(chapter: str) -> LabTable:
-    """The lab table (``LABS``) of ``chapter``; an empty one for a chapter without labs."""
-    from ..chapters import names
-
-    if chapter not in names():
-        raise ValueError(f"chapter must be one of {names()}, got {chapter!r}")
-    module = importlib.import_module(f"seqtheory.chapters.{chapter}")
-    return getattr(module, "LABS", LabTable(chapter, []))
-
-
-def feedback(label: str, answer: Any, *, solution: bool = False) -> Feedback:
-    """What a student's answer to coding lab ``label`` shows, against the range a correct
-    run lands in and why: "Your answer gives X = 0.41; a correct run lands between 0.2
-    and 0.6, because ...".  ``answer`` left as ``...`` says that the lab is not answered
-    yet.  ``solution=True`` (the chapter's own solution cell) also checks the range."""
-    return table(_chapter_of(label)).feedback(label, answer, solution=solution)

@@ -75,7 +75,7 @@ def _log_check(held: bool, message: str) -> None:
     import inspect
     import json
 
-    frame = inspect.stack()[2]          # the caller of check()
+    frame = inspect.stack()[2]  # the caller of check()
     line = (frame.code_context or [""])[0].strip()
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps({"held": held, "message": message[:300], "line": line[:200]}) + "\n")
@@ -99,10 +99,12 @@ def check(condition: Any, message: Any = "") -> bool:
         return True
     if strict_checks():
         raise AssertionError(message)
-    note = ("A claim check of this chapter did not hold on this run"
-            + (f": {message}" if message else ".")
-            + " Single runs can move with the hardware, the torch build, the number of threads "
-            "and the seed; the book's text was checked on its own build. The chapter goes on.")
+    note = (
+        "A claim check of this chapter did not hold on this run"
+        + (f": {message}" if message else ".")
+        + " Single runs can move with the hardware, the torch build, the number of threads "
+        "and the seed; the book's text was checked on its own build. The chapter goes on."
+    )
     try:
         from IPython import get_ipython
         from IPython.display import Markdown, display

@@ -1,4 +1,5 @@
 """One plotting style for the whole book, and the figures every chapter reuses."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -23,8 +24,8 @@ __all__ = [
     "reference_lines",
 ]
 
-PALETTE_NAME = "colorblind"   # seaborn's colour-blind-safe qualitative palette
-SEQUENTIAL_CMAP = "viridis"   # perceptually uniform and colour-blind safe, for heatmaps
+PALETTE_NAME = "colorblind"  # seaborn's colour-blind-safe qualitative palette
+SEQUENTIAL_CMAP = "viridis"  # perceptually uniform and colour-blind safe, for heatmaps
 
 
 def set_style(context: str = "notebook", dpi: int = 100) -> None:
@@ -73,9 +74,15 @@ def reference_lines(ax, refs: Mapping[str, float], colors: Sequence | None = Non
     for (name, y), c in zip(refs.items(), colors, strict=True):
         ax.axhline(y, ls="--", lw=1.2, color=c, zorder=1)
         ax.annotate(
-            f"{name} ({y:.3f})", xy=(1.0, y), xycoords=("axes fraction", "data"),
-            xytext=(-4, 3), textcoords="offset points", ha="right", va="bottom",
-            fontsize="small", color=c,
+            f"{name} ({y:.3f})",
+            xy=(1.0, y),
+            xycoords=("axes fraction", "data"),
+            xytext=(-4, 3),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize="small",
+            color=c,
         )
 
 
@@ -97,12 +104,18 @@ def plot_history(
     colors = palette()
     if train_loss and hist.loss:
         ax.plot(hist.steps, hist.loss, color=colors[0], alpha=0.2, lw=0.8)
-        ax.plot(hist.steps, smooth(hist.loss, window), color=colors[0], lw=1.8,
-                label="training loss" + (f" (moving avg. {window})" if window > 1 else ""))
+        ax.plot(
+            hist.steps,
+            smooth(hist.loss, window),
+            color=colors[0],
+            lw=1.8,
+            label="training loss" + (f" (moving avg. {window})" if window > 1 else ""),
+        )
     for i, name in enumerate(metrics if metrics is not None else hist.metric_names):
         steps, values = hist.metric(name)
-        ax.plot(steps, values, marker="o", ms=3, lw=1.5, color=colors[(i + 1) % len(colors)],
-                label=name)
+        ax.plot(
+            steps, values, marker="o", ms=3, lw=1.5, color=colors[(i + 1) % len(colors)], label=name
+        )
     if refs:
         reference_lines(ax, refs)
     if logx:
@@ -156,7 +169,7 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence], digits: int 
     floats are rounded to ``digits`` decimals."""
     from IPython.display import Markdown
 
-    def cell(c) -> str:           # a "|" inside a cell would end it: escape it
+    def cell(c) -> str:  # a "|" inside a cell would end it: escape it
         text = f"{c:.{digits}f}" if isinstance(c, (float, np.floating)) else str(c)
         return text.replace("|", "\\|")
 
@@ -192,35 +205,51 @@ def draw_transformer(n_layers: int = 1, mlp: bool = False, ax=None):
     ax.axis("off")
 
     def box(x, y, w, h, text, color, **kw):
-        ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
-                                    boxstyle="round,pad=0.02,rounding_size=0.15",
-                                    fc=color, ec="0.25", alpha=kw.get("alpha", 0.25)))
+        ax.add_patch(
+            FancyBboxPatch(
+                (x - w / 2, y - h / 2),
+                w,
+                h,
+                boxstyle="round,pad=0.02,rounding_size=0.15",
+                fc=color,
+                ec="0.25",
+                alpha=kw.get("alpha", 0.25),
+            )
+        )
         ax.text(x, y, text, ha="center", va="center", fontsize=10)
 
     def arrow(a, b, **kw):
-        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=12, color="0.25",
-                                     lw=1.2, **kw))
+        ax.add_patch(
+            FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=12, color="0.25", lw=1.2, **kw)
+        )
 
-    x0 = 3.2                                          # the residual stream's column
+    x0 = 3.2  # the residual stream's column
     box(x0, 0.3, 4.6, 0.6, "tokens $x_1,\\dots,x_t$", "0.85")
     box(x0, 1.3, 4.6, 0.6, "token embedding + position", "C2")
     arrow((x0, 0.6), (x0, 1.0))
     y = 2.0
-    ax.text(x0 - 2.6, y + 0.55 * rows, "residual stream", rotation=90, ha="center",
-            va="center", fontsize=10, color="0.3")
+    ax.text(
+        x0 - 2.6,
+        y + 0.55 * rows,
+        "residual stream",
+        rotation=90,
+        ha="center",
+        va="center",
+        fontsize=10,
+        color="0.3",
+    )
     for layer in range(n_layers):
         for text, color in blocks:
             y_in, y_add = y + 0.1, y + 0.85
             box(7.3, y + 0.45, 3.6, 0.75, f"layer {layer + 1}: {text}", color)
-            arrow((x0, y_in), (5.5, y + 0.45))        # read the stream
+            arrow((x0, y_in), (5.5, y + 0.45))  # read the stream
             arrow((5.5, y + 0.45), (x0 + 0.12, y_add), connectionstyle="arc3,rad=0.0")
             ax.text(x0, y_add, "$\\oplus$", ha="center", va="center", fontsize=14)
             y += 1.1
     ax.plot([x0, x0], [1.6, y], color="0.25", lw=1.2, zorder=0)
     box(x0, y + 0.35, 4.6, 0.6, "unembedding, softmax", "C4")
     arrow((x0, y), (x0, y + 0.05))
-    ax.text(x0, y + 1.0, "$\\hat p(x_{t+1} \\mid x_{1:t})$", ha="center", va="center",
-            fontsize=11)
+    ax.text(x0, y + 1.0, "$\\hat p(x_{t+1} \\mid x_{1:t})$", ha="center", va="center", fontsize=11)
     arrow((x0, y + 0.65), (x0, y + 0.8))
     return ax
 

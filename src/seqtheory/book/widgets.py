@@ -9,6 +9,7 @@
 * :func:`animate` / :func:`animate_snapshots` turn a sequence of frames (e.g. weight
   snapshots taken during training) into a ``to_jshtml`` animation that plays without a kernel.
 """
+
 from __future__ import annotations
 
 import base64
@@ -29,15 +30,23 @@ import numpy as np
 from ..core.runtime import STATIC_PROGRESS_ENV
 from ..core.validate import check_int
 
-__all__ = ["Explorer", "explorer", "static_grid", "static_target", "animate",
-           "animate_snapshots", "subsample", "offline_player"]
+__all__ = [
+    "Explorer",
+    "explorer",
+    "static_grid",
+    "static_target",
+    "animate",
+    "animate_snapshots",
+    "subsample",
+    "offline_player",
+]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 STATIC_ENV = "SEQTHEORY_STATIC_EXPLORERS"
-STATIC_FRAMES = 24         # default cap on the precomputed images of one explorer
-MAX_STATIC_FRAMES = 48     # page-size guard: check_site allows 3 MB per page
-PRODUCT_MAX = 16           # every combination of values when there are at most this many
-MAX_CANDIDATES = 1001      # a slider with more steps is first thinned to this many values
+STATIC_FRAMES = 24  # default cap on the precomputed images of one explorer
+MAX_STATIC_FRAMES = 48  # page-size guard: check_site allows 3 MB per page
+PRODUCT_MAX = 16  # every combination of values when there are at most this many
+MAX_CANDIDATES = 1001  # a slider with more steps is first thinned to this many values
 STATIC_DPI = 80
 
 
@@ -100,8 +109,9 @@ def static_grid(sizes: Sequence[int], defaults: Sequence[int], cap: int = STATIC
     """
     cap = check_int("cap", cap, minimum=1)
     if len(sizes) != len(defaults):
-        raise ValueError(f"sizes and defaults must have the same length, got {len(sizes)} "
-                         f"and {len(defaults)}")
+        raise ValueError(
+            f"sizes and defaults must have the same length, got {len(sizes)} and {len(defaults)}"
+        )
     for i, (n, d) in enumerate(zip(sizes, defaults, strict=True)):
         check_int(f"sizes[{i}]", n, minimum=1)
         if not 0 <= d < n:
@@ -110,7 +120,7 @@ def static_grid(sizes: Sequence[int], defaults: Sequence[int], cap: int = STATIC
     if int(np.prod([len(c) for c in chosen])) <= min(PRODUCT_MAX, cap):
         return "product", chosen, list(itertools.product(*chosen))
     extra, budget = [0] * len(sizes), cap - 1
-    while budget > 0:                 # round robin: every control gets its share in turn
+    while budget > 0:  # round robin: every control gets its share in turn
         grew = False
         for i, c in enumerate(chosen):
             if budget > 0 and extra[i] < len(c) - 1:
@@ -121,8 +131,12 @@ def static_grid(sizes: Sequence[int], defaults: Sequence[int], cap: int = STATIC
             break
     chosen = [_spread(n, d, e + 1) for n, d, e in zip(sizes, defaults, extra, strict=True)]
     center = tuple(defaults)
-    points = [center] + [center[:i] + (v,) + center[i + 1:]
-                         for i, c in enumerate(chosen) for v in c if v != defaults[i]]
+    points = [center] + [
+        center[:i] + (v,) + center[i + 1 :]
+        for i, c in enumerate(chosen)
+        for v in c
+        if v != defaults[i]
+    ]
     return "star", chosen, points
 
 
@@ -130,12 +144,12 @@ def static_grid(sizes: Sequence[int], defaults: Sequence[int], cap: int = STATIC
 class _Axis:
     """The values of one control that a static player can show."""
 
-    name: str            # the parameter of fn
-    label: str           # the control's description
-    kind: str            # "range" (ordered: a slider), "select" (options) or "fixed"
-    values: tuple        # candidate values, passed to fn
-    labels: tuple        # how each value reads on the page
-    default: int         # index of the control's value in values
+    name: str  # the parameter of fn
+    label: str  # the control's description
+    kind: str  # "range" (ordered: a slider), "select" (options) or "fixed"
+    values: tuple  # candidate values, passed to fn
+    labels: tuple  # how each value reads on the page
+    default: int  # index of the control's value in values
 
 
 def _readout(control, value) -> str:
@@ -151,8 +165,10 @@ def _axis(name: str, control, override: Sequence | None = None) -> _Axis:
     import ipywidgets as widgets
 
     label = control.description or name
-    slider = isinstance(control, (widgets.IntSlider, widgets.FloatSlider,
-                                  widgets.FloatLogSlider, widgets.SelectionSlider))
+    slider = isinstance(
+        control,
+        (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider, widgets.SelectionSlider),
+    )
     if override is not None:
         values = list(dict.fromkeys(override))
         if control.value not in values:
@@ -162,8 +178,14 @@ def _axis(name: str, control, override: Sequence | None = None) -> _Axis:
         return _Axis(name, label, kind, tuple(values), tuple(labels), values.index(control.value))
     options = getattr(control, "_options_values", None)
     if options is not None and isinstance(getattr(control, "index", None), int):
-        return _Axis(name, label, "range" if slider else "select", tuple(options),
-                     tuple(control._options_labels), control.index)
+        return _Axis(
+            name,
+            label,
+            "range" if slider else "select",
+            tuple(options),
+            tuple(control._options_labels),
+            control.index,
+        )
     if isinstance(control, (widgets.Checkbox, widgets.ToggleButton)):
         return _Axis(name, label, "select", (False, True), ("off", "on"), int(control.value))
     value = control.value
@@ -171,18 +193,27 @@ def _axis(name: str, control, override: Sequence | None = None) -> _Axis:
     if numeric and all(hasattr(control, a) for a in ("min", "max", "step")) and control.step:
         lo, hi, step = control.min, control.max, control.step
         count = int(np.floor((hi - lo) / step + 1e-9)) + 1
-        grid = lo + step * np.arange(count) if count <= MAX_CANDIDATES else \
-            lo + step * np.unique(np.linspace(0, count - 1, MAX_CANDIDATES).round())
+        grid = (
+            lo + step * np.arange(count)
+            if count <= MAX_CANDIDATES
+            else lo + step * np.unique(np.linspace(0, count - 1, MAX_CANDIDATES).round())
+        )
         if isinstance(control, widgets.FloatLogSlider):
-            grid, value = control.base ** grid, control.value
+            grid, value = control.base**grid, control.value
         if isinstance(value, int):
             values = sorted({int(round(v)) for v in grid} | {value})
         else:
             values = sorted({round(float(v), 12) for v in grid} | {float(value)})
             close = [v for v in values if np.isclose(v, value, rtol=1e-9, atol=1e-12)]
             values = [v for v in values if v not in close or v == float(value)]
-        return _Axis(name, label, "range", tuple(values),
-                     tuple(_readout(control, v) for v in values), values.index(value))
+        return _Axis(
+            name,
+            label,
+            "range",
+            tuple(values),
+            tuple(_readout(control, v) for v in values),
+            values.index(value),
+        )
     shown = value if isinstance(value, str) else _readout(control, value)
     return _Axis(name, label, "fixed", (value,), (str(shown),), 0)
 
@@ -247,63 +278,88 @@ def _player_field(axis: _Axis, c: list[int], moving: list[int], i: int) -> str:
     esc = html_lib.escape
     current = esc(axis.labels[axis.default])
     if i not in moving:
-        why = ("fixed on this page" if axis.kind == "fixed" else "one value on this page")
+        why = "fixed on this page" if axis.kind == "fixed" else "one value on this page"
         if axis.kind == "fixed" and isinstance(axis.values[0], str):
-            return (f'<input type="text" value="{esc(axis.values[0])}" disabled '
-                    f'title="{why}">')
+            return f'<input type="text" value="{esc(axis.values[0])}" disabled title="{why}">'
         return f'<output title="{why}">{current}</output>'
     j = moving.index(i)
     if axis.kind == "range":
-        return (f'<input type="range" min="0" max="{len(c) - 1}" step="1" '
-                f'value="{c.index(axis.default)}" data-sqx-control="{j}" '
-                f'aria-valuetext="{current}"><output data-sqx-readout="{j}">'
-                f"{current}</output>")
-    opts = "".join(f'<option value="{k}"{" selected" if v == axis.default else ""}>'
-                   f"{esc(axis.labels[v])}</option>" for k, v in enumerate(c))
+        return (
+            f'<input type="range" min="0" max="{len(c) - 1}" step="1" '
+            f'value="{c.index(axis.default)}" data-sqx-control="{j}" '
+            f'aria-valuetext="{current}"><output data-sqx-readout="{j}">'
+            f"{current}</output>"
+        )
+    opts = "".join(
+        f'<option value="{k}"{" selected" if v == axis.default else ""}>'
+        f"{esc(axis.labels[v])}</option>"
+        for k, v in enumerate(c)
+    )
     return f'<select data-sqx-control="{j}">{opts}</select>'
 
 
-def _player_html(alt: str, axes: list[_Axis], mode: str, chosen: list[list[int]],
-                 frames: dict, images: list[bytes], default_image: int) -> str:
+def _player_html(
+    alt: str,
+    axes: list[_Axis],
+    mode: str,
+    chosen: list[list[int]],
+    frames: dict,
+    images: list[bytes],
+    default_image: int,
+) -> str:
     """The self-contained HTML player (controls, image, inline data and script)."""
     moving = [i for i, c in enumerate(chosen) if len(c) > 1]
     payload = {
-        "alt": alt, "star": mode == "star",
+        "alt": alt,
+        "star": mode == "star",
         "names": [axes[i].label for i in moving],
         "labels": [[axes[i].labels[v] for v in chosen[i]] for i in moving],
         "defaults": [chosen[i].index(axes[i].default) for i in moving],
-        "frames": {",".join(str(chosen[i].index(p[i])) for i in moving): k
-                   for p, k in frames.items()},
-        "images": ["" if k == default_image else
-                   "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-                   for k, png in enumerate(images)],
+        "frames": {
+            ",".join(str(chosen[i].index(p[i])) for i in moving): k for p, k in frames.items()
+        },
+        "images": [
+            ""
+            if k == default_image
+            else "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+            for k, png in enumerate(images)
+        ],
     }
     data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    data = data.replace("<", "\\u003c")   # nothing in it can close the <script>
+    data = data.replace("<", "\\u003c")  # nothing in it can close the <script>
     uid = "sqx-" + hashlib.sha1(f"{next(_counter)}{os.getpid()}{data}".encode()).hexdigest()[:10]
     esc = html_lib.escape
-    parts = [f"<label>{esc(axis.label)} {_player_field(axis, chosen[i], moving, i)}</label>"
-             for i, axis in enumerate(axes)]
+    parts = [
+        f"<label>{esc(axis.label)} {_player_field(axis, chosen[i], moving, i)}</label>"
+        for i, axis in enumerate(axes)
+    ]
     n = len(images)
     if not moving:
         note = "One precomputed view."
     elif mode == "star":
-        note = (f"{len(frames)} precomputed views: moving one control puts the others back "
-                "to their defaults.")
+        note = (
+            f"{len(frames)} precomputed views: moving one control puts the others back "
+            "to their defaults."
+        )
     else:
         note = f"{len(frames)} precomputed views: every combination of the values shown."
     note += " For every value and any combination, open this chapter in Colab or Jupyter."
     first_src = "data:image/png;base64," + base64.b64encode(images[default_image]).decode()
-    default_alt = alt + (" (" + ", ".join(f"{axes[i].label} {axes[i].labels[axes[i].default]}"
-                                          for i in moving) + ")" if moving else "")
-    return (f'<div class="sqx-explorer" id="{uid}" data-views="{len(frames)}" '
-            f'data-images="{n}">'
-            f"<style>{_PLAYER_CSS}</style>"
-            f'<form class="sqx-controls" onsubmit="return false">{"".join(parts)}</form>'
-            f'<img class="sqx-image" src="{first_src}" alt="{esc(default_alt)}">'
-            f'<p class="sqx-note">{esc(note)}</p>'
-            f'<script type="application/json" class="sqx-data">{data}</script>'
-            f"<script>{_PLAYER_JS % {'id': uid}}</script></div>")
+    default_alt = alt + (
+        " (" + ", ".join(f"{axes[i].label} {axes[i].labels[axes[i].default]}" for i in moving) + ")"
+        if moving
+        else ""
+    )
+    return (
+        f'<div class="sqx-explorer" id="{uid}" data-views="{len(frames)}" '
+        f'data-images="{n}">'
+        f"<style>{_PLAYER_CSS}</style>"
+        f'<form class="sqx-controls" onsubmit="return false">{"".join(parts)}</form>'
+        f'<img class="sqx-image" src="{first_src}" alt="{esc(default_alt)}">'
+        f'<p class="sqx-note">{esc(note)}</p>'
+        f'<script type="application/json" class="sqx-data">{data}</script>'
+        f"<script>{_PLAYER_JS % {'id': uid}}</script></div>"
+    )
 
 
 # --------------------------------------------------------------------------- the explorer
@@ -319,28 +375,40 @@ class Explorer:
     names to controls, ``.update()`` redraws, ``.static_png`` is the default view.
     """
 
-    def __init__(self, fn, controls: dict, alt: str, *, static_frames: int = STATIC_FRAMES,
-                 static_values: Mapping[str, Sequence] | None = None):
+    def __init__(
+        self,
+        fn,
+        controls: dict,
+        alt: str,
+        *,
+        static_frames: int = STATIC_FRAMES,
+        static_values: Mapping[str, Sequence] | None = None,
+    ):
         import ipywidgets as widgets
 
         static_frames = check_int("static_frames", static_frames, minimum=1)
         if static_frames > MAX_STATIC_FRAMES:
-            raise ValueError(f"static_frames must be <= {MAX_STATIC_FRAMES} to keep pages "
-                             f"small, got {static_frames}")
+            raise ValueError(
+                f"static_frames must be <= {MAX_STATIC_FRAMES} to keep pages "
+                f"small, got {static_frames}"
+            )
         static_values = dict(static_values or {})
         for name, values in static_values.items():
             if name not in controls:
-                raise ValueError(f"static_values names {name!r}, which is not a control "
-                                 f"(controls: {', '.join(controls)})")
+                raise ValueError(
+                    f"static_values names {name!r}, which is not a control "
+                    f"(controls: {', '.join(controls)})"
+                )
             if isinstance(values, str) or not isinstance(values, Sequence) or not values:
-                raise ValueError(f"static_values[{name!r}] must be a non-empty list of "
-                                 f"values, got {values!r}")
+                raise ValueError(
+                    f"static_values[{name!r}] must be a non-empty list of values, got {values!r}"
+                )
         self.fn, self.controls, self.alt = fn, controls, alt
         self.static_frames, self.static_values = static_frames, static_values
-        self.static_seconds: float | None = None   # time spent on the player's images
+        self.static_seconds: float | None = None  # time spent on the player's images
         self._player: str | None = None
         self.static_png: bytes | None = None
-        if static_target():      # the build: every view now, the default one drawn last
+        if static_target():  # the build: every view now, the default one drawn last
             self.static_player()
         else:
             self.static_png = self.render()
@@ -374,10 +442,10 @@ class Explorer:
     def static_grid(self) -> tuple[str, list[dict]]:
         """``(mode, params)``: the parameter sets the static player shows, default first."""
         axes = self.static_axes()
-        mode, _, points = static_grid([len(a.values) for a in axes], [a.default for a in axes],
-                                      self.static_frames)
-        return mode, [{a.name: a.values[i] for a, i in zip(axes, p, strict=True)}
-                      for p in points]
+        mode, _, points = static_grid(
+            [len(a.values) for a in axes], [a.default for a in axes], self.static_frames
+        )
+        return mode, [{a.name: a.values[i] for a, i in zip(axes, p, strict=True)} for p in points]
 
     def static_player(self) -> str:
         """The self-contained HTML player (cached): ``fn`` is called once per grid point,
@@ -389,8 +457,9 @@ class Explorer:
             return self._player
         start = time.perf_counter()
         axes = self.static_axes()
-        mode, chosen, points = static_grid([len(a.values) for a in axes],
-                                           [a.default for a in axes], self.static_frames)
+        mode, chosen, points = static_grid(
+            [len(a.values) for a in axes], [a.default for a in axes], self.static_frames
+        )
         center = tuple(a.default for a in axes)
         pngs = {}
         for point in [p for p in points if p != center] + [center]:
@@ -398,8 +467,9 @@ class Explorer:
             try:
                 pngs[point] = self.render(params)
             except Exception as exc:
-                raise RuntimeError(f"explorer {self.alt!r}: fn failed for the static "
-                                   f"view {params}: {exc}") from exc
+                raise RuntimeError(
+                    f"explorer {self.alt!r}: fn failed for the static view {params}: {exc}"
+                ) from exc
         self.static_png = pngs[center]
         images, index, frames = [], {}, {}
         for point in points:
@@ -408,8 +478,7 @@ class Explorer:
                 index[small] = len(images)
                 images.append(small)
             frames[point] = index[small]
-        self._player = _player_html(self.alt, axes, mode, chosen, frames, images,
-                                    frames[center])
+        self._player = _player_html(self.alt, axes, mode, chosen, frames, images, frames[center])
         self.static_seconds = time.perf_counter() - start
         return self._player
 
@@ -423,9 +492,14 @@ class Explorer:
         return bundle
 
 
-def explorer(fn: Callable[..., object], alt: str = "interactive figure", *,
-             static_frames: int = STATIC_FRAMES,
-             static_values: Mapping[str, Sequence] | None = None, **controls) -> Explorer:
+def explorer(
+    fn: Callable[..., object],
+    alt: str = "interactive figure",
+    *,
+    static_frames: int = STATIC_FRAMES,
+    static_values: Mapping[str, Sequence] | None = None,
+    **controls,
+) -> Explorer:
     """Build an explorer for ``fn(**params)``, which draws and returns a matplotlib Figure.
 
     ``controls`` are ipywidgets controls or ``interact`` abbreviations, e.g.
@@ -443,11 +517,16 @@ def explorer(fn: Callable[..., object], alt: str = "interactive figure", *,
         raise ValueError("explorer needs at least one control, e.g. k=(2, 8)")
     built = {}
     for name, spec in controls.items():
-        control = spec if isinstance(spec, widgets.ValueWidget) else \
-            widgets.interactive.widget_from_abbrev(spec)
+        control = (
+            spec
+            if isinstance(spec, widgets.ValueWidget)
+            else widgets.interactive.widget_from_abbrev(spec)
+        )
         if control is None:
-            raise ValueError(f"cannot make a control for {name}={spec!r}; pass an ipywidgets "
-                             "control or an interact abbreviation such as (0, 10) or ['a', 'b']")
+            raise ValueError(
+                f"cannot make a control for {name}={spec!r}; pass an ipywidgets "
+                "control or an interact abbreviation such as (0, 10) or ['a', 'b']"
+            )
         if not control.description:
             control.description = name
         if hasattr(control, "continuous_update"):
@@ -501,18 +580,24 @@ def animate(
         draw(fig, frames[i])
         return []
 
-    anim = animation.FuncAnimation(fig, update, frames=len(frames), interval=interval,
-                                   blit=False)
+    anim = animation.FuncAnimation(fig, update, frames=len(frames), interval=interval, blit=False)
     html = anim.to_jshtml(default_mode="once")
     plt.close(fig)
     return HTML(offline_player(html, alt))
 
 
 # Text labels for the player's buttons, which matplotlib draws with Font Awesome 4 icons.
-_BUTTON_LABELS = {"fast-backward": "|&#9664;&#9664;", "step-backward": "|&#9664;",
-                  "play fa-flip-horizontal": "&#9664;", "pause": "&#10074;&#10074;",
-                  "play": "&#9654;", "step-forward": "&#9654;|",
-                  "fast-forward": "&#9654;&#9654;|", "minus": "&minus;", "plus": "+"}
+_BUTTON_LABELS = {
+    "fast-backward": "|&#9664;&#9664;",
+    "step-backward": "|&#9664;",
+    "play fa-flip-horizontal": "&#9664;",
+    "pause": "&#10074;&#10074;",
+    "play": "&#9654;",
+    "step-forward": "&#9654;|",
+    "fast-forward": "&#9654;&#9654;|",
+    "minus": "&minus;",
+    "plus": "+",
+}
 
 
 def offline_player(jshtml: str, alt: str = "animation") -> str:
@@ -525,13 +610,17 @@ def offline_player(jshtml: str, alt: str = "animation") -> str:
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError(f"alt must be a non-empty description of the animation, got {alt!r}")
     out = re.sub(r'<link rel="stylesheet"\s+href="[^"]*font-awesome[^"]*">', "", jshtml)
-    out = re.sub(r'<i class="fa fa-([a-z -]+)"></i>',
-                 lambda m: _BUTTON_LABELS.get(m.group(1), m.group(1)), out)
+    out = re.sub(
+        r'<i class="fa fa-([a-z -]+)"></i>',
+        lambda m: _BUTTON_LABELS.get(m.group(1), m.group(1)),
+        out,
+    )
     return out.replace('<img id="_anim_img', f'<img alt="{html_lib.escape(alt)}" id="_anim_img', 1)
 
 
-def animate_snapshots(model, history, draw: Callable, *, steps: Sequence[int] | None = None,
-                      **kwargs):
+def animate_snapshots(
+    model, history, draw: Callable, *, steps: Sequence[int] | None = None, **kwargs
+):
     """Animate ``draw(fig, model, step)`` with ``model`` loaded from each weight snapshot.
 
     ``history.snapshots`` maps step -> state_dict (see :func:`seqtheory.core.training.train`).

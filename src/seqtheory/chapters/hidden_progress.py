@@ -1,4 +1,5 @@
 """Hidden progress (``book/hidden_progress.md``): SGD nears a sparse parity under flat accuracy."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -13,132 +14,180 @@ from ..book.notebook import spread
 from ..core.seeds import make_generator, make_rng
 from ..parity import SETUP, ParityMLPs, hypercube, run_k_sweep
 
-TABLE = ClaimTable("hidden_progress", [
-    # ------------------------------------------------------------ the population gradient
-    Claim("gradient.formula",
-          "The gradient from automatic differentiation equals -a_j g_j(S xor {i}) to "
-          "rounding.",
-          "max(grad_err) < 1e-6",
-          "a mistake in the derivation (a sign, a missing gate or output weight) or a "
-          "population gradient that is not the average over all 2^n inputs"),
-    Claim("gradient.hinge_linear",
-          "At initialisation the hinge is linear on (almost) all inputs, so the formula is "
-          "the whole story.",
-          "min(active_frac) > 0.99",
-          "an initialisation large enough that y f(x) >= 1 on many inputs"),
-    Claim("gradient.off_support_nonzero",
-          "Off the support the coefficients are mostly non-zero: the off-support gradient "
-          "does not vanish.",
-          "min(off_nonzero) > 0.5",
-          "off-support gradients that vanish, as a naive reading of orthogonality suggests"),
-    Claim("gradient.fourier_gap",
-          "On average the off-support coefficients are several times smaller than the "
-          "support's: a Fourier gap.",
-          "min(gap_ratio) > 1.5",
-          "no gap: degree k+1 coefficients as large as degree k-1 ones (ratio near 1)"),
-    Claim("gradient.gap_widens",
-          "The gap widens with n.",
-          "min(gap_growth) > 0",
-          "a gap that stays flat or shrinks as n grows"),
-    # ------------------------------------------------------------ experiment 1
-    Claim("plateau.chance_early",
-          "Accuracy sits at chance for hundreds of steps (at most 60% up to step 500).",
-          "max(early_acc_max) < 0.6",
-          "a network that leaves chance before step 500"),
-    Claim("plateau.all_learn",
-          "Every network reaches 99% accuracy within the run, after a plateau of at least "
-          "700 steps.",
-          "all(700 <= s <= steps for s in success)",
-          "a seed that misses 99% by the end of the run, or jumps before step 700"),
-    Claim("plateau.abrupt",
-          "The jump is abrupt: from 60% to 99% takes well under the plateau's length.",
-          "max(jump_frac) < 0.6",
-          "a gradual rise, as long as 60% of the plateau"),
-    Claim("plateau.chance_at_80",
-          "At this size, accuracy at 80% of each plateau is still near chance (below 57%).",
-          "max(acc_there) < 0.57",
-          "accuracy that has already started to climb there (a point keyed to the 60% "
-          "crossing can land on a gradual rise; larger runs, with more networks, can)",
-          scale="cpu"),
-    Claim("plateau.beats_placebo",
-          "At 80% of each plateau the support ratio is above every off-support triple's in "
-          "at least three of the four networks of a run.",
-          "sum(v > 0 for v in placebo_margin) >= 0.75 * len(placebo_margin)",
-          "supports no further ahead than triples without signal in two networks of four"),
-    Claim("plateau.near_placebo_top",
-          "A network whose support is not above every placebo triple sits at the top of its "
-          "placebo range.",
-          "min(placebo_margin) > -0.005",
-          "a support ratio well inside the placebo range (0.005 or more below its largest "
-          "placebo ratio; the margins above it are 0.005 to 0.02)"),
-    Claim("plateau.ahead_early",
-          "Every network's support stays above every placebo triple for good from a step "
-          "before its accuracy moves.",
-          "all(math.isfinite(v) for v in lead) and max(lead_frac) < 0.95",
-          "a support that separates from the noise only when accuracy moves, or not for "
-          "good"),
-    Claim("plateau.rho_on_support",
-          "The largest weight change lies on a support input, for good, from a step before "
-          "accuracy moves, in every network.",
-          "all(math.isfinite(v) for v in rho_lead_frac) and max(rho_lead_frac) < 1",
-          "a largest change that stays on one of the irrelevant inputs until accuracy moves, "
-          "as gradient noise alone would leave it"),
-    Claim("plateau.all_shrink",
-          "During the plateau every weight shrinks in absolute terms, the support's too.",
-          "max(on_rel) < 1 and max(off_rel) < 1",
-          "support weights that grow in absolute terms"),
-    Claim("plateau.support_shrinks_less",
-          "The support weights shrink less than the others.",
-          "min(shrink_margin) > 0",
-          "support weights that shrink as much as the rest"),
-    # ------------------------------------------------------------ experiment 2
-    Claim("k_sweep.all_learn",
-          "Every network of every k learns within the step budget.",
-          "k_unsolved == 0",
-          "a network that never reaches 99%"),
-    Claim("k_sweep.sizes",
-          "k = 2 takes a few hundred steps, k = 3 around a thousand, k = 5 several "
-          "thousand.",
-          "med_k2 <= 400 and 600 <= med_k3 <= 2500 and med_k5 >= 3000",
-          "a different ordering, or waiting times of another size than the text quotes"),
-    Claim("k_sweep.steep",
-          "The waiting time grows steeply with k: k = 5 takes more than three times as "
-          "long as k = 3.",
-          "med_k2 < med_k3 < med_k5 and med_k5 > 3 * med_k3",
-          "a mild growth with k (k = 5 within 3x of k = 3)"),
-    Claim("k_sweep.slower_than_count",
-          "From k = 3 to k = 5 the waiting time grows far less than the number of candidate "
-          "supports (under half its ratio).",
-          "med_k5 / med_k3 < 0.5 * count_ratio_53",
-          "a waiting time that grows with k as fast as the number of supports, C(n, k)"),
-    Claim("k_sweep.k4_close",
-          "k = 4 is only a little slower than k = 3, well under twice as slow.",
-          "med_k4 < 1.8 * med_k3",
-          "a clean exponent proportional to k: k = 4 half-way between k = 3 and k = 5 on a "
-          "log scale, over twice as slow as k = 3"),
-    # ------------------------------------------------------------ experiment 3
-    Claim("n_sweep.all_learn",
-          "Every network of every n learns within the step budget.",
-          "n_unsolved == 0",
-          "a network that never reaches 99%"),
-    Claim("n_sweep.small_power",
-          "At fixed k = 3 the waiting time grows like a small power of n (about n^1.2), far "
-          "below C(n, 3).",
-          "0.9 < slope_n < 1.7",
-          "growth linear or slower (slope < 0.9), or much steeper (slope > 1.7)"),
-    Claim("n_sweep.seeds_agree",
-          "The seeds of one n agree closely (standard deviation well under the mean).",
-          "max(cv_n) < 0.4",
-          "waiting times that scatter like a one-at-a-time blind search's (sd / mean near 1, "
-          "here above 0.4)"),
-    Claim("n_sweep.between_searches",
-          "For n = 30 and 50 the median waiting time lies between a parallel blind search by "
-          "every neuron and a one-at-a-time search.",
-          "len(median_3050) == 2 and np.all(np.less(parallel_3050, median_3050)) "
-          "and np.all(np.less(median_3050, blind_3050))",
-          "SGD slower than enumerating the candidate triples one per step, or faster than "
-          "1,000 candidates per step"),
-])
+TABLE = ClaimTable(
+    "hidden_progress",
+    [
+        # ------------------------------------------------------------ the population gradient
+        Claim(
+            "gradient.formula",
+            "The gradient from automatic differentiation equals -a_j g_j(S xor {i}) to rounding.",
+            "max(grad_err) < 1e-6",
+            "a mistake in the derivation (a sign, a missing gate or output weight) or a "
+            "population gradient that is not the average over all 2^n inputs",
+        ),
+        Claim(
+            "gradient.hinge_linear",
+            "At initialisation the hinge is linear on (almost) all inputs, so the formula is "
+            "the whole story.",
+            "min(active_frac) > 0.99",
+            "an initialisation large enough that y f(x) >= 1 on many inputs",
+        ),
+        Claim(
+            "gradient.off_support_nonzero",
+            "Off the support the coefficients are mostly non-zero: the off-support gradient "
+            "does not vanish.",
+            "min(off_nonzero) > 0.5",
+            "off-support gradients that vanish, as a naive reading of orthogonality suggests",
+        ),
+        Claim(
+            "gradient.fourier_gap",
+            "On average the off-support coefficients are several times smaller than the "
+            "support's: a Fourier gap.",
+            "min(gap_ratio) > 1.5",
+            "no gap: degree k+1 coefficients as large as degree k-1 ones (ratio near 1)",
+        ),
+        Claim(
+            "gradient.gap_widens",
+            "The gap widens with n.",
+            "min(gap_growth) > 0",
+            "a gap that stays flat or shrinks as n grows",
+        ),
+        # ------------------------------------------------------------ experiment 1
+        Claim(
+            "plateau.chance_early",
+            "Accuracy sits at chance for hundreds of steps (at most 60% up to step 500).",
+            "max(early_acc_max) < 0.6",
+            "a network that leaves chance before step 500",
+        ),
+        Claim(
+            "plateau.all_learn",
+            "Every network reaches 99% accuracy within the run, after a plateau of at least "
+            "700 steps.",
+            "all(700 <= s <= steps for s in success)",
+            "a seed that misses 99% by the end of the run, or jumps before step 700",
+        ),
+        Claim(
+            "plateau.abrupt",
+            "The jump is abrupt: from 60% to 99% takes well under the plateau's length.",
+            "max(jump_frac) < 0.6",
+            "a gradual rise, as long as 60% of the plateau",
+        ),
+        Claim(
+            "plateau.chance_at_80",
+            "At this size, accuracy at 80% of each plateau is still near chance (below 57%).",
+            "max(acc_there) < 0.57",
+            "accuracy that has already started to climb there (a point keyed to the 60% "
+            "crossing can land on a gradual rise; larger runs, with more networks, can)",
+            scale="cpu",
+        ),
+        Claim(
+            "plateau.beats_placebo",
+            "At 80% of each plateau the support ratio is above every off-support triple's in "
+            "at least three of the four networks of a run.",
+            "sum(v > 0 for v in placebo_margin) >= 0.75 * len(placebo_margin)",
+            "supports no further ahead than triples without signal in two networks of four",
+        ),
+        Claim(
+            "plateau.near_placebo_top",
+            "A network whose support is not above every placebo triple sits at the top of its "
+            "placebo range.",
+            "min(placebo_margin) > -0.005",
+            "a support ratio well inside the placebo range (0.005 or more below its largest "
+            "placebo ratio; the margins above it are 0.005 to 0.02)",
+        ),
+        Claim(
+            "plateau.ahead_early",
+            "Every network's support stays above every placebo triple for good from a step "
+            "before its accuracy moves.",
+            "all(math.isfinite(v) for v in lead) and max(lead_frac) < 0.95",
+            "a support that separates from the noise only when accuracy moves, or not for good",
+        ),
+        Claim(
+            "plateau.rho_on_support",
+            "The largest weight change lies on a support input, for good, from a step before "
+            "accuracy moves, in every network.",
+            "all(math.isfinite(v) for v in rho_lead_frac) and max(rho_lead_frac) < 1",
+            "a largest change that stays on one of the irrelevant inputs until accuracy moves, "
+            "as gradient noise alone would leave it",
+        ),
+        Claim(
+            "plateau.all_shrink",
+            "During the plateau every weight shrinks in absolute terms, the support's too.",
+            "max(on_rel) < 1 and max(off_rel) < 1",
+            "support weights that grow in absolute terms",
+        ),
+        Claim(
+            "plateau.support_shrinks_less",
+            "The support weights shrink less than the others.",
+            "min(shrink_margin) > 0",
+            "support weights that shrink as much as the rest",
+        ),
+        # ------------------------------------------------------------ experiment 2
+        Claim(
+            "k_sweep.all_learn",
+            "Every network of every k learns within the step budget.",
+            "k_unsolved == 0",
+            "a network that never reaches 99%",
+        ),
+        Claim(
+            "k_sweep.sizes",
+            "k = 2 takes a few hundred steps, k = 3 around a thousand, k = 5 several thousand.",
+            "med_k2 <= 400 and 600 <= med_k3 <= 2500 and med_k5 >= 3000",
+            "a different ordering, or waiting times of another size than the text quotes",
+        ),
+        Claim(
+            "k_sweep.steep",
+            "The waiting time grows steeply with k: k = 5 takes more than three times as "
+            "long as k = 3.",
+            "med_k2 < med_k3 < med_k5 and med_k5 > 3 * med_k3",
+            "a mild growth with k (k = 5 within 3x of k = 3)",
+        ),
+        Claim(
+            "k_sweep.slower_than_count",
+            "From k = 3 to k = 5 the waiting time grows far less than the number of candidate "
+            "supports (under half its ratio).",
+            "med_k5 / med_k3 < 0.5 * count_ratio_53",
+            "a waiting time that grows with k as fast as the number of supports, C(n, k)",
+        ),
+        Claim(
+            "k_sweep.k4_close",
+            "k = 4 is only a little slower than k = 3, well under twice as slow.",
+            "med_k4 < 1.8 * med_k3",
+            "a clean exponent proportional to k: k = 4 half-way between k = 3 and k = 5 on a "
+            "log scale, over twice as slow as k = 3",
+        ),
+        # ------------------------------------------------------------ experiment 3
+        Claim(
+            "n_sweep.all_learn",
+            "Every network of every n learns within the step budget.",
+            "n_unsolved == 0",
+            "a network that never reaches 99%",
+        ),
+        Claim(
+            "n_sweep.small_power",
+            "At fixed k = 3 the waiting time grows like a small power of n (about n^1.2), far "
+            "below C(n, 3).",
+            "0.9 < slope_n < 1.7",
+            "growth linear or slower (slope < 0.9), or much steeper (slope > 1.7)",
+        ),
+        Claim(
+            "n_sweep.seeds_agree",
+            "The seeds of one n agree closely (standard deviation well under the mean).",
+            "max(cv_n) < 0.4",
+            "waiting times that scatter like a one-at-a-time blind search's (sd / mean near 1, "
+            "here above 0.4)",
+        ),
+        Claim(
+            "n_sweep.between_searches",
+            "For n = 30 and 50 the median waiting time lies between a parallel blind search by "
+            "every neuron and a one-at-a-time search.",
+            "len(median_3050) == 2 and np.all(np.less(parallel_3050, median_3050)) "
+            "and np.all(np.less(median_3050, blind_3050))",
+            "SGD slower than enumerating the candidate triples one per step, or faster than "
+            "1,000 candidates per step",
+        ),
+    ],
+)
 claims = TABLE.claims_for
 
 
@@ -147,15 +196,15 @@ claims = TABLE.claims_for
 class PlateauProgress:
     """Per seed of experiment 1: where its plateau ends and how far its support is ahead."""
 
-    first_move: np.ndarray       # first evaluation step above `leave` accuracy
-    plateau: np.ndarray          # index of the evaluation at `at` of the way to first_move
-    acc_there: np.ndarray        # test accuracy there
-    ratio_there: np.ndarray      # support ratio (1 at initialisation) there
-    placebo_there: np.ndarray    # largest placebo ratio there
-    lead: np.ndarray             # first step from which the support stays above every placebo
-    on_rel: np.ndarray           # mean |w_i| on the support there, over its initial value
-    off_rel: np.ndarray          # the same off the support
-    rho_lead: np.ndarray         # first step from which the largest weight change |W_t - W_0|
+    first_move: np.ndarray  # first evaluation step above `leave` accuracy
+    plateau: np.ndarray  # index of the evaluation at `at` of the way to first_move
+    acc_there: np.ndarray  # test accuracy there
+    ratio_there: np.ndarray  # support ratio (1 at initialisation) there
+    placebo_there: np.ndarray  # largest placebo ratio there
+    lead: np.ndarray  # first step from which the support stays above every placebo
+    on_rel: np.ndarray  # mean |w_i| on the support there, over its initial value
+    off_rel: np.ndarray  # the same off the support
+    rho_lead: np.ndarray  # first step from which the largest weight change |W_t - W_0|
     #                              lies on a support input for good (nan: not recorded / never)
 
 
@@ -188,31 +237,35 @@ def plateau_progress(record, placebo, *, leave: float = 0.6, at: float = 0.8) ->
     rho_lead = np.full(len(seeds), np.nan)
     if record.column_distance is not None:
         on_d, off_d = split_distance(record)
-        rho_lead = np.array([first_step_ahead(on_d[:, m] > off_d[:, m], steps) for m in seeds],
-                            dtype=float)
-    return PlateauProgress(first_move, plateau, acc_there, ratio_there, placebo_there, lead,
-                           on_rel, off_rel, rho_lead)
+        rho_lead = np.array(
+            [first_step_ahead(on_d[:, m] > off_d[:, m], steps) for m in seeds], dtype=float
+        )
+    return PlateauProgress(
+        first_move, plateau, acc_there, ratio_there, placebo_there, lead, on_rel, off_rel, rho_lead
+    )
 
 
 def split_distance(record) -> tuple[np.ndarray, np.ndarray]:
     """(E, M) each: the largest change |W_t - W_0| of a weight on a support input, and of
     one on any other input (``record.column_distance`` split by the support)."""
     support = list(record.support)
-    cd = record.column_distance                                 # (E, M, n)
+    cd = record.column_distance  # (E, M, n)
     return cd[..., support].max(-1), np.delete(cd, support, axis=-1).max(-1)
 
 
 def rank_correlation(a, b) -> float:
     """Spearman's rank correlation of two equal-length sequences (ties get mean ranks)."""
+
     def ranks(v):
         v = np.asarray(v, dtype=float)
         order = np.argsort(v, kind="stable")
         r = np.empty(len(v))
         r[order] = np.arange(len(v), dtype=float)
-        for value in np.unique(v):                              # mean rank for ties
+        for value in np.unique(v):  # mean rank for ties
             tie = v == value
             r[tie] = r[tie].mean()
         return r
+
     ra, rb = ranks(a), ranks(b)
     if len(ra) != len(rb) or len(ra) < 3:
         raise ValueError(f"need two sequences of the same length >= 3, got {len(ra)}, {len(rb)}")
@@ -338,7 +391,8 @@ def _k_sweep(sweep) -> dict:
         out["hp_k_ratios"] = (
             f"{np.median(steps[3]) / np.median(steps[2]):.1f} from k = 2 to 3 (candidates: "
             f"{comb(n, 3) / comb(n, 2):.1f}) and {np.median(steps[5]) / np.median(steps[3]):.1f}"
-            f" from k = 3 to 5 (candidates: {comb(n, 5) / comb(n, 3):.1f})")
+            f" from k = 3 to 5 (candidates: {comb(n, 5) / comb(n, 3):.1f})"
+        )
     return out
 
 
@@ -361,10 +415,12 @@ def _n_sweep(sweep) -> dict:
     # where the fitted power law would fall below C(n, k) / batch, the statistical-query
     # count at the tolerance of one batch (the exercise "One step, how many queries?")
     grid = np.arange(min(setup.ns), 5001)
-    below = np.array([comb(int(n), setup.k) / setup.batch_size for n in grid]) > \
-        np.exp(icpt) * grid.astype(float) ** slope
+    below = (
+        np.array([comb(int(n), setup.k) / setup.batch_size for n in grid])
+        > np.exp(icpt) * grid.astype(float) ** slope
+    )
     local = local_slopes(sweep.values, sweep.medians)
-    shown = [n for n in (15, 30, 50) if n in steps]          # the sizes the prose quotes
+    shown = [n for n in (15, 30, 50) if n in steps]  # the sizes the prose quotes
     parallel = {n: parallel_search_mean(n, setup.k, setup.width) for n in setup.ns}
     return {
         "hp_ns": ", ".join(str(n) for n in setup.ns),
@@ -374,13 +430,16 @@ def _n_sweep(sweep) -> dict:
         "hp_cv_med": f"{np.median(cv):.2f}",
         "hp_blind": " and ".join(f"{comb(n, 3):,} (n = {n})" for n in (30, 50)),
         "hp_measured_3050": " and ".join(
-            f"{np.median(steps[n]):.0f} (n = {n})" for n in (30, 50) if n in steps),
-        "hp_local_slopes": ", ".join(f"{s:.2f} ({a}→{b})" for s, a, b in
-                                     zip(local, setup.ns[:-1], setup.ns[1:], strict=True)),
+            f"{np.median(steps[n]):.0f} (n = {n})" for n in (30, 50) if n in steps
+        ),
+        "hp_local_slopes": ", ".join(
+            f"{s:.2f} ({a}→{b})" for s, a, b in zip(local, setup.ns[:-1], setup.ns[1:], strict=True)
+        ),
         "hp_width": f"{setup.width:,}",
         "hp_parallel": ", ".join(f"{parallel[n]:.1f} (n = {n})" for n in shown),
         "hp_parallel_3050": " and ".join(
-            f"{parallel[n]:.1f} (n = {n})" for n in (30, 50) if n in steps),
+            f"{parallel[n]:.1f} (n = {n})" for n in (30, 50) if n in steps
+        ),
         "hp_c15": f"{comb(min(setup.ns), setup.k):,}",
         "hp_sq_cross": f"{int(grid[np.argmax(below)])}" if below.any() else "beyond 5,000",
         "hp_grid_frac": f"{100 * setup.n_eval_every / np.median(steps[min(setup.ns)]):.0f}%",
@@ -406,15 +465,18 @@ def lab_settings(setup=None) -> tuple:
     """The (batch size, learning rate) pairs of the lab "Batch size and learning rate": the
     chapter's, the batch doubled, the learning rate halved."""
     setup = SETUP.cpu if setup is None else setup
-    return ((setup.batch_size, setup.lr), (2 * setup.batch_size, setup.lr),
-            (setup.batch_size, setup.lr / 2))
+    return (
+        (setup.batch_size, setup.lr),
+        (2 * setup.batch_size, setup.lr),
+        (setup.batch_size, setup.lr / 2),
+    )
 
 
 def fourier_gap(gate: torch.Tensor, x_all: torch.Tensor, k: int) -> float:
     """Mean |g_j(S - {i})| over neurons j and support inputs i over the mean |g_j(S + {i})|
     off the support, for S = {0..k-1}; ``gate`` (2^n, W) on every input ``x_all`` (2^n, n)."""
-    y = x_all[:, :k].prod(-1)                                           # (2^n,)
-    coef = (gate * y[:, None]).T @ x_all / len(x_all)                   # (W, n)
+    y = x_all[:, :k].prod(-1)  # (2^n,)
+    coef = (gate * y[:, None]).T @ x_all / len(x_all)  # (W, n)
     return float(coef[:, :k].abs().mean() / coef[:, k:].abs().mean())
 
 
@@ -430,94 +492,123 @@ def parity_trials(trials: int, *, m: int, n: int, k: int, seed: int) -> tuple:
 
 def solve_gf2(A, b) -> np.ndarray:
     """A 0/1 vector s with A @ s = b (mod 2), by Gaussian elimination (free variables 0)."""
-    M = np.concatenate([A, b[:, None]], axis=1).astype(np.uint8) % 2    # (m, n + 1)
+    M = np.concatenate([A, b[:, None]], axis=1).astype(np.uint8) % 2  # (m, n + 1)
     n, row, pivots = A.shape[1], 0, []
     for col in range(n):
         hits = np.flatnonzero(M[row:, col])
         if hits.size == 0:
             continue
-        M[[row, row + hits[0]]] = M[[row + hits[0], row]]               # pivot up
+        M[[row, row + hits[0]]] = M[[row + hits[0], row]]  # pivot up
         others = M[:, col].astype(bool)
         others[row] = False
-        M[others] ^= M[row]                                             # clear the column
+        M[others] ^= M[row]  # clear the column
         pivots.append(col)
         row += 1
         if row == len(M):
             break
     s = np.zeros(n, dtype=np.uint8)
-    s[pivots] = M[:len(pivots), n]
+    s[pivots] = M[: len(pivots), n]
     return s
 
 
 def gf2_recovered(supports, x, y) -> float:
     """Fraction of trials whose support :func:`solve_gf2` recovers exactly from the bits of
     ``x`` and ``y`` (bit 1 where the sign is -1, so a parity of signs is a sum mod 2)."""
-    found = [set(np.flatnonzero(solve_gf2(xt < 0, yt < 0))) == set(st.tolist())
-             for st, xt, yt in zip(supports, x, y, strict=True)]
+    found = [
+        set(np.flatnonzero(solve_gf2(xt < 0, yt < 0))) == set(st.tolist())
+        for st, xt, yt in zip(supports, x, y, strict=True)
+    ]
     return float(np.mean(found))
 
 
-LABS = LabTable("hidden_progress", [
-    Lab("ex-hidden-progress-4",
-        expects="a list of three arrays of steps to 99% accuracy (one per network), for the "
-                "chapter's batch and rate, the batch doubled, and the rate halved, in that "
-                "order",
-        quantity="the median steps with the rate halved over the median at the chapter's "
-                 "rate",
-        measure=lambda a: float(np.median(a[2]) / np.median(a[0])),
-        low=1.35, high=2.3,
-        because="the drift towards the support per step is proportional to the learning "
-                "rate, so halving it stretches the plateau, here by less than twice: part "
-                "of the wait does not scale with the rate",
-        hint="run run_k_sweep on replace(small, batch_size=..., lr=...) for each setting, "
-             "with the same base seed, and list the results as (chapter's, batch doubled, "
-             "rate halved).",
-        mistakes=(("the batch doubled and the rate halved listed in swapped order",
-                   [[750, 850, 750], [1300, 1350, 1250], [800, 800, 700]]),
-                  ("the rate doubled instead of halved",
-                   [[750, 850, 750], [800, 800, 700], [450, 500, 450]]))),
-    Lab("ex-hidden-progress-5",
-        expects="a list of four gap ratios (support over off-support mean absolute "
-                "coefficient), for k = 2, 3, 4, 5 in that order",
-        quantity="the Fourier gap at k = 4",
-        measure=lambda gaps: gaps[2],
-        low=2.3, high=3.6,
-        because="at k = 4 the support's degree-3 coefficients are about as large as the "
-                "degree-2 ones at k = 3, against degree-5 ones off the support, so the gap "
-                "is about the same as at k = 3",
-        hint="multiply the gates by the label y = x_0 x_1 ... x_(k-1) before correlating "
-             "with x_i, divide the support's mean by the off-support one (not the reverse), "
-             "and list k = 2, 3, 4, 5 in order.",
-        mistakes=(("the label left out (correlations of the gate with x_i alone)",
-                   [1.01, 1.02, 1.02, 1.01]),
-                  ("support and off-support swapped", [0.072, 0.35, 0.34, 0.75]))),
-    Lab("ex-hidden-progress-6",
-        expects="the fraction of the 200 trials in which Gaussian elimination mod 2 recovers "
-                "the support exactly",
-        quantity="the fraction of supports recovered from 35 examples",
-        low=0.93, high=1.0,
-        because="35 random examples of 30 bits have full rank mod 2 with probability about "
-                "1 - 2^-5, and then the parity's support is the unique solution",
-        hint="map each sign to a bit (1 where x_i = -1, and likewise for y), so that the "
-             "label bit is the sum mod 2 of the support's bits; eliminate mod 2 (XOR rows), "
-             "not over the reals.",
-        mistakes=(("least squares over the reals, rounded to 0/1", 0.0),
-                  ("the label's bit set where y = +1 instead of -1", 0.0))),
-])
+LABS = LabTable(
+    "hidden_progress",
+    [
+        Lab(
+            "ex-hidden-progress-4",
+            expects="a list of three arrays of steps to 99% accuracy (one per network), for the "
+            "chapter's batch and rate, the batch doubled, and the rate halved, in that "
+            "order",
+            quantity="the median steps with the rate halved over the median at the chapter's rate",
+            measure=lambda a: float(np.median(a[2]) / np.median(a[0])),
+            low=1.35,
+            high=2.3,
+            because="the drift towards the support per step is proportional to the learning "
+            "rate, so halving it stretches the plateau, here by less than twice: part "
+            "of the wait does not scale with the rate",
+            hint="run run_k_sweep on replace(small, batch_size=..., lr=...) for each setting, "
+            "with the same base seed, and list the results as (chapter's, batch doubled, "
+            "rate halved).",
+            mistakes=(
+                (
+                    "the batch doubled and the rate halved listed in swapped order",
+                    [[750, 850, 750], [1300, 1350, 1250], [800, 800, 700]],
+                ),
+                (
+                    "the rate doubled instead of halved",
+                    [[750, 850, 750], [800, 800, 700], [450, 500, 450]],
+                ),
+            ),
+        ),
+        Lab(
+            "ex-hidden-progress-5",
+            expects="a list of four gap ratios (support over off-support mean absolute "
+            "coefficient), for k = 2, 3, 4, 5 in that order",
+            quantity="the Fourier gap at k = 4",
+            measure=lambda gaps: gaps[2],
+            low=2.3,
+            high=3.6,
+            because="at k = 4 the support's degree-3 coefficients are about as large as the "
+            "degree-2 ones at k = 3, against degree-5 ones off the support, so the gap "
+            "is about the same as at k = 3",
+            hint="multiply the gates by the label y = x_0 x_1 ... x_(k-1) before correlating "
+            "with x_i, divide the support's mean by the off-support one (not the reverse), "
+            "and list k = 2, 3, 4, 5 in order.",
+            mistakes=(
+                (
+                    "the label left out (correlations of the gate with x_i alone)",
+                    [1.01, 1.02, 1.02, 1.01],
+                ),
+                ("support and off-support swapped", [0.072, 0.35, 0.34, 0.75]),
+            ),
+        ),
+        Lab(
+            "ex-hidden-progress-6",
+            expects="the fraction of the 200 trials in which Gaussian elimination mod 2 recovers "
+            "the support exactly",
+            quantity="the fraction of supports recovered from 35 examples",
+            low=0.93,
+            high=1.0,
+            because="35 random examples of 30 bits have full rank mod 2 with probability about "
+            "1 - 2^-5, and then the parity's support is the unique solution",
+            hint="map each sign to a bit (1 where x_i = -1, and likewise for y), so that the "
+            "label bit is the sum mod 2 of the support's bits; eliminate mod 2 (XOR rows), "
+            "not over the reals.",
+            mistakes=(
+                ("least squares over the reals, rounded to 0/1", 0.0),
+                ("the label's bit set where y = +1 instead of -1", 0.0),
+            ),
+        ),
+    ],
+)
 feedback = LABS.feedback
 
 
 @LABS.solves("ex-hidden-progress-4")
 def _batch_and_rate(seed: int) -> list:
     small = replace(SETUP.cpu, n=20, ks=(3,), max_steps=6000)
-    return [run_k_sweep(replace(small, batch_size=bs, lr=lr), seed=seed,
-                        progress=False).steps_to_success[3] for bs, lr in lab_settings(small)]
+    return [
+        run_k_sweep(
+            replace(small, batch_size=bs, lr=lr), seed=seed, progress=False
+        ).steps_to_success[3]
+        for bs, lr in lab_settings(small)
+    ]
 
 
 @LABS.solves("ex-hidden-progress-5")
 def _gap_against_k(seed: int) -> list:
     net = ParityMLPs(12, [SETUP.cpu.width], generator=make_generator(62, base=seed))
-    x_all = hypercube(12)                                               # (4096, 12)
+    x_all = hypercube(12)  # (4096, 12)
     gate = ((x_all @ net.w1[0].detach().T + net.b1[0].detach()) > 0).float()  # (4096, W)
     return [fourier_gap(gate, x_all, k) for k in GAP_KS]
 

@@ -1,4 +1,5 @@
 """Meet the model (``book/meet_the_model.md``): a previous-token head in one attention layer."""
+
 from __future__ import annotations
 
 import math
@@ -17,35 +18,50 @@ from ..core.training import History, TrainConfig, train
 from ..core.validate import check_int
 from ..tasks import SETUP, PreviousTokenSetup, evaluate
 
-TABLE = ClaimTable("meet_the_model", [
-    Claim("training.uniform_start",
-          "Before training the model predicts nearly uniformly: its loss is ln k.",
-          "max(abs(v - ln_k) for v in start_loss) < 0.05",
-          "a large initialisation (logits far from zero) or a loss that is not the mean "
-          "cross-entropy"),
-    Claim("training.spread_attention",
-          "At step 0 query t spreads its attention over its t keys (about 0.12 on the "
-          "previous position).",
-          "max(start_attn) < 0.3",
-          "an untrained head that already attends to the previous position"),
-    Claim("training.loss_to_zero",
-          "Its loss falls from the uniform guess ln k to nearly zero, on every seed.",
-          "max(final_loss) < 0.15 * ln_k",
-          "a seed that does not learn to copy keeps a loss near ln k"),
-    Claim("training.accuracy",
-          "Every seed ends with near-perfect accuracy.",
-          "min(final_accuracy) > 0.97",
-          "a seed stuck below 97 % accuracy"),
-    Claim("training.previous_token_head",
-          "Every seed puts almost all of its attention on the previous position: a "
-          "previous-token head.",
-          "min(final_attn) > 0.8",
-          "a seed that copies through a diffuse pattern, or forms no head"),
-    Claim("training.together",
-          "The loss falls while the attention on the previous position rises, in every run.",
-          "max(loss_attn_corr) < -0.8",
-          "attention that sharpens after the loss has already fallen, or not at all"),
-])
+TABLE = ClaimTable(
+    "meet_the_model",
+    [
+        Claim(
+            "training.uniform_start",
+            "Before training the model predicts nearly uniformly: its loss is ln k.",
+            "max(abs(v - ln_k) for v in start_loss) < 0.05",
+            "a large initialisation (logits far from zero) or a loss that is not the mean "
+            "cross-entropy",
+        ),
+        Claim(
+            "training.spread_attention",
+            "At step 0 query t spreads its attention over its t keys (about 0.12 on the "
+            "previous position).",
+            "max(start_attn) < 0.3",
+            "an untrained head that already attends to the previous position",
+        ),
+        Claim(
+            "training.loss_to_zero",
+            "Its loss falls from the uniform guess ln k to nearly zero, on every seed.",
+            "max(final_loss) < 0.15 * ln_k",
+            "a seed that does not learn to copy keeps a loss near ln k",
+        ),
+        Claim(
+            "training.accuracy",
+            "Every seed ends with near-perfect accuracy.",
+            "min(final_accuracy) > 0.97",
+            "a seed stuck below 97 % accuracy",
+        ),
+        Claim(
+            "training.previous_token_head",
+            "Every seed puts almost all of its attention on the previous position: a "
+            "previous-token head.",
+            "min(final_attn) > 0.8",
+            "a seed that copies through a diffuse pattern, or forms no head",
+        ),
+        Claim(
+            "training.together",
+            "The loss falls while the attention on the previous position rises, in every run.",
+            "max(loss_attn_corr) < -0.8",
+            "attention that sharpens after the loss has already fallen, or not at all",
+        ),
+    ],
+)
 claims = TABLE.claims_for
 
 
@@ -55,7 +71,7 @@ def _training(result) -> dict:
     history, ens = result.history, result.ensemble_history
     _, held_out = history.metric("held-out loss")
     _, prev_attn = history.metric("previous-token attention")
-    _, ens_loss = ens.metric("held-out loss")            # (evals, seeds)
+    _, ens_loss = ens.metric("held-out loss")  # (evals, seeds)
     _, ens_attn = ens.metric("previous-token attention")
     corr = [np.corrcoef(ens_loss[:, m], ens_attn[:, m])[0, 1] for m in range(ens_loss.shape[1])]
     corr.append(np.corrcoef(held_out, prev_attn)[0, 1])
@@ -78,16 +94,18 @@ class QuickRun:
     """What :func:`quick_run` returns: the trained model, its history and held-out set."""
 
     setup: PreviousTokenSetup
-    model: Transformer         # the trained one-layer model (on the CPU)
-    history: History           # held-out loss, accuracy, previous-token attention per evaluation
-    eval_x: torch.Tensor       # the held-out inputs (eval_n, seq_len)
-    eval_y: torch.Tensor       # their targets (-100: no target)
+    model: Transformer  # the trained one-layer model (on the CPU)
+    history: History  # held-out loss, accuracy, previous-token attention per evaluation
+    eval_x: torch.Tensor  # the held-out inputs (eval_n, seq_len)
+    eval_y: torch.Tensor  # their targets (-100: no target)
 
     @property
     def metrics(self) -> dict[str, float]:
         """The last evaluation: held-out loss, accuracy and previous-token attention."""
-        return {name: float(self.history.final(name))
-                for name in ("held-out loss", "accuracy", "previous-token attention")}
+        return {
+            name: float(self.history.final(name))
+            for name in ("held-out loss", "accuracy", "previous-token attention")
+        }
 
 
 def quick_run(setup: PreviousTokenSetup, *, seed: int | None = None) -> QuickRun:
@@ -101,10 +119,15 @@ def quick_run(setup: PreviousTokenSetup, *, seed: int | None = None) -> QuickRun
     eval_x, eval_y = setup.batch(setup.eval_n, make_generator(50, base=seed))
     model = Transformer(setup.model_config(), seed=0, base=seed)
     data = make_generator(200, base=seed)
-    history = train(model, lambda step: setup.batch(setup.batch_size, data),
-                    TrainConfig(steps=setup.steps, lr=setup.lr,
-                                eval_every=max(setup.eval_every, setup.steps // 30)),
-                    eval_fn=lambda m, step: evaluate(m, eval_x, eval_y), progress=False)
+    history = train(
+        model,
+        lambda step: setup.batch(setup.batch_size, data),
+        TrainConfig(
+            steps=setup.steps, lr=setup.lr, eval_every=max(setup.eval_every, setup.steps // 30)
+        ),
+        eval_fn=lambda m, step: evaluate(m, eval_x, eval_y),
+        progress=False,
+    )
     return QuickRun(setup, model, history, eval_x, eval_y)
 
 
@@ -118,62 +141,90 @@ def blind_bound(vocab_size: int, seq_len: int) -> float:
     p, total = 1.0 / vocab_size, 0.0
     for t in range(2, seq_len + 1):
         n = t - 2
-        mean_log = sum(math.comb(n, c) * p**c * (1 - p) ** (n - c) * math.log(1 + c)
-                       for c in range(n + 1))
+        mean_log = sum(
+            math.comb(n, c) * p**c * (1 - p) ** (n - c) * math.log(1 + c) for c in range(n + 1)
+        )
         total += math.log(t - 1) - mean_log
     return total / (seq_len - 1)
 
 
 # ------------------------------------------------------------------ coding labs
-LABS = LabTable("meet_the_model", [
-    Lab("ex-meet-the-model-1",
-        expects="the held-out loss (nats) of an untrained model with 32 tokens",
-        quantity="the untrained loss with k = 32",
-        low=3.3, high=3.65,
-        because="small initial weights give logits near zero, hence a near-uniform "
-                "prediction whose cross-entropy is ln 32 = 3.47 nats",
-        hint="build the model from replace(small, vocab_size=32), draw the held-out batch "
-             "with 32 tokens too, and report the loss, not the accuracy.",
-        mistakes=(("the 8-token model's loss (vocab_size left at 8)", 2.0855),
-                  ("the accuracy instead of the loss", 0.0296))),
-    Lab("ex-meet-the-model-2",
-        expects="the final held-out loss (nats) of the model trained without positions",
-        quantity="the held-out loss without positions",
-        low=1.5, high=1.95,
-        because="a head without positions sees its context as a multiset of tokens, so it "
-                "can at best spread probability over the tokens seen (no position-blind "
-                "model beats 1.54 nats), yet it learns that much (below ln 8 = 2.08)",
-        hint="train with pos_encoding='none' (every other setting as in the chapter) and "
-             "report the loss after training, not at step 0.",
-        mistakes=(("positions left on (pos_encoding='learned')", 0.0076),
-                  ("the loss at step 0", 2.0844))),
-    Lab("ex-meet-the-model-3",
-        expects="the mean attention of the offset-5 model on the key five positions back",
-        quantity="the attention on offset 5",
-        low=0.7, high=1.0,
-        because="learned positional embeddings let the QK circuit match query t with key "
-                "t - 5 as easily as with key t - 1, so one head still suffices",
-        hint="train with replace(small, offset=5) and measure attention_to_offset(pattern, 5) "
-             "on that model's layer-1 pattern.",
-        mistakes=(("the attention on offset 1 of the offset-5 model", 0.0165),
-                  ("offset 5 measured on a model trained with offset 1", 0.0116))),
-    Lab("ex-meet-the-model-4",
-        expects="a dict with the final 'loss' and 'attention' (on the previous position) of "
-                "the model with relative positions trained for 1,000 steps",
-        quantity="the previous-token attention of a model whose loss is below 0.1 nats "
-                 "(0 when it is not)",
-        measure=lambda a: a["attention"] if a["loss"] < 0.1 else 0.0,
-        low=0.25, high=0.7,
-        because="one scalar per distance sets the head's pattern and AdamW moves it by about "
-                "the learning rate per step, so the head stays soft; the OV circuit's scale "
-                "turns its modest margin into a confident copy",
-        hint="train replace(small, pos_encoding='relative', steps=1000) -- 300 steps are "
-             "not enough for its loss to fall -- and report the final loss and attention.",
-        mistakes=(("learned positions instead of relative ones",
-                   {"loss": 0.0076, "attention": 0.9497}),
-                  ("relative positions, but only the chapter's 300 steps",
-                   {"loss": 1.0066, "attention": 0.2116}))),
-])
+LABS = LabTable(
+    "meet_the_model",
+    [
+        Lab(
+            "ex-meet-the-model-1",
+            expects="the held-out loss (nats) of an untrained model with 32 tokens",
+            quantity="the untrained loss with k = 32",
+            low=3.3,
+            high=3.65,
+            because="small initial weights give logits near zero, hence a near-uniform "
+            "prediction whose cross-entropy is ln 32 = 3.47 nats",
+            hint="build the model from replace(small, vocab_size=32), draw the held-out batch "
+            "with 32 tokens too, and report the loss, not the accuracy.",
+            mistakes=(
+                ("the 8-token model's loss (vocab_size left at 8)", 2.0855),
+                ("the accuracy instead of the loss", 0.0296),
+            ),
+        ),
+        Lab(
+            "ex-meet-the-model-2",
+            expects="the final held-out loss (nats) of the model trained without positions",
+            quantity="the held-out loss without positions",
+            low=1.5,
+            high=1.95,
+            because="a head without positions sees its context as a multiset of tokens, so it "
+            "can at best spread probability over the tokens seen (no position-blind "
+            "model beats 1.54 nats), yet it learns that much (below ln 8 = 2.08)",
+            hint="train with pos_encoding='none' (every other setting as in the chapter) and "
+            "report the loss after training, not at step 0.",
+            mistakes=(
+                ("positions left on (pos_encoding='learned')", 0.0076),
+                ("the loss at step 0", 2.0844),
+            ),
+        ),
+        Lab(
+            "ex-meet-the-model-3",
+            expects="the mean attention of the offset-5 model on the key five positions back",
+            quantity="the attention on offset 5",
+            low=0.7,
+            high=1.0,
+            because="learned positional embeddings let the QK circuit match query t with key "
+            "t - 5 as easily as with key t - 1, so one head still suffices",
+            hint="train with replace(small, offset=5) and measure attention_to_offset(pattern, 5) "
+            "on that model's layer-1 pattern.",
+            mistakes=(
+                ("the attention on offset 1 of the offset-5 model", 0.0165),
+                ("offset 5 measured on a model trained with offset 1", 0.0116),
+            ),
+        ),
+        Lab(
+            "ex-meet-the-model-4",
+            expects="a dict with the final 'loss' and 'attention' (on the previous position) of "
+            "the model with relative positions trained for 1,000 steps",
+            quantity="the previous-token attention of a model whose loss is below 0.1 nats "
+            "(0 when it is not)",
+            measure=lambda a: a["attention"] if a["loss"] < 0.1 else 0.0,
+            low=0.25,
+            high=0.7,
+            because="one scalar per distance sets the head's pattern and AdamW moves it by about "
+            "the learning rate per step, so the head stays soft; the OV circuit's scale "
+            "turns its modest margin into a confident copy",
+            hint="train replace(small, pos_encoding='relative', steps=1000) -- 300 steps are "
+            "not enough for its loss to fall -- and report the final loss and attention.",
+            mistakes=(
+                (
+                    "learned positions instead of relative ones",
+                    {"loss": 0.0076, "attention": 0.9497},
+                ),
+                (
+                    "relative positions, but only the chapter's 300 steps",
+                    {"loss": 1.0066, "attention": 0.2116},
+                ),
+            ),
+        ),
+    ],
+)
 feedback = LABS.feedback
 
 
@@ -188,19 +239,20 @@ def _predict_before_you_run(seed: int) -> float:
 
 @LABS.solves("ex-meet-the-model-2")
 def _positions_away(seed: int) -> float:
-    return quick_run(replace(SETUP.cpu, pos_encoding="none"), seed=seed).metrics[
-        "held-out loss"]
+    return quick_run(replace(SETUP.cpu, pos_encoding="none"), seed=seed).metrics["held-out loss"]
 
 
 @LABS.solves("ex-meet-the-model-3")
 def _further_back(seed: int) -> float:
     far = quick_run(replace(SETUP.cpu, offset=5), seed=seed)
-    pattern = far.model.attention_patterns(far.eval_x)[0]       # (B, 1, T, T)
+    pattern = far.model.attention_patterns(far.eval_x)[0]  # (B, 1, T, T)
     return attention_to_offset(pattern, 5).mean().item()
 
 
 @LABS.solves("ex-meet-the-model-4")
 def _relative(seed: int) -> dict:
     rel = quick_run(replace(SETUP.cpu, pos_encoding="relative", steps=1000), seed=seed)
-    return {"loss": rel.metrics["held-out loss"],
-            "attention": rel.metrics["previous-token attention"]}
+    return {
+        "loss": rel.metrics["held-out loss"],
+        "attention": rel.metrics["previous-token attention"],
+    }

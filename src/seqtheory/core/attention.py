@@ -7,6 +7,7 @@ of a circuit: :func:`mask_heads` silences heads, :func:`override_pattern` makes 
 by another pattern. Hooks are dicts, so they combine:
 ``model(x, hooks={**mask_heads({0: 1}), **override_pattern({1: uniform_causal_pattern(T)})})``.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -17,8 +18,12 @@ from .models import _CHECK_INPUTS
 from .validate import check_int
 
 __all__ = [
-    "attention_by_offset", "attention_to_offset", "attention_without_offset", "mask_heads",
-    "override_pattern", "uniform_causal_pattern",
+    "attention_by_offset",
+    "attention_to_offset",
+    "attention_without_offset",
+    "mask_heads",
+    "override_pattern",
+    "uniform_causal_pattern",
 ]
 
 
@@ -38,8 +43,11 @@ def attention_to_offset(pattern: torch.Tensor, offset: int = 1) -> torch.Tensor:
 
 def _check_pattern(pattern) -> int:
     """``T`` of an attention ``pattern`` (..., T, T); a ValueError for anything else."""
-    if not isinstance(pattern, torch.Tensor) or pattern.dim() < 2 \
-            or pattern.shape[-1] != pattern.shape[-2]:
+    if (
+        not isinstance(pattern, torch.Tensor)
+        or pattern.dim() < 2
+        or pattern.shape[-1] != pattern.shape[-2]
+    ):
         shape = tuple(pattern.shape) if isinstance(pattern, torch.Tensor) else type(pattern)
         raise ValueError(f"pattern must be a tensor ending in (T, T), got {shape}")
     return pattern.shape[-1]
@@ -63,16 +71,21 @@ def attention_by_offset(pattern: torch.Tensor, max_offset: int) -> torch.Tensor:
     """
     T = _check_pattern(pattern)
     max_offset = _check_offset("max_offset", max_offset, T)
-    near = torch.stack([pattern.diagonal(offset=-o, dim1=-2, dim2=-1)[..., max_offset - o:]
-                        for o in range(max_offset + 1)], dim=-1)       # (..., T - max_o, O)
-    rest = 1.0 - near.sum(-1, keepdim=True)                            # (..., T - max_o, 1)
-    return torch.cat([near, rest], dim=-1).mean(dim=-2)                 # (..., O + 1)
+    near = torch.stack(
+        [
+            pattern.diagonal(offset=-o, dim1=-2, dim2=-1)[..., max_offset - o :]
+            for o in range(max_offset + 1)
+        ],
+        dim=-1,
+    )  # (..., T - max_o, O)
+    rest = 1.0 - near.sum(-1, keepdim=True)  # (..., T - max_o, 1)
+    return torch.cat([near, rest], dim=-1).mean(dim=-2)  # (..., O + 1)
 
 
 def uniform_causal_pattern(T: int) -> torch.Tensor:
     """The (T, T) pattern that spreads each query's weight evenly over keys 0..t."""
     T = check_int("T", T, minimum=1)
-    return torch.ones(T, T).tril() / torch.arange(1, T + 1)[:, None]    # (T, T)
+    return torch.ones(T, T).tril() / torch.arange(1, T + 1)[:, None]  # (T, T)
 
 
 def attention_without_offset(pattern: torch.Tensor, offset: int) -> torch.Tensor:
@@ -85,8 +98,8 @@ def attention_without_offset(pattern: torch.Tensor, offset: int) -> torch.Tensor
     T = _check_pattern(pattern)
     offset = _check_offset("offset", offset, T)
     idx = torch.arange(T, device=pattern.device)
-    rest = pattern * (idx[:, None] - idx[None, :] != offset)            # (..., T, T)
-    total = rest.sum(-1, keepdim=True)                                  # (..., T, 1)
+    rest = pattern * (idx[:, None] - idx[None, :] != offset)  # (..., T, T)
+    total = rest.sum(-1, keepdim=True)  # (..., T, 1)
     return torch.where(total > 0, rest / total.clamp_min(1e-30), pattern)
 
 
@@ -95,8 +108,9 @@ def mask_heads(heads: dict) -> dict:
     outputs before the output map (hook points ``heads.{layer}``). Layers and heads count
     from 0: ``model(x, hooks=mask_heads({0: [0, 1]}))``."""
     if not isinstance(heads, dict):
-        raise TypeError("heads must be a dict {layer: head or list of heads}, got "
-                        f"{type(heads).__name__}")
+        raise TypeError(
+            f"heads must be a dict {{layer: head or list of heads}}, got {type(heads).__name__}"
+        )
     hooks = {}
     for layer, which in heads.items():
         layer = check_int("mask_heads layer", layer, minimum=0)
@@ -111,11 +125,12 @@ def _zero_heads(layer: int, heads: tuple, y: torch.Tensor) -> torch.Tensor:
     """The heads' outputs ``y`` (B, H, T, d_head) with those of ``heads`` set to zero."""
     H = y.shape[1]
     if heads[-1] >= H:
-        raise ValueError(f"mask_heads head must be in 0..{H - 1} for layer {layer}, "
-                         f"got {heads[-1]}")
+        raise ValueError(
+            f"mask_heads head must be in 0..{H - 1} for layer {layer}, got {heads[-1]}"
+        )
     keep = torch.ones(H, 1, 1, dtype=y.dtype, device=y.device)
     keep[list(heads)] = 0.0
-    return y * keep                                                     # (B, H, T, Dh)
+    return y * keep  # (B, H, T, Dh)
 
 
 def override_pattern(patterns: dict) -> dict:
@@ -127,8 +142,10 @@ def override_pattern(patterns: dict) -> dict:
     count from 0: ``model(x, hooks=override_pattern({(1, 0): uniform_causal_pattern(T)}))``.
     """
     if not isinstance(patterns, dict):
-        raise TypeError("patterns must be a dict {(layer, head) or layer: pattern or "
-                        f"function}}, got {type(patterns).__name__}")
+        raise TypeError(
+            "patterns must be a dict {(layer, head) or layer: pattern or "
+            f"function}}, got {type(patterns).__name__}"
+        )
     per_layer = {}
     for key, new in patterns.items():
         if isinstance(key, tuple) and len(key) == 2:
@@ -140,46 +157,57 @@ def override_pattern(patterns: dict) -> dict:
         layer = check_int("override_pattern layer", layer, minimum=0)
         head = None if head is None else check_int("override_pattern head", head, minimum=0)
         if not (callable(new) or isinstance(new, torch.Tensor)):
-            raise TypeError("patterns values must be tensors or functions, got "
-                            f"{type(new).__name__}")
+            raise TypeError(
+                f"patterns values must be tensors or functions, got {type(new).__name__}"
+            )
         per_layer.setdefault(layer, []).append((head, new))
-    return {f"pattern.{layer}": partial(_override, layer, pairs)
-            for layer, pairs in per_layer.items()}
+    return {
+        f"pattern.{layer}": partial(_override, layer, pairs) for layer, pairs in per_layer.items()
+    }
 
 
 def _override(layer: int, pairs: list, pattern: torch.Tensor) -> torch.Tensor:
     """``pattern`` (B, H, T, T) with the heads of ``pairs`` [(head or None, new)] replaced."""
     B, H, T, _ = pattern.shape
-    new_of = {}                                                         # head -> new
+    new_of = {}  # head -> new
     for head, new in pairs:
         if head is not None and head >= H:
-            raise ValueError(f"override_pattern head must be in 0..{H - 1} for layer {layer}, "
-                             f"got {head}")
+            raise ValueError(
+                f"override_pattern head must be in 0..{H - 1} for layer {layer}, got {head}"
+            )
         new_of.update({h: new for h in (range(H) if head is None else (head,))})
-    heads = list(pattern.unbind(1))                                     # H x (B, T, T)
+    heads = list(pattern.unbind(1))  # H x (B, T, T)
     for h, new in new_of.items():
         new = new(heads[h]) if callable(new) else new
         heads[h] = _checked(f"override_pattern for layer {layer} head {h}", new, pattern)
-    return torch.stack(heads, dim=1)                                    # (B, H, T, T)
+    return torch.stack(heads, dim=1)  # (B, H, T, T)
 
 
 def _checked(where: str, new, pattern: torch.Tensor) -> torch.Tensor:
     """``new`` as a causal (B, T, T) pattern on ``pattern``'s device and dtype (checked)."""
     B, _, T, _ = pattern.shape
     if not isinstance(new, torch.Tensor) or not new.is_floating_point():
-        raise TypeError(f"{where} must be a floating-point tensor (or a function returning "
-                        f"one), got {type(new).__name__}")
-    if new.dim() not in (2, 3) or new.shape[-2:] != (T, T) or \
-            (new.dim() == 3 and new.shape[0] not in (1, B)):
-        raise ValueError(f"{where} must have shape ({T}, {T}) or ({B}, {T}, {T}) for this "
-                         f"input, got {tuple(new.shape)}")
+        raise TypeError(
+            f"{where} must be a floating-point tensor (or a function returning "
+            f"one), got {type(new).__name__}"
+        )
+    if (
+        new.dim() not in (2, 3)
+        or new.shape[-2:] != (T, T)
+        or (new.dim() == 3 and new.shape[0] not in (1, B))
+    ):
+        raise ValueError(
+            f"{where} must have shape ({T}, {T}) or ({B}, {T}, {T}) for this "
+            f"input, got {tuple(new.shape)}"
+        )
     new = new.to(pattern.device, pattern.dtype).expand(B, T, T)
-    if _CHECK_INPUTS.get():                          # data-dependent: not inside vmap
+    if _CHECK_INPUTS.get():  # data-dependent: not inside vmap
         if bool((new.detach().triu(diagonal=1) != 0).any()):
-            raise ValueError(f"{where} puts weight on future keys (it must be causal: zero "
-                             "above the diagonal)")
+            raise ValueError(
+                f"{where} puts weight on future keys (it must be causal: zero above the diagonal)"
+            )
         if bool((new.detach() < 0).any()) or not torch.allclose(
-                new.detach().sum(-1), torch.ones((), dtype=new.dtype, device=new.device),
-                atol=1e-4):
+            new.detach().sum(-1), torch.ones((), dtype=new.dtype, device=new.device), atol=1e-4
+        ):
             raise ValueError(f"{where} must have non-negative rows that sum to 1")
     return new

@@ -1,4 +1,5 @@
 """Greedy decoding: continue token sequences with a model's most likely next token."""
+
 from __future__ import annotations
 
 import torch
@@ -10,8 +11,9 @@ from .validate import check_int
 __all__ = ["greedy_decode"]
 
 
-def greedy_decode(model: nn.Module, prompt: torch.Tensor, steps: int, *,
-                  stop: int | None = None) -> torch.Tensor:
+def greedy_decode(
+    model: nn.Module, prompt: torch.Tensor, steps: int, *, stop: int | None = None
+) -> torch.Tensor:
     """Greedy continuation of ``prompt`` (..., T) by up to ``steps`` tokens: (..., steps').
 
     ``model`` maps token ids (..., T) to logits (..., T, vocab) -- a
@@ -31,11 +33,11 @@ def greedy_decode(model: nn.Module, prompt: torch.Tensor, steps: int, *,
     done = torch.zeros(prompt.shape[:-1], dtype=torch.bool, device=prompt.device)
     last = getattr(model, "next_logits", None) or (lambda ids: model(ids)[..., -1, :])
     with evaluating(model):
-        for _ in range(steps):                       # generation is sequential by nature
-            nxt = last(seqs).argmax(dim=-1, keepdim=True)                   # (..., 1)
+        for _ in range(steps):  # generation is sequential by nature
+            nxt = last(seqs).argmax(dim=-1, keepdim=True)  # (..., 1)
             seqs = torch.cat([seqs, nxt], dim=-1)
             if stop is not None:
                 done |= nxt[..., 0] == stop
                 if bool(done.all()):
                     break
-    return seqs[..., prompt.shape[-1]:]
+    return seqs[..., prompt.shape[-1] :]

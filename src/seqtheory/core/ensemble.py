@@ -14,6 +14,7 @@ mean loss, gradients are clipped per member and AdamW acts element-wise, so memb
 follows the same optimisation as a model trained alone (up to floating-point rounding:
 batched kernels add in another order).
 """
+
 from __future__ import annotations
 
 import copy
@@ -36,8 +37,9 @@ def _key(name: str) -> str:
 class Ensemble(nn.Module):
     """M independently initialised copies of one architecture with stacked weights."""
 
-    def __init__(self, build: Callable[[], nn.Module], seeds: Sequence[int], *,
-                 base: int | None = None):
+    def __init__(
+        self, build: Callable[[], nn.Module], seeds: Sequence[int], *, base: int | None = None
+    ):
         """Member ``m`` is ``build()`` under ``seeded(seeds[m], base=base)`` (``base`` None:
         the book's base seed, :func:`~seqtheory.core.seeds.base_seed`)."""
         super().__init__()
@@ -60,7 +62,7 @@ class Ensemble(nn.Module):
         if any(type(m) is not type(members[0]) for m in members):
             raise ValueError("build() must return the same architecture for every seed")
         self.seeds = tuple(seeds)
-        params, buffers = stack_module_state(members)       # name -> (M, ...) tensors
+        params, buffers = stack_module_state(members)  # name -> (M, ...) tensors
         self._names = list(params)
         self._buffer_names = list(buffers)
         self.stacked = nn.ParameterDict({_key(n): nn.Parameter(p) for n, p in params.items()})
@@ -69,15 +71,18 @@ class Ensemble(nn.Module):
         # a copy of the architecture that functional_call fills with each member's weights
         # (a real copy, not "meta": moving to meta would untie tied weights)
         self._template = [copy.deepcopy(members[0])]
-        self._fresh = [copy.deepcopy(members[0])]          # real weights, for member()
+        self._fresh = [copy.deepcopy(members[0])]  # real weights, for member()
 
     def stacked_linear_weights(self) -> list[nn.Parameter]:
         """The stacked parameters that are ``nn.Linear`` weights in a member (a weight tied
         to another parameter counts under that parameter's name, as in the member)."""
         template = self._template[0]
         name_of = {id(p): n for n, p in template.named_parameters()}
-        return [self.stacked[_key(name_of[id(m.weight)])] for m in template.modules()
-                if isinstance(m, nn.Linear) and id(m.weight) in name_of]
+        return [
+            self.stacked[_key(name_of[id(m.weight)])]
+            for m in template.modules()
+            if isinstance(m, nn.Linear) and id(m.weight) in name_of
+        ]
 
     @property
     def num_members(self) -> int:
@@ -108,7 +113,8 @@ class Ensemble(nn.Module):
                 raise ValueError(
                     f"input {i} must have a leading member dimension of size {M} (one batch "
                     f"per member), got shape {tuple(x.shape)}; pass shared=True to give "
-                    "every member the same batch")
+                    "every member the same batch"
+                )
         from .models import _CHECK_INPUTS, unchecked_inputs
 
         template = self._template[0]
@@ -165,9 +171,9 @@ class Ensemble(nn.Module):
         grads = [p.grad for p in self.stacked.values() if p.grad is not None]
         if not grads:
             return torch.zeros(self.num_members)
-        sq = sum(g.pow(2).flatten(1).sum(1) for g in grads)                     # (M,)
+        sq = sum(g.pow(2).flatten(1).sum(1) for g in grads)  # (M,)
         norms = sq.sqrt()
-        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)                      # (M,)
+        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)  # (M,)
         for g in grads:
             g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
         return norms
@@ -176,10 +182,14 @@ class Ensemble(nn.Module):
 def ensemble_loss(loss_fn: Callable, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Per-member losses (M,): ``loss_fn(outputs[m], targets[m])`` (targets may be shared)."""
     M = outputs.shape[0]
-    per_member = targets.dim() == outputs.dim() - 1 and targets.shape[0] == M \
+    per_member = (
+        targets.dim() == outputs.dim() - 1
+        and targets.shape[0] == M
         and targets.shape[1:] == outputs.shape[1:-1]
-    return torch.stack([loss_fn(outputs[m], targets[m] if per_member else targets)
-                        for m in range(M)])
+    )
+    return torch.stack(
+        [loss_fn(outputs[m], targets[m] if per_member else targets) for m in range(M)]
+    )
 
 
 def member_eval(eval_fn: Callable[[nn.Module, int], dict]) -> Callable[[Ensemble, int], dict]:
@@ -187,6 +197,7 @@ def member_eval(eval_fn: Callable[[nn.Module, int], dict]) -> Callable[[Ensemble
 
     The result maps each metric name to the list of its M member values.
     """
+
     def evaluate(ens: Ensemble, step: int) -> dict:
         rows = [eval_fn(model, step) for model in ens._scratch_members()]
         return {k: [float(r[k]) for r in rows] for k in rows[0]}

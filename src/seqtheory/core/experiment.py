@@ -91,21 +91,31 @@ class Timer:
 class Experiment:
     """What one experiment run gets: build it with :meth:`make`."""
 
-    seed: int                              # the base seed (every stream derives from it)
-    device: torch.device                   # where the run computes
-    progress: bool = True                  # show progress bars
-    streams: Streams = field(default_factory=Streams)   # the running module's streams
+    seed: int  # the base seed (every stream derives from it)
+    device: torch.device  # where the run computes
+    progress: bool = True  # show progress bars
+    streams: Streams = field(default_factory=Streams)  # the running module's streams
 
     @classmethod
-    def make(cls, *, seed: int | None = None, device: str | torch.device | None = None,
-             progress: bool = True, streams: Streams | None = None) -> Experiment:
+    def make(
+        cls,
+        *,
+        seed: int | None = None,
+        device: str | torch.device | None = None,
+        progress: bool = True,
+        streams: Streams | None = None,
+    ) -> Experiment:
         """``seed`` None: the book's base seed (``SEQTHEORY_SEED``); ``device`` None: the CPU."""
         if not isinstance(progress, bool):
             raise TypeError(f"progress must be True or False, got {type(progress).__name__}")
         if streams is not None and not isinstance(streams, Streams):
             raise TypeError(f"streams must be a Streams, got {type(streams).__name__}")
-        return cls(experiment_seed(seed), check_device("device", device), progress,
-                   streams if streams is not None else Streams())
+        return cls(
+            experiment_seed(seed),
+            check_device("device", device),
+            progress,
+            streams if streams is not None else Streams(),
+        )
 
     def with_streams(self, streams: Streams) -> Experiment:
         """The same run with another module's streams."""
@@ -115,11 +125,13 @@ class Experiment:
         """The logical seed of draw ``index`` of ``stream`` (before the base seed)."""
         return self.streams.seed(stream, index)
 
-    def generator(self, stream: str, index: int = 0,
-                  device: str | torch.device | None = None) -> torch.Generator:
+    def generator(
+        self, stream: str, index: int = 0, device: str | torch.device | None = None
+    ) -> torch.Generator:
         """A torch generator for ``stream`` on ``device`` (default the run's device)."""
-        return make_generator(self.logical(stream, index),
-                              self.device if device is None else device, base=self.seed)
+        return make_generator(
+            self.logical(stream, index), self.device if device is None else device, base=self.seed
+        )
 
     def rng(self, stream: str, index: int = 0) -> np.random.Generator:
         """A NumPy generator for ``stream``."""
@@ -135,18 +147,22 @@ class Experiment:
 
     def header(self, setup: Any, seconds: float) -> dict:
         """The common result header as keyword arguments of a :class:`RunInfo`."""
-        return {"setup": setup, "seed": self.seed, "device": str(self.device),
-                "seconds": float(seconds)}
+        return {
+            "setup": setup,
+            "seed": self.seed,
+            "device": str(self.device),
+            "seconds": float(seconds),
+        }
 
 
 @dataclass
 class RunInfo:
     """The header every experiment result starts with."""
 
-    setup: Any                   # what ran
-    seed: int                    # the base seed
-    device: str                  # where it ran
-    seconds: float               # wall-clock time of the run's main computation
+    setup: Any  # what ran
+    seed: int  # the base seed
+    device: str  # where it ran
+    seconds: float  # wall-clock time of the run's main computation
 
 
 def experiment(setup_type: type | tuple, streams: Streams) -> Callable:
@@ -155,13 +171,19 @@ def experiment(setup_type: type | tuple, streams: Streams) -> Callable:
     if not isinstance(streams, Streams):
         raise TypeError(f"streams must be a Streams, got {type(streams).__name__}")
     types = setup_type if isinstance(setup_type, tuple) else (setup_type,)
-    names = " or ".join(("an " if t.__name__[0] in "AEIOU" else "a ") + t.__name__
-                        for t in types)
+    names = " or ".join(("an " if t.__name__[0] in "AEIOU" else "a ") + t.__name__ for t in types)
 
     def wrap(fn: Callable) -> Callable:
         @functools.wraps(fn)
-        def run(setup, ctx: Experiment | None = None, *, seed: int | None = None,
-                device: str | torch.device | None = None, progress: bool = True, **options):
+        def run(
+            setup,
+            ctx: Experiment | None = None,
+            *,
+            seed: int | None = None,
+            device: str | torch.device | None = None,
+            progress: bool = True,
+            **options,
+        ):
             if not isinstance(setup, types):
                 raise TypeError(f"setup must be {names}, got {type(setup).__name__}")
             if ctx is None:
@@ -169,8 +191,9 @@ def experiment(setup_type: type | tuple, streams: Streams) -> Callable:
             elif not isinstance(ctx, Experiment):
                 raise TypeError(f"ctx must be an Experiment, got {type(ctx).__name__}")
             elif seed is not None or device is not None or progress is not True:
-                raise TypeError("give seed, device and progress either in ctx or as "
-                                "keywords, not both")
+                raise TypeError(
+                    "give seed, device and progress either in ctx or as keywords, not both"
+                )
             return fn(setup, ctx.with_streams(streams), **options)
 
         run.streams = streams

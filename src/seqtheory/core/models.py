@@ -6,6 +6,7 @@ chapters plot and edit what happens inside. Caching, head ablation and pattern r
 are hooks: :func:`cache_into`, :func:`~seqtheory.core.attention.mask_heads` and
 :func:`~seqtheory.core.attention.override_pattern`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,8 +23,15 @@ from .runtime import evaluating
 from .seeds import seeded
 from .validate import check_choice, check_float, check_int
 
-__all__ = ["POS_ENCODINGS", "ForwardCache", "Transformer", "TransformerConfig", "cache_into",
-           "num_params", "unchecked_inputs"]
+__all__ = [
+    "POS_ENCODINGS",
+    "ForwardCache",
+    "Transformer",
+    "TransformerConfig",
+    "cache_into",
+    "num_params",
+    "unchecked_inputs",
+]
 
 POS_ENCODINGS = ("learned", "relative", "rotary", "hard_alibi", "none")
 
@@ -49,19 +57,19 @@ MAX_LEN = 4096
 class TransformerConfig:
     """Hyper-parameters of :class:`Transformer`; every field has a small CPU-friendly default."""
 
-    vocab_size: int = 16          # number of token ids (inputs and outputs)
-    max_len: int = 128            # longest context the model accepts
-    n_layers: int = 2             # number of blocks
-    n_heads: int | tuple = 1      # heads per layer: one int for all, or one int per layer
-    d_model: int = 16             # width of the residual stream
-    attn_only: bool = False       # True: blocks have attention but no MLP
-    mlp_ratio: int = 4            # MLP hidden width = mlp_ratio * d_model
-    layer_norm: bool = True       # pre-LN in every sublayer and before the unembedding
+    vocab_size: int = 16  # number of token ids (inputs and outputs)
+    max_len: int = 128  # longest context the model accepts
+    n_layers: int = 2  # number of blocks
+    n_heads: int | tuple = 1  # heads per layer: one int for all, or one int per layer
+    d_model: int = 16  # width of the residual stream
+    attn_only: bool = False  # True: blocks have attention but no MLP
+    mlp_ratio: int = 4  # MLP hidden width = mlp_ratio * d_model
+    layer_norm: bool = True  # pre-LN in every sublayer and before the unembedding
     pos_encoding: str = "learned"  # "learned" | "relative" | "rotary" | "hard_alibi" | "none"
-    windows: tuple = ()           # hard_alibi: tokens each head sees (0: all), per layer or all
-    tie_weights: bool = False     # unembedding matrix = token embedding matrix
-    dropout: float = 0.0          # dropout on attention weights and sublayer outputs
-    init_std: float = 0.02        # std of the normal initialisation of weights
+    windows: tuple = ()  # hard_alibi: tokens each head sees (0: all), per layer or all
+    tie_weights: bool = False  # unembedding matrix = token embedding matrix
+    dropout: float = 0.0  # dropout on attention weights and sublayer outputs
+    init_std: float = 0.02  # std of the normal initialisation of weights
 
     @property
     def heads(self) -> tuple:
@@ -82,8 +90,10 @@ class TransformerConfig:
         check_int("vocab_size", self.vocab_size, minimum=1)
         check_int("max_len", self.max_len, minimum=1)
         if self.max_len > MAX_LEN:
-            raise ValueError(f"max_len must be at most {MAX_LEN} (each attention layer keeps "
-                             f"(max_len, max_len) masks), got {self.max_len}")
+            raise ValueError(
+                f"max_len must be at most {MAX_LEN} (each attention layer keeps "
+                f"(max_len, max_len) masks), got {self.max_len}"
+            )
         for name in ("n_layers", "d_model", "mlp_ratio"):
             check_int(name, getattr(self, name), minimum=1)
         check_choice("pos_encoding", self.pos_encoding, POS_ENCODINGS)
@@ -93,15 +103,19 @@ class TransformerConfig:
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if len(self.heads) != self.n_layers:
-            raise ValueError(f"n_heads has {len(self.heads)} entries but n_layers is "
-                             f"{self.n_layers}; give one int for all layers or one per layer")
+            raise ValueError(
+                f"n_heads has {len(self.heads)} entries but n_layers is "
+                f"{self.n_layers}; give one int for all layers or one per layer"
+            )
         for h in self.heads:
             check_int("n_heads", h, minimum=1)
             if self.d_model % h:
                 raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({h})")
             if self.pos_encoding == "rotary" and (self.d_model // h) % 2:
-                raise ValueError("rotary positions need an even head size; "
-                                 f"d_model/n_heads = {self.d_model // h}")
+                raise ValueError(
+                    "rotary positions need an even head size; "
+                    f"d_model/n_heads = {self.d_model // h}"
+                )
         if self.pos_encoding == "hard_alibi":
             self._check_windows()
         elif self.windows:
@@ -110,10 +124,13 @@ class TransformerConfig:
     def _check_windows(self) -> None:
         per_layer, heads = self.layer_windows, self.heads
         if len(per_layer) != self.n_layers or any(
-                len(w) != h for w, h in zip(per_layer, heads, strict=True)):
+            len(w) != h for w, h in zip(per_layer, heads, strict=True)
+        ):
             given = tuple(self.windows) or tuple(range(1, heads[0])) + (0,)
-            raise ValueError("hard_alibi needs one window per head (one tuple for all layers "
-                             f"or one per layer); got heads {heads} and windows {given}")
+            raise ValueError(
+                "hard_alibi needs one window per head (one tuple for all layers "
+                f"or one per layer); got heads {heads} and windows {given}"
+            )
         for w in sum(per_layer, ()):
             check_int("window", w, minimum=0)
 
@@ -122,8 +139,8 @@ class TransformerConfig:
 class ForwardCache:
     """What :meth:`Transformer.forward` returns with ``return_cache=True`` (besides logits)."""
 
-    attn: list      # per layer: attention pattern, (B, heads, T, T); rows sum to 1
-    resid: list     # residual stream: after the embedding, then after each block, (B, T, C)
+    attn: list  # per layer: attention pattern, (B, heads, T, T); rows sum to 1
+    resid: list  # residual stream: after the embedding, then after each block, (B, T, C)
 
 
 def cache_into(store: dict, names) -> dict:
@@ -138,15 +155,17 @@ def _hook(hooks: dict, name: str, x: torch.Tensor) -> torch.Tensor:
     for fn in hooks.get(name, ()):
         new = fn(x)
         if new is not None and not (isinstance(new, torch.Tensor) and new.shape == x.shape):
-            raise ValueError(f"a hook at {name} must return None or a tensor of shape "
-                             f"{tuple(x.shape)}, got {getattr(new, 'shape', type(new).__name__)}")
+            raise ValueError(
+                f"a hook at {name} must return None or a tensor of shape "
+                f"{tuple(x.shape)}, got {getattr(new, 'shape', type(new).__name__)}"
+            )
         x = x if new is None else new
     return x
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Apply rotary position embedding to ``x`` of shape (B, H, T, D) (pairs of halves)."""
-    x1, x2 = x.chunk(2, dim=-1)                                   # (B, H, T, D/2) each
+    x1, x2 = x.chunk(2, dim=-1)  # (B, H, T, D/2) each
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
@@ -161,34 +180,35 @@ class Attention(nn.Module):
         self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.drop = nn.Dropout(cfg.dropout)
         T, idx = cfg.max_len, torch.arange(cfg.max_len)
-        dist = idx[:, None] - idx[None, :]                             # (T, T): i - j
-        self.register_buffer("causal", dist >= 0, persistent=False)    # (T, T)
+        dist = idx[:, None] - idx[None, :]  # (T, T): i - j
+        self.register_buffer("causal", dist >= 0, persistent=False)  # (T, T)
         if self.pos == "relative":
             # one learned scalar per head and distance i - j = 0 .. max_len-1 (T5 / ALiBi style)
             self.rel_bias = nn.Parameter(torch.zeros(n_heads, T))
             self.register_buffer("dist", dist.clamp(min=0), persistent=False)  # (T, T)
         if self.pos == "rotary":
             inv_freq = 1.0 / 10000 ** (torch.arange(0, self.d_head, 2).float() / self.d_head)
-            angles = idx.float()[:, None] * inv_freq[None, :]          # (T, D/2)
+            angles = idx.float()[:, None] * inv_freq[None, :]  # (T, D/2)
             self.register_buffer("cos", angles.cos(), persistent=False)
             self.register_buffer("sin", angles.sin(), persistent=False)
         if self.pos == "hard_alibi":
             # Hard-ALiBi (Jelassi et al., 2024): head h sees keys with i - j < window_h;
             # window 0 means the whole prefix, with no position information at all
             win = torch.tensor([w if w > 0 else T for w in cfg.layer_windows[layer]])  # (H,)
-            self.register_buffer("window_ok", dist[None] < win[:, None, None],
-                                 persistent=False)                             # (H, T, T)
+            self.register_buffer(
+                "window_ok", dist[None] < win[:, None, None], persistent=False
+            )  # (H, T, T)
 
     def forward(self, x: torch.Tensor, hooks: dict) -> torch.Tensor:
         """Attention output (B, T, C), with ``hooks`` applied at this layer's points. Unless a
         hook reads the scores or the pattern, the fused kernel runs (the same function)."""
         B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)                          # (B, T, C) each
+        q, k, v = self.qkv(x).split(C, dim=2)  # (B, T, C) each
         q, k, v = (z.view(B, T, self.n_heads, self.d_head).transpose(1, 2) for z in (q, k, v))
-        if self.pos == "rotary":                                       # (B, H, T, Dh)
+        if self.pos == "rotary":  # (B, H, T, Dh)
             q, k = _rotate(q, self.cos[:T], self.sin[:T]), _rotate(k, self.cos[:T], self.sin[:T])
         bias = self.rel_bias[:, self.dist[:T, :T]] if self.pos == "relative" else None
-        if self.pos == "hard_alibi":                                   # 0 in the window, else -inf
+        if self.pos == "hard_alibi":  # 0 in the window, else -inf
             bias = torch.where(self.window_ok[:, :T, :T], 0.0, -math.inf)  # (H, T, T)
         scores_at, pattern_at, heads_at = self.points
         if scores_at in hooks or pattern_at in hooks or not _CHECK_INPUTS.get():  # (and vmap)
@@ -197,12 +217,13 @@ class Attention(nn.Module):
                 scores = scores + bias
             scores = _hook(hooks, scores_at, scores.masked_fill(~self.causal[:T, :T], -math.inf))
             pattern = _hook(hooks, pattern_at, scores.softmax(dim=-1))  # (B, H, T, T)
-            y = self.drop(pattern) @ v                                 # (B, H, T, Dh)
+            y = self.drop(pattern) @ v  # (B, H, T, Dh)
         else:
             p = self.drop.p if self.training else 0.0
             mask = None if bias is None else bias.masked_fill(~self.causal[:T, :T], -math.inf)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
-                                               is_causal=bias is None)
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=p, is_causal=bias is None
+            )
         y = _hook(hooks, heads_at, y).transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         return self.drop(self.out(y))
 
@@ -230,7 +251,7 @@ class Block(nn.Module):
         self.ln2, self.mlp = (None, None) if cfg.attn_only else (norm(), MLP(cfg))
 
     def forward(self, x: torch.Tensor, hooks: dict) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), hooks)                          # (B, T, C)
+        x = x + self.attn(self.ln1(x), hooks)  # (B, T, C)
         if self.mlp is not None:
             x = x + self.mlp(self.ln2(x))
         return x
@@ -239,8 +260,14 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     """Decoder-only transformer: ``logits = model(idx)`` with ``idx`` of shape (B, T)."""
 
-    def __init__(self, cfg: TransformerConfig | None = None, *, seed: int | None = None,
-                 base: int | None = None, **overrides):
+    def __init__(
+        self,
+        cfg: TransformerConfig | None = None,
+        *,
+        seed: int | None = None,
+        base: int | None = None,
+        **overrides,
+    ):
         """Build from ``cfg`` (or keyword overrides of a default config), with weights drawn
         inside :func:`~seqtheory.core.seeds.seeded` ``(seed, base=base)`` (torch's global RNG left
         as
@@ -255,18 +282,22 @@ class Transformer(nn.Module):
         if seed is None and base is not None:
             raise ValueError("base is the base seed of seed=...; pass seed as well")
         self.cfg = cfg
-        with contextlib.nullcontext() if seed is None else \
-                seeded(check_int("seed", seed, minimum=0), base=base):
+        with (
+            contextlib.nullcontext()
+            if seed is None
+            else seeded(check_int("seed", seed, minimum=0), base=base)
+        ):
             self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
-            self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model) \
-                if cfg.pos_encoding == "learned" else None
+            self.pos_emb = (
+                nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" else None
+            )
             self.drop = nn.Dropout(cfg.dropout)
             self.blocks = nn.ModuleList(Block(cfg, h, i) for i, h in enumerate(cfg.heads))
             self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.layer_norm else nn.Identity()
             self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
             self.apply(self._init_weights)
         if cfg.tie_weights:
-            self.unembed.weight = self.tok_emb.weight                  # (V, C) shared
+            self.unembed.weight = self.tok_emb.weight  # (V, C) shared
 
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, (nn.Linear, nn.Embedding)):
@@ -300,11 +331,13 @@ class Transformer(nn.Module):
             raise ValueError(f"sequence length must be in 1..max_len={self.cfg.max_len}, got {T}")
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= self.cfg.vocab_size:
-            raise ValueError(f"token ids must lie in 0..{self.cfg.vocab_size - 1}, "
-                             f"got values in {lo}..{hi}")
+            raise ValueError(
+                f"token ids must lie in 0..{self.cfg.vocab_size - 1}, got values in {lo}..{hi}"
+            )
 
-    def validate_input(self, idx: torch.Tensor | None = None, *,
-                       embeds: torch.Tensor | None = None) -> None:
+    def validate_input(
+        self, idx: torch.Tensor | None = None, *, embeds: torch.Tensor | None = None
+    ) -> None:
         """Raise a clear error unless exactly one of token ids / input vectors is valid."""
         if (idx is None) == (embeds is None):
             raise TypeError("give exactly one of idx (token ids) or embeds (input vectors)")
@@ -313,11 +346,14 @@ class Transformer(nn.Module):
         if not isinstance(embeds, torch.Tensor) or not embeds.is_floating_point():
             raise TypeError("embeds must be a floating-point torch.Tensor of shape (B, T, d_model)")
         if embeds.dim() != 3 or embeds.shape[-1] != self.cfg.d_model:
-            raise ValueError(f"embeds must have shape (batch, seq_len, d_model="
-                             f"{self.cfg.d_model}), got {tuple(embeds.shape)}")
+            raise ValueError(
+                f"embeds must have shape (batch, seq_len, d_model="
+                f"{self.cfg.d_model}), got {tuple(embeds.shape)}"
+            )
         if not 1 <= embeds.shape[1] <= self.cfg.max_len:
-            raise ValueError(f"sequence length must be in 1..max_len={self.cfg.max_len}, "
-                             f"got {embeds.shape[1]}")
+            raise ValueError(
+                f"sequence length must be in 1..max_len={self.cfg.max_len}, got {embeds.shape[1]}"
+            )
 
     def _hooks(self, hooks: dict | None, cache: dict | None) -> dict:
         """``hooks`` checked, as {point: tuple of functions}, with ``cache``'s hooks last."""
@@ -326,8 +362,9 @@ class Transformer(nn.Module):
         points, out = self.hook_points, {}
         for name, fns in (hooks or {}).items():
             if name not in points:
-                raise ValueError(f"hooks: this model has no point {name!r}; its points are "
-                                 f"{', '.join(points)}")
+                raise ValueError(
+                    f"hooks: this model has no point {name!r}; its points are {', '.join(points)}"
+                )
             fns = tuple(fns) if isinstance(fns, (list, tuple)) else (fns,)
             if not all(callable(fn) for fn in fns):
                 raise TypeError(f"hooks[{name!r}] must be a function or a list of functions")
@@ -338,8 +375,14 @@ class Transformer(nn.Module):
                 out[name] = out.get(name, ()) + (fn,)
         return out
 
-    def forward(self, idx: torch.Tensor | None = None, return_cache: bool = False, *,
-                embeds: torch.Tensor | None = None, hooks: dict | None = None):
+    def forward(
+        self,
+        idx: torch.Tensor | None = None,
+        return_cache: bool = False,
+        *,
+        embeds: torch.Tensor | None = None,
+        hooks: dict | None = None,
+    ):
         """Next-token logits (B, T, vocab); with ``return_cache`` also a :class:`ForwardCache`.
 
         ``embeds`` (B, T, d_model) may replace token ids: continuous inputs (e.g. points of
@@ -352,18 +395,20 @@ class Transformer(nn.Module):
             self.validate_input(idx, embeds=embeds)
         cache = {} if return_cache else None
         hooks = {} if hooks is None and cache is None else self._hooks(hooks, cache)
-        x = self.tok_emb(idx) if embeds is None else embeds            # (B, T, C)
+        x = self.tok_emb(idx) if embeds is None else embeds  # (B, T, C)
         if self.pos_emb is not None:
-            x = x + self.pos_emb.weight[:x.shape[1]]                   # + (T, C)
+            x = x + self.pos_emb.weight[: x.shape[1]]  # + (T, C)
         x = _hook(hooks, "resid.0", self.drop(x))
         for i, block in enumerate(self.blocks, start=1):
-            x = _hook(hooks, f"resid.{i}", block(x, hooks))            # (B, T, C)
-        logits = self.unembed(self.ln_f(x))                            # (B, T, V)
+            x = _hook(hooks, f"resid.{i}", block(x, hooks))  # (B, T, C)
+        logits = self.unembed(self.ln_f(x))  # (B, T, V)
         if cache is None:
             return logits
         n = self.cfg.n_layers
-        return logits, ForwardCache(attn=[cache[f"pattern.{i}"] for i in range(n)],
-                                    resid=[cache[f"resid.{i}"] for i in range(n + 1)])
+        return logits, ForwardCache(
+            attn=[cache[f"pattern.{i}"] for i in range(n)],
+            resid=[cache[f"resid.{i}"] for i in range(n + 1)],
+        )
 
     def predict_proba(self, idx: torch.Tensor) -> torch.Tensor:
         """Next-token distributions (B, T, vocab), computed in eval mode without gradients."""

@@ -44,17 +44,21 @@ def check_device(name: str, value) -> torch.device:
     if value is None:
         return torch.device("cpu")
     if not isinstance(value, (str, torch.device)):
-        raise TypeError(f"{name} must be None, a string such as 'cuda' or a torch.device, "
-                        f"got {type(value).__name__}")
+        raise TypeError(
+            f"{name} must be None, a string such as 'cuda' or a torch.device, "
+            f"got {type(value).__name__}"
+        )
     try:
         device = torch.device(value)
     except RuntimeError as err:
-        raise ValueError(f"{name} must name a torch device ('cpu', 'cuda', 'cuda:0', 'mps'), "
-                         f"got {value!r}") from err
+        raise ValueError(
+            f"{name} must name a torch device ('cpu', 'cuda', 'cuda:0', 'mps'), got {value!r}"
+        ) from err
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"{name}={value!r}: this machine has no CUDA GPU (use 'cpu')")
-    if device.type == "mps" and not (getattr(torch.backends, "mps", None) is not None
-                                     and torch.backends.mps.is_available()):
+    if device.type == "mps" and not (
+        getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    ):
         raise ValueError(f"{name}={value!r}: this machine has no Apple GPU (use 'cpu')")
     return device
 
@@ -65,8 +69,11 @@ def get_device(prefer: str = "auto", verbose: bool = True) -> torch.device:
     if prefer in ("auto", "cuda") and torch.cuda.is_available():
         device = torch.device("cuda")
         msg = f"Using GPU: {torch.cuda.get_device_name(0)}"
-    elif prefer in ("auto", "mps") and getattr(torch.backends, "mps", None) is not None \
-            and torch.backends.mps.is_available():
+    elif (
+        prefer in ("auto", "mps")
+        and getattr(torch.backends, "mps", None) is not None
+        and torch.backends.mps.is_available()
+    ):
         device = torch.device("mps")
         msg = "Using Apple GPU (mps)"
     else:
@@ -137,18 +144,20 @@ class _StaticBar(_tqdm_std):
 
     def __init__(self, *args, **kwargs):
         kwargs["file"] = io.StringIO()
-        kwargs.setdefault("ascii", False)                   # block characters, as in Jupyter
+        kwargs.setdefault("ascii", False)  # block characters, as in Jupyter
         super().__init__(*args, **kwargs)
 
     def close(self):
         if not self.disable and self.leave:
             line = str(self)
             done = getattr(self, "stopped_at", self.n)
-            if self.total and done < self.total:        # a run that met its stop rule early
+            if self.total and done < self.total:  # a run that met its stop rule early
                 note = getattr(self, "stop_note", None) or "stopped early"
                 post = f" [{self.postfix}]" if self.postfix else ""
-                line = (f"{self.desc + ': ' if self.desc else ''}stopped at {done:,} of "
-                        f"{self.total:,}: {note}{post}")
+                line = (
+                    f"{self.desc + ': ' if self.desc else ''}stopped at {done:,} of "
+                    f"{self.total:,}: {note}{post}"
+                )
             try:
                 from IPython import get_ipython
                 from IPython.display import display
@@ -184,8 +193,9 @@ def smoke_steps() -> int | None:
     if value in ("", "0"):
         return None
     if not value.isdigit():
-        raise ValueError(f"SEQTHEORY_SMOKE must be a number of training steps (or 0 for "
-                         f"none), got {value!r}")
+        raise ValueError(
+            f"SEQTHEORY_SMOKE must be a number of training steps (or 0 for none), got {value!r}"
+        )
     return int(value)
 
 
@@ -273,7 +283,10 @@ def load_data(name: str) -> Any:
 
     path = resources.files("seqtheory") / "data" / name
     if not path.is_file():
-        available = sorted(p.name for p in (resources.files("seqtheory") / "data").iterdir()
-                           if p.name.endswith(".json"))
+        available = sorted(
+            p.name
+            for p in (resources.files("seqtheory") / "data").iterdir()
+            if p.name.endswith(".json")
+        )
         raise ValueError(f"no data file {name!r}; available: {available}")
     return json.loads(path.read_text(encoding="utf-8"))

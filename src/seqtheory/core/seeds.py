@@ -85,13 +85,16 @@ def check_generator_device(generator, device) -> None:
     """A clear error where torch would raise a deep one: a ``generator`` must live on the
     device of the tensors it draws (a CUDA batch needs ``make_generator(seed, "cuda")``)."""
     if generator is not None and generator.device.type != torch.device(device).type:
-        raise ValueError(f"generator is on {generator.device} but the draws are on {device}: "
-                         "draw on the generator's device, or use a generator on the same "
-                         "device (seqtheory.make_generator(seed, device))")
+        raise ValueError(
+            f"generator is on {generator.device} but the draws are on {device}: "
+            "draw on the generator's device, or use a generator on the same "
+            "device (seqtheory.make_generator(seed, device))"
+        )
 
 
-def make_generator(seed: int = 0, device: str | torch.device = "cpu", *,
-                   base: int | None = None) -> torch.Generator:
+def make_generator(
+    seed: int = 0, device: str | torch.device = "cpu", *, base: int | None = None
+) -> torch.Generator:
     """A ``torch.Generator`` on ``device`` seeded with :func:`derive_seed` ``(seed, base)``."""
     return torch.Generator(device=device).manual_seed(derive_seed(seed, base))
 

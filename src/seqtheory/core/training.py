@@ -5,6 +5,7 @@ Data is generated on the fly: ``batch_fn(step)`` returns ``(inputs, targets)`` f
 optional warm-up/cosine schedule, evaluates every ``eval_every`` steps, keeps copies of the
 weights at chosen steps (for animations), and records everything in a :class:`History`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,8 +25,15 @@ from .runtime import evaluating, progress_bar, smoke_steps
 from .validate import check_choice, check_float, check_int, dataclass_replace
 
 __all__ = [
-    "History", "HostLossBuffer", "LossReduction", "TrainConfig", "copy_state", "load_snapshot",
-    "lr_at", "next_token_loss", "train",
+    "History",
+    "HostLossBuffer",
+    "LossReduction",
+    "TrainConfig",
+    "copy_state",
+    "load_snapshot",
+    "lr_at",
+    "next_token_loss",
+    "train",
 ]
 
 IGNORE_INDEX = -100
@@ -36,19 +44,19 @@ SCHEDULES = ("constant", "cosine", "linear")
 class TrainConfig:
     """Optimiser and loop settings for :func:`train`."""
 
-    steps: int = 1000             # number of optimisation steps
-    lr: float = 1e-3              # peak learning rate of AdamW
-    weight_decay: float = 0.0     # AdamW's decoupled weight decay
-    betas: tuple = (0.9, 0.999)   # AdamW's moment coefficients
-    warmup: int = 0               # steps of linear warm-up from 0 to lr
-    schedule: str = "constant"    # after warm-up: "constant" | "cosine" | "linear" decay to 0
+    steps: int = 1000  # number of optimisation steps
+    lr: float = 1e-3  # peak learning rate of AdamW
+    weight_decay: float = 0.0  # AdamW's decoupled weight decay
+    betas: tuple = (0.9, 0.999)  # AdamW's moment coefficients
+    warmup: int = 0  # steps of linear warm-up from 0 to lr
+    schedule: str = "constant"  # after warm-up: "constant" | "cosine" | "linear" decay to 0
     grad_clip: float | None = 1.0  # clip the global gradient norm (None: no clipping)
-    eval_every: int = 100         # call eval_fn every this many steps (and at the end)
-    snapshot_steps: tuple = ()    # steps at which to keep a copy of the weights (0 = init)
-    optimizer: str = "adamw"      # "adamw" | "sgd" (plain SGD, for closed-form models)
-    decay: str = "all"            # weight decay on "all" parameters, or only on the weights
+    eval_every: int = 100  # call eval_fn every this many steps (and at the end)
+    snapshot_steps: tuple = ()  # steps at which to keep a copy of the weights (0 = init)
+    optimizer: str = "adamw"  # "adamw" | "sgd" (plain SGD, for closed-form models)
+    decay: str = "all"  # weight decay on "all" parameters, or only on the weights
     #                               of nn.Linear layers ("linear", minGPT's rule)
-    precision: str = "fp32"       # "fp32", or "bf16": forward pass and loss under
+    precision: str = "fp32"  # "fp32", or "bf16": forward pass and loss under
     #                               torch.autocast(bfloat16) (weights, gradients and AdamW
     #                               stay fp32); for GPU runs, off by default
 
@@ -58,8 +66,10 @@ class TrainConfig:
         check_float("weight_decay", self.weight_decay, low=0.0)
         check_int("warmup", self.warmup, minimum=0)
         if self.warmup > self.steps:
-            raise ValueError(f"warmup ({self.warmup}) must not exceed steps ({self.steps}): the "
-                             "learning rate would never reach lr")
+            raise ValueError(
+                f"warmup ({self.warmup}) must not exceed steps ({self.steps}): the "
+                "learning rate would never reach lr"
+            )
         if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
             raise TypeError(f"betas must be a pair (beta1, beta2), got {self.betas!r}")
         for i, b in enumerate(self.betas):
@@ -81,14 +91,14 @@ class TrainConfig:
 class History:
     """What happened during training: per-step loss, evaluations and weight snapshots."""
 
-    steps: list = field(default_factory=list)       # 1..N, one entry per optimisation step
-    loss: list = field(default_factory=list)        # training loss at each step (nats);
+    steps: list = field(default_factory=list)  # 1..N, one entry per optimisation step
+    loss: list = field(default_factory=list)  # training loss at each step (nats);
     #                                                 for an Ensemble the mean over members
     member_loss: list = field(default_factory=list)  # Ensemble only: (M,) losses per step
-    lr: list = field(default_factory=list)          # learning rate used at each step
-    evals: list = field(default_factory=list)       # dicts {"step": s, metric: value, ...}
-    snapshots: dict = field(default_factory=dict)   # step -> state_dict (CPU copies)
-    seconds: float = 0.0                            # wall-clock time of the loop
+    lr: list = field(default_factory=list)  # learning rate used at each step
+    evals: list = field(default_factory=list)  # dicts {"step": s, metric: value, ...}
+    snapshots: dict = field(default_factory=dict)  # step -> state_dict (CPU copies)
+    seconds: float = 0.0  # wall-clock time of the loop
 
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(steps, values)`` of an evaluated metric, as NumPy arrays.
@@ -135,8 +145,10 @@ class History:
             row = {k: np.asarray(v, dtype=float).reshape(-1) for k, v in metrics.items()}
             bad = [k for k, v in row.items() if v.shape != (members,)]
             if bad:
-                raise ValueError(f"eval_fn of an Ensemble must return {members} values per "
-                                 f"metric (see member_eval); wrong: {bad}")
+                raise ValueError(
+                    f"eval_fn of an Ensemble must return {members} values per "
+                    f"metric (see member_eval); wrong: {bad}"
+                )
         self.evals.append({"step": step, **row})
         return row
 
@@ -146,14 +158,18 @@ def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
 
     ``logits`` (..., T, V) and ``targets`` (..., T) of token ids in 0..V-1 (or -100)."""
     if logits.shape[:-1] != targets.shape:
-        raise ValueError(f"targets must have the shape of logits without its last dimension "
-                         f"{tuple(logits.shape[:-1])}, got {tuple(targets.shape)}")
+        raise ValueError(
+            f"targets must have the shape of logits without its last dimension "
+            f"{tuple(logits.shape[:-1])}, got {tuple(targets.shape)}"
+        )
     V = logits.shape[-1]
-    if _CHECK_INPUTS.get() and targets.numel():     # off after the first step on a GPU
+    if _CHECK_INPUTS.get() and targets.numel():  # off after the first step on a GPU
         bad = (targets != IGNORE_INDEX) & ((targets < 0) | (targets >= V))
         if bool(bad.any()):
-            raise ValueError(f"targets must be token ids in 0..{V - 1} (or {IGNORE_INDEX}: "
-                             f"no target), got {int(targets[bad][0])}")
+            raise ValueError(
+                f"targets must be token ids in 0..{V - 1} (or {IGNORE_INDEX}: "
+                f"no target), got {int(targets[bad][0])}"
+            )
     return F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX
     )
@@ -176,13 +192,19 @@ def copy_state(model: nn.Module) -> dict:
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
-def train(model: nn.Module, batch_fn: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
-          cfg: TrainConfig | None = None, *,
-          eval_fn: Callable[[nn.Module, int], dict] | None = None,
-          callbacks: Iterable[Callable[[int, nn.Module, float], bool | None]] = (),
-          stop_when: Callable[[dict], bool] | None = None,
-          loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = next_token_loss,
-          progress: bool = True, desc: str = "training", **overrides) -> History:
+def train(
+    model: nn.Module,
+    batch_fn: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
+    cfg: TrainConfig | None = None,
+    *,
+    eval_fn: Callable[[nn.Module, int], dict] | None = None,
+    callbacks: Iterable[Callable[[int, nn.Module, float], bool | None]] = (),
+    stop_when: Callable[[dict], bool] | None = None,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = next_token_loss,
+    progress: bool = True,
+    desc: str = "training",
+    **overrides,
+) -> History:
     """Train ``model`` on batches from ``batch_fn(step)`` and return its :class:`History`.
 
     ``eval_fn(model, step) -> {name: value}`` runs without gradients at step 0, every
@@ -221,15 +243,16 @@ def train(model: nn.Module, batch_fn: Callable[[int], tuple[torch.Tensor, torch.
         shown = losses.push(recorded, step)
         if step in snap_at:
             hist.snapshots[step] = copy_state(model)
-        note = (_callback_stop(callbacks, step, model, shown)
-                or _smoke_stop(smoke, step, cfg.steps, hist, model, snap_at))
+        note = _callback_stop(callbacks, step, model, shown) or _smoke_stop(
+            smoke, step, cfg.steps, hist, model, snap_at
+        )
         if note or step % cfg.eval_every == 0 or step == cfg.steps:
             losses.flush()
             row = _evaluate(model, eval_fn, step, hist)
             note = _rule_stop(stop_when, step, row) or note
             _show_progress(bar, hist)
         if note:
-            bar.stop_note, bar.stopped_at = note, step   # the static bar's final line says both
+            bar.stop_note, bar.stopped_at = note, step  # the static bar's final line says both
             break
     losses.flush()
     bar.close()
@@ -251,8 +274,7 @@ class LossReduction:
     The recorded loss is the detached () or (M,) loss in fp32.
     """
 
-    def __init__(self, model: nn.Module, params: list, loss_fn: Callable,
-                 grad_clip: float | None):
+    def __init__(self, model: nn.Module, params: list, loss_fn: Callable, grad_clip: float | None):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if not callable(loss_fn):
@@ -271,15 +293,19 @@ class LossReduction:
 
     def reduce(self, losses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(loss to step on, detached loss to record)`` from :meth:`losses`' result."""
-        losses = losses.float()               # fp32 under bf16 too (a no-op in fp32)
+        losses = losses.float()  # fp32 under bf16 too (a no-op in fp32)
         if not self.ensemble:
             if losses.ndim > 1:
-                raise ValueError("loss_fn must return a scalar or an (M,) vector of "
-                                 f"per-network losses, got shape {tuple(losses.shape)}")
+                raise ValueError(
+                    "loss_fn must return a scalar or an (M,) vector of "
+                    f"per-network losses, got shape {tuple(losses.shape)}"
+                )
             if losses.ndim == 1 and self.grad_clip is not None:
-                raise ValueError("loss_fn returned per-network losses: set grad_clip=None "
-                                 "(one global clip would couple the networks) or use an "
-                                 "Ensemble, which clips each member")
+                raise ValueError(
+                    "loss_fn returned per-network losses: set grad_clip=None "
+                    "(one global clip would couple the networks) or use an "
+                    "Ensemble, which clips each member"
+                )
         per_member = self.ensemble or losses.ndim == 1
         return (losses.sum() if per_member else losses), losses.detach()
 
@@ -307,8 +333,8 @@ class HostLossBuffer:
         if not isinstance(hist, History):
             raise TypeError(f"hist must be a History, got {type(hist).__name__}")
         self.hist, self.eager = hist, bool(eager)
-        self.pending: list[torch.Tensor] = []     # losses not yet copied to the host
-        self._steps: list[int] = []               # their steps
+        self.pending: list[torch.Tensor] = []  # losses not yet copied to the host
+        self._steps: list[int] = []  # their steps
 
     def push(self, loss: torch.Tensor, step: int):
         """Add the detached loss (() or (M,)) of ``step``; return it as a callback sees it:
@@ -350,15 +376,17 @@ def _checked_config(model, batch_fn, stop_when, cfg, overrides: dict) -> TrainCo
     return cfg
 
 
-def _optimizer(model: nn.Module, params: list, cfg: TrainConfig,
-               device: torch.device) -> torch.optim.Optimizer:
+def _optimizer(
+    model: nn.Module, params: list, cfg: TrainConfig, device: torch.device
+) -> torch.optim.Optimizer:
     """``cfg``'s optimiser over :func:`_decay_groups`; AdamW off the CPU is the fused kernel
     (one launch per step instead of one per tensor)."""
     groups = _decay_groups(model, params, cfg, isinstance(model, Ensemble))
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(groups, lr=cfg.lr)
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas,
-                             **({} if device.type == "cpu" else {"fused": True}))
+    return torch.optim.AdamW(
+        groups, lr=cfg.lr, betas=cfg.betas, **({} if device.type == "cpu" else {"fused": True})
+    )
 
 
 def _set_lr(opt: torch.optim.Optimizer, step: int, cfg: TrainConfig) -> float:
@@ -408,8 +436,9 @@ def _callback_stop(callbacks: list, step: int, model: nn.Module, loss) -> str | 
     return None
 
 
-def _smoke_stop(smoke: int | None, step: int, steps: int, hist: History, model: nn.Module,
-                snap_at: set) -> str | None:
+def _smoke_stop(
+    smoke: int | None, step: int, steps: int, hist: History, model: nn.Module, snap_at: set
+) -> str | None:
     """Why a smoke run (:func:`~seqtheory.core.runtime.smoke_steps`) stops after ``step``; its
     weights
     then stand in for every snapshot still to come (what readers of them expect)."""
@@ -447,14 +476,16 @@ def _decay_groups(model: nn.Module, params: list, cfg: TrainConfig, is_ensemble:
     only on the weight matrices of ``nn.Linear`` layers, none on embeddings, norms, biases."""
     if cfg.decay == "all" or cfg.weight_decay == 0.0:
         return [{"params": params, "weight_decay": cfg.weight_decay}]
-    if is_ensemble:                  # AdamW's decay is element-wise: per member as alone
+    if is_ensemble:  # AdamW's decay is element-wise: per member as alone
         linear = {id(p) for p in model.stacked_linear_weights()}
     else:
         linear = {id(m.weight) for m in model.modules() if isinstance(m, nn.Linear)}
     decayed = [p for p in params if id(p) in linear]
     rest = [p for p in params if id(p) not in linear]
-    return [{"params": decayed, "weight_decay": cfg.weight_decay},
-            {"params": rest, "weight_decay": 0.0}]
+    return [
+        {"params": decayed, "weight_decay": cfg.weight_decay},
+        {"params": rest, "weight_decay": 0.0},
+    ]
 
 
 def load_snapshot(model: nn.Module, hist: History, step: int) -> nn.Module:
@@ -463,4 +494,3 @@ def load_snapshot(model: nn.Module, hist: History, step: int) -> nn.Module:
         raise KeyError(f"no snapshot at step {step}; available: {sorted(hist.snapshots)}")
     model.load_state_dict(hist.snapshots[step])
     return model
-

@@ -73,5 +73,6 @@ def dataclass_replace(obj: Any, **changes: Any) -> Any:
     bad = sorted(set(changes) - names)
     if bad:
         raise ValueError(
-            f"unknown field(s) {bad} for {type(obj).__name__}; allowed: {sorted(names)}")
+            f"unknown field(s) {bad} for {type(obj).__name__}; allowed: {sorted(names)}"
+        )
     return replace(obj, **changes)

@@ -14,6 +14,7 @@
 
 The scaling experiments that use these estimates live in :mod:`seqtheory.scaling`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,8 +45,8 @@ def _drop_duplicates(X: np.ndarray) -> np.ndarray:
     only if two hashes collide are the rows compared exactly (a sort of whole rows)."""
     X = np.ascontiguousarray(X)
     mult = np.random.default_rng(0).integers(1, 2**62, X.shape[1], dtype=np.uint64) * 2 + 1
-    h = X.view(np.uint64) @ mult                                    # wraps mod 2**64
-    zeros = np.flatnonzero((X == 0).any(1))                         # -0.0 hashes as 0.0
+    h = X.view(np.uint64) @ mult  # wraps mod 2**64
+    zeros = np.flatnonzero((X == 0).any(1))  # -0.0 hashes as 0.0
     h[zeros] = (X[zeros] + 0.0).view(np.uint64) @ mult
     if np.unique(h).size == len(h):
         return X
@@ -66,11 +67,11 @@ def _span(Xc: np.ndarray) -> np.ndarray | None:
     n, D = Xc.shape
     if D < 16 or n < D:
         return None
-    head = Xc[:2 * D]                # rank of a few rows <= rank of all: full rank is cheap
+    head = Xc[: 2 * D]  # rank of a few rows <= rank of all: full rank is cheap
     var = np.linalg.eigvalsh(head.T @ head)
     if (var > 1e-12 * var[-1]).sum() >= 0.8 * D:
         return None
-    var, basis = np.linalg.eigh(Xc.T @ Xc)                    # ascending variances
+    var, basis = np.linalg.eigh(Xc.T @ Xc)  # ascending variances
     keep = var > 1e-12 * var[-1]
     return basis[:, keep] if keep.sum() < 0.8 * D else None
 
@@ -78,10 +79,10 @@ def _span(Xc: np.ndarray) -> np.ndarray | None:
 def _exact_distances(Z: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """Float64 distances from each point of Z to its candidates (n, e), by differences."""
     out = np.empty(cand.shape)
-    for s in range(0, len(Z), 16):                 # 16 points at a time: cache-sized
-        diff = np.take(Z, cand[s:s + 16], axis=0)                          # (16, e, D)
-        diff -= Z[s:s + 16, None, :]
-        out[s:s + 16] = np.sqrt(np.einsum("bkd,bkd->bk", diff, diff))
+    for s in range(0, len(Z), 16):  # 16 points at a time: cache-sized
+        diff = np.take(Z, cand[s : s + 16], axis=0)  # (16, e, D)
+        diff -= Z[s : s + 16, None, :]
+        out[s : s + 16] = np.sqrt(np.einsum("bkd,bkd->bk", diff, diff))
     return out
 
 
@@ -94,7 +95,8 @@ def _fold(best_val, best_idx, rows, vals, cols) -> None:
     rows, vals, cols = rows[order], vals[order], cols[order]
     points, counts = torch.unique_consecutive(rows, return_counts=True)
     slot = torch.arange(rows.numel()) - torch.repeat_interleave(
-        torch.cumsum(counts, 0) - counts, counts)                      # rank within its point
+        torch.cumsum(counts, 0) - counts, counts
+    )  # rank within its point
     which = torch.repeat_interleave(torch.arange(points.numel()), counts)
     new_val = torch.full((points.numel(), int(counts.max())), float("inf"))
     new_idx = torch.full(new_val.shape, -1, dtype=torch.long)
@@ -119,35 +121,36 @@ def _candidates(Y: torch.Tensor, extra: int, chunk: int) -> tuple[np.ndarray, np
     ones only contribute entries below its current ``extra``-th best distance (few,
     once a block has been seen), so selection costs far less than the products."""
     n = Y.shape[0]
-    sq = (Y * Y).sum(1)                                                   # (n,)
-    best_val = torch.full((n, extra), float("inf"))                      # (n, extra)
+    sq = (Y * Y).sum(1)  # (n,)
+    best_val = torch.full((n, extra), float("inf"))  # (n, extra)
     best_idx = torch.full((n, extra), -1, dtype=torch.long)
-    worst = torch.full((n,), float("inf"))                 # each point's extra-th best
+    worst = torch.full((n,), float("inf"))  # each point's extra-th best
     starts = list(range(0, n, chunk))
     for i, a in enumerate(starts):
         for b in starts[i:]:
-            d2 = torch.addmm(sq[None, b:b + chunk], Y[a:a + chunk], Y[b:b + chunk].T,
-                             alpha=-2.0).add_(sq[a:a + chunk, None])      # (ca, cb)
+            d2 = torch.addmm(
+                sq[None, b : b + chunk], Y[a : a + chunk], Y[b : b + chunk].T, alpha=-2.0
+            ).add_(sq[a : a + chunk, None])  # (ca, cb)
             if a == b:
-                d2.fill_diagonal_(float("inf"))                           # not self
+                d2.fill_diagonal_(float("inf"))  # not self
             for rows_side in (True, False) if a != b else (True,):
                 # rows side: points a.. (rows of d2); columns side: points b.. (columns)
                 p0, q0 = (a, b) if rows_side else (b, a)
                 seg = slice(p0, p0 + d2.shape[0 if rows_side else 1])
-                if torch.isinf(worst[seg]).any():           # first look at these points
+                if torch.isinf(worst[seg]).any():  # first look at these points
                     dim = 1 if rows_side else 0
                     top = torch.topk(d2, min(extra, d2.shape[dim]), dim=dim, largest=False)
-                    val, idx = (top.values, top.indices) if rows_side else \
-                        (top.values.T, top.indices.T)
-                    _keep_best(best_val, best_idx, torch.arange(seg.start, seg.stop), val,
-                               idx + q0)
-                else:   # only entries below the point's current worst (row-major scans)
+                    val, idx = (
+                        (top.values, top.indices) if rows_side else (top.values.T, top.indices.T)
+                    )
+                    _keep_best(best_val, best_idx, torch.arange(seg.start, seg.stop), val, idx + q0)
+                else:  # only entries below the point's current worst (row-major scans)
                     below = d2 < (worst[seg, None] if rows_side else worst[None, seg])
                     r, c = below.nonzero().unbind(1)
                     p, q = (r, c) if rows_side else (c, r)
                     _fold(best_val, best_idx, p + p0, d2[r, c], q + q0)
                 worst[seg] = best_val[seg].max(1).values
-    return best_idx.numpy(), best_val.numpy()                           # (n, extra) x2
+    return best_idx.numpy(), best_val.numpy()  # (n, extra) x2
 
 
 def _search(Z: np.ndarray, X: np.ndarray, K: int, extra: int, chunk: int) -> np.ndarray:
@@ -165,12 +168,12 @@ def _search(Z: np.ndarray, X: np.ndarray, K: int, extra: int, chunk: int) -> np.
     n, D = Z.shape
     scale = max(float(Z.max()), -float(Z.min())) or 1.0
     Zs = torch.empty(Z.shape, dtype=torch.float32)
-    for s in range(0, n, 4096):                          # scaled, cast in pieces
-        Zs[s:s + 4096] = torch.from_numpy(Z[s:s + 4096] / scale)
+    for s in range(0, n, 4096):  # scaled, cast in pieces
+        Zs[s : s + 4096] = torch.from_numpy(Z[s : s + 4096] / scale)
     cand, val = _candidates(Zs, extra, chunk)
     out = np.sort(_exact_distances(X, cand), axis=1)[:, :K]
     if extra < n - 1:
-        sq = np.einsum("ij,ij->i", Z, Z) / scale ** 2
+        sq = np.einsum("ij,ij->i", Z, Z) / scale**2
         err = 2 * (D + 2) * 2.0**-24 * (sq + sq.max())
         kth = (out[:, K - 1] / scale) ** 2
         bad = np.flatnonzero(val.max(1).astype(np.float64) - err <= kth)
@@ -189,20 +192,24 @@ def _exact_rows(Z: np.ndarray, X: np.ndarray, rows: np.ndarray, K: int) -> np.nd
     out = np.empty((len(rows), K))
     m = min(n - 1, 2 * K + 8)
     for s in range(0, len(rows), 64):
-        r = rows[s:s + 64]
-        d2 = sq[r, None] + sq[None, :] - 2 * (Z[r] @ Z.T)                 # (b, n)
+        r = rows[s : s + 64]
+        d2 = sq[r, None] + sq[None, :] - 2 * (Z[r] @ Z.T)  # (b, n)
         d2[np.arange(len(r)), r] = np.inf
-        cand = np.argpartition(d2, m - 1, axis=1)[:, :m]                  # (b, m)
+        cand = np.argpartition(d2, m - 1, axis=1)[:, :m]  # (b, m)
         exact = np.sort(_exact_distances_of(X, r, cand), axis=1)
         err = 2 * (D + 2) * 2.0**-53 * (sq[r] + sq.max())
         worst = np.take_along_axis(d2, cand, 1).max(1)
         for i in range(len(r)):
             if m < n - 1 and worst[i] - err[i] <= exact[i, K - 1] ** 2:
-                d = np.concatenate([np.sqrt(np.sum((X[j:j + 2048] - X[r[i]]) ** 2, axis=1))
-                                    for j in range(0, n, 2048)])
+                d = np.concatenate(
+                    [
+                        np.sqrt(np.sum((X[j : j + 2048] - X[r[i]]) ** 2, axis=1))
+                        for j in range(0, n, 2048)
+                    ]
+                )
                 d[r[i]] = np.inf
                 exact[i, :K] = np.sort(d)[:K]
-        out[s:s + 64] = exact[:, :K]
+        out[s : s + 64] = exact[:, :K]
     return out
 
 
@@ -230,17 +237,21 @@ def knn_distances(X, K: int, *, unique: bool = True, chunk: int = 2048) -> np.nd
     n = X.shape[0]
     if K >= n:
         raise ValueError(f"K must be < the number of (distinct) points, got K={K}, n={n}")
-    extra = min(n - 1, K + 2)                     # spare candidates for float32 near-ties
+    extra = min(n - 1, K + 2)  # spare candidates for float32 near-ties
     Xc = X - X.mean(0)
     basis = _span(Xc)
     if basis is not None:
-        Y = Xc @ basis                                        # (n, r): same distances ...
+        Y = Xc @ basis  # (n, r): same distances ...
         out = _search(Y, X, K, extra, chunk)
         # ... up to the dropped directions: |residual_i - residual_j| <= 2 max |residual|.
         # Negligible (1e-13 of the smallest squared distance), or search again in R^D
-        lost = 2 * np.sqrt(max(np.einsum("ij,ij->i", R, R).max() for R in (
-            Xc[s:s + 1024] - Y[s:s + 1024] @ basis.T for s in range(0, n, 1024))))
-        if lost ** 2 <= 1e-13 * out[:, 0].min() ** 2:
+        lost = 2 * np.sqrt(
+            max(
+                np.einsum("ij,ij->i", R, R).max()
+                for R in (Xc[s : s + 1024] - Y[s : s + 1024] @ basis.T for s in range(0, n, 1024))
+            )
+        )
+        if lost**2 <= 1e-13 * out[:, 0].min() ** 2:
             return out
     return _search(Xc, X, K, extra, chunk)
 
@@ -264,8 +275,15 @@ def _metric_distances(X: np.ndarray, K: int, metric: str) -> np.ndarray:
     return knn_distances(X / norms, K) ** 2 / 2
 
 
-def mle_dimension(X, K: int = 20, *, batch_size: int | None = None, seed: int = 0,
-                  pointwise: bool = False, metric: str = "euclidean"):
+def mle_dimension(
+    X,
+    K: int = 20,
+    *,
+    batch_size: int | None = None,
+    seed: int = 0,
+    pointwise: bool = False,
+    metric: str = "euclidean",
+):
     """Maximum-likelihood intrinsic dimension (harmonic mean over points).
 
     ``batch_size``: split the points into random batches of this size, estimate on each,
@@ -283,7 +301,7 @@ def mle_dimension(X, K: int = 20, *, batch_size: int | None = None, seed: int = 
         return float(1.0 / np.mean(1.0 / _mle_from_distances(_metric_distances(X, K, metric))))
     batch_size = check_int("batch_size", batch_size, minimum=K + 1)
     order = make_rng(seed).permutation(len(X))
-    batches = [order[i:i + batch_size] for i in range(0, len(X) - batch_size + 1, batch_size)]
+    batches = [order[i : i + batch_size] for i in range(0, len(X) - batch_size + 1, batch_size)]
     if not batches:
         raise ValueError(f"batch_size={batch_size} exceeds the {len(X)} points")
     return float(np.mean([mle_dimension(X[b], K, metric=metric) for b in batches]))
@@ -307,16 +325,17 @@ def _embed(Y: np.ndarray, D: int, rng, embedding: str) -> np.ndarray:
     n, k = Y.shape
     if D < k:
         raise ValueError(f"ambient dimension D={D} is smaller than the manifold's {k}")
-    if embedding == "nonlinear":   # a smooth injective map: append sines of the coordinates
+    if embedding == "nonlinear":  # a smooth injective map: append sines of the coordinates
         Y = np.concatenate([Y, np.sin(2.0 * Y)], axis=1)[:, : max(k, min(D, 2 * k))]
-    Q, _ = np.linalg.qr(rng.standard_normal((D, D)))       # random rotation of R^D
+    Q, _ = np.linalg.qr(rng.standard_normal((D, D)))  # random rotation of R^D
     padded = np.zeros((n, D))
     padded[:, : Y.shape[1]] = Y
     return padded @ Q.T
 
 
-def sample_sphere(n: int, d: int, D: int | None = None, *, embedding: str = "linear",
-                  seed: int = 0) -> np.ndarray:
+def sample_sphere(
+    n: int, d: int, D: int | None = None, *, embedding: str = "linear", seed: int = 0
+) -> np.ndarray:
     """n points uniform on the unit sphere S^d (in R^{d+1}), embedded in R^D (default
     d + 1) by a random rotation ("linear") or a smooth non-linear map then a rotation."""
     n, d = check_int("n", n, minimum=1), check_int("d", d, minimum=1)
@@ -327,8 +346,9 @@ def sample_sphere(n: int, d: int, D: int | None = None, *, embedding: str = "lin
     return _embed(Y, d + 1 if D is None else check_int("D", D, minimum=1), rng, embedding)
 
 
-def sample_cube(n: int, d: int, D: int | None = None, *, embedding: str = "linear",
-                seed: int = 0) -> np.ndarray:
+def sample_cube(
+    n: int, d: int, D: int | None = None, *, embedding: str = "linear", seed: int = 0
+) -> np.ndarray:
     """n points uniform in [0, 1]^d, embedded in R^D like :func:`sample_sphere`."""
     n, d = check_int("n", n, minimum=1), check_int("d", d, minimum=1)
     check_choice("embedding", embedding, ("linear", "nonlinear"))

@@ -18,6 +18,7 @@ How two models' embeddings compare (CKA, stitching) is in :mod:`seqtheory.simila
 the universality chapter's experiment (setup, run, result) in
 :mod:`seqtheory.representations`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -34,21 +35,59 @@ from ..core.training import History, TrainConfig, train
 from ..core.validate import check_choice, check_float, check_int
 
 __all__ = [
-    "DECODERS", "KINSHIP", "RELATIONS", "FamilyForest", "KinshipData", "KinshipModels",
-    "accuracy", "automorphism_count", "kinship_data", "per_model_loss", "plot_embedding",
-    "plot_forest", "seen_closure", "train_kinship",
+    "DECODERS",
+    "KINSHIP",
+    "RELATIONS",
+    "FamilyForest",
+    "KinshipData",
+    "KinshipModels",
+    "accuracy",
+    "automorphism_count",
+    "kinship_data",
+    "per_model_loss",
+    "plot_embedding",
+    "plot_forest",
+    "seen_closure",
+    "train_kinship",
 ]
 
-RELATIONS = ("parent", "child", "spouse", "sibling", "grandparent", "grandchild",
-             "uncle_aunt", "niece_nephew", "cousin", "ancestor", "descendant")
+RELATIONS = (
+    "parent",
+    "child",
+    "spouse",
+    "sibling",
+    "grandparent",
+    "grandchild",
+    "uncle_aunt",
+    "niece_nephew",
+    "cousin",
+    "ancestor",
+    "descendant",
+)
 # The kinship term of an ordered pair (a, b): "a is b's <term>".  The terms are mutually
 # exclusive in a forest without intermarriage; "great_ancestor" = ancestor but neither
 # parent nor grandparent; "none" = no relation (including in-laws).
-KINSHIP = ("none", "parent", "child", "spouse", "sibling", "grandparent", "grandchild",
-           "uncle_aunt", "niece_nephew", "cousin", "great_ancestor", "great_descendant")
+KINSHIP = (
+    "none",
+    "parent",
+    "child",
+    "spouse",
+    "sibling",
+    "grandparent",
+    "grandchild",
+    "uncle_aunt",
+    "niece_nephew",
+    "cousin",
+    "great_ancestor",
+    "great_descendant",
+)
 # The relations that are the transpose of another: "a is b's child" = "b is a's parent".
-_INVERSES = {"child": "parent", "grandchild": "grandparent", "niece_nephew": "uncle_aunt",
-             "descendant": "ancestor"}
+_INVERSES = {
+    "child": "parent",
+    "grandchild": "grandparent",
+    "niece_nephew": "uncle_aunt",
+    "descendant": "ancestor",
+}
 # Decoder families of :class:`KinshipModels`: a one-hidden-layer MLP on [e_a, e_b], or a
 # bilinear form per kinship term (RESCAL-style) plus linear terms.
 DECODERS = ("mlp", "bilinear")
@@ -70,8 +109,15 @@ class FamilyForest:
     _cache: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def generate(cls, n_families: int = 2, generations: int = 4, children: tuple = (2, 3),
-                 seed: int = 0, *, base: int | None = None) -> FamilyForest:
+    def generate(
+        cls,
+        n_families: int = 2,
+        generations: int = 4,
+        children: tuple = (2, 3),
+        seed: int = 0,
+        *,
+        base: int | None = None,
+    ) -> FamilyForest:
         """Founding couples; every couple has between ``children[0]`` and ``children[1]``
         children; every child except in the last generation marries a newcomer.  Drawn
         from ``make_rng(seed, base=base)`` (``base`` None: the book's base seed)."""
@@ -100,7 +146,7 @@ class FamilyForest:
                 for _ in range(rng.integers(lo, hi + 1)):
                     kid = person(g, f, (a, b))
                     if g < generations - 1:
-                        partner = person(g, f)           # marries in
+                        partner = person(g, f)  # marries in
                         couples.append((kid, partner))
                         nxt.append((kid, partner, f))
             frontier = nxt
@@ -125,8 +171,9 @@ class FamilyForest:
             raise ValueError(f"relation must be one of {RELATIONS}; got {relation!r}")
         if relation not in self._cache:
             inverse = _INVERSES.get(relation)
-            self._cache[relation] = (self.matrix(inverse).T if inverse is not None
-                                     else self._forward(relation))
+            self._cache[relation] = (
+                self.matrix(inverse).T if inverse is not None else self._forward(relation)
+            )
         return self._cache[relation]
 
     def _forward(self, relation: str) -> np.ndarray:
@@ -136,7 +183,7 @@ class FamilyForest:
             return self.parent
         if relation == "spouse":
             return self.spouse
-        if relation == "ancestor":            # transitive closure of parent
+        if relation == "ancestor":  # transitive closure of parent
             A = self.parent.copy()
             while True:
                 grown = A | ((A.astype(int) @ P) > 0)
@@ -148,7 +195,7 @@ class FamilyForest:
             return sib
         if relation == "grandparent":
             return (P @ P) > 0
-        if relation == "uncle_aunt":          # a is a sibling of a parent of b
+        if relation == "uncle_aunt":  # a is a sibling of a parent of b
             return (sib.astype(int) @ P) > 0
         # cousin: a parent of a is a sibling of a parent of b
         return ((P.T @ sib.astype(int) @ P) > 0) & ~eye
@@ -160,8 +207,7 @@ class FamilyForest:
 
     def all_facts(self, relations=RELATIONS) -> np.ndarray:
         """Every fact as rows (relation index, a, b), relations indexed as in ``relations``."""
-        rows = [(r, a, b) for r, rel in enumerate(relations)
-                for a, b in sorted(self.facts(rel))]
+        rows = [(r, a, b) for r, rel in enumerate(relations) for a, b in sorted(self.facts(rel))]
         return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
     def kinship(self) -> np.ndarray:
@@ -179,13 +225,17 @@ class FamilyForest:
         a different graph on the same people (person i now sits somewhere else); drawn
         from ``make_rng(seed, base=base)``."""
         rng = make_rng(seed, base=base)
-        perm = np.arange(self.n)                 # perm[old] = new label
+        perm = np.arange(self.n)  # perm[old] = new label
         for f in np.unique(self.family):
             idx = np.flatnonzero(self.family == f)
             perm[idx] = rng.permutation(idx)
-        inv = np.argsort(perm)                   # inv[new] = old
-        return FamilyForest(self.parent[np.ix_(inv, inv)], self.spouse[np.ix_(inv, inv)],
-                            self.generation[inv], self.family[inv])
+        inv = np.argsort(perm)  # inv[new] = old
+        return FamilyForest(
+            self.parent[np.ix_(inv, inv)],
+            self.spouse[np.ix_(inv, inv)],
+            self.generation[inv],
+            self.family[inv],
+        )
 
     def split(self, test_fraction: float = 0.2, seed: int = 0, relations=RELATIONS):
         """Random train/test split over *facts* (rows of :meth:`all_facts`)."""
@@ -200,18 +250,23 @@ class FamilyForest:
 class KinshipData:
     """Ordered pairs of people with their kinship term and a train/held-out split."""
 
-    pairs: torch.Tensor     # (P, 2) long: ordered pairs (a, b), a != b
-    labels: torch.Tensor    # (P,) long: index into KINSHIP of "a is b's <term>"
-    train: torch.Tensor     # (P,) bool: True for training pairs, False for held-out ones
+    pairs: torch.Tensor  # (P, 2) long: ordered pairs (a, b), a != b
+    labels: torch.Tensor  # (P,) long: index into KINSHIP of "a is b's <term>"
+    train: torch.Tensor  # (P,) bool: True for training pairs, False for held-out ones
     n_people: int
 
     def select(self, which: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
         """``(pairs, labels)`` of one part: "train", "test", "test_facts" (held-out related
         pairs), "test_none" (held-out unrelated pairs), "train_facts" or "all"."""
         related = self.labels > 0
-        masks = {"all": torch.ones_like(self.train), "train": self.train, "test": ~self.train,
-                 "train_facts": self.train & related, "test_facts": ~self.train & related,
-                 "test_none": ~self.train & ~related}
+        masks = {
+            "all": torch.ones_like(self.train),
+            "train": self.train,
+            "test": ~self.train,
+            "train_facts": self.train & related,
+            "test_facts": ~self.train & related,
+            "test_none": ~self.train & ~related,
+        }
         if which not in masks:
             raise ValueError(f"which must be one of {tuple(masks)}; got {which!r}")
         m = masks[which]
@@ -222,8 +277,9 @@ class KinshipData:
         if forest.n != self.n_people:
             raise ValueError(f"forest has {forest.n} people, the data has {self.n_people}")
         K = torch.from_numpy(forest.kinship()).to(self.pairs.device)
-        return KinshipData(self.pairs, K[self.pairs[:, 0], self.pairs[:, 1]], self.train,
-                           self.n_people)
+        return KinshipData(
+            self.pairs, K[self.pairs[:, 0], self.pairs[:, 1]], self.train, self.n_people
+        )
 
     @property
     def device(self) -> torch.device:
@@ -235,12 +291,19 @@ class KinshipData:
         device = check_device("device", device)
         if self.pairs.device == device:
             return self
-        return KinshipData(self.pairs.to(device), self.labels.to(device),
-                           self.train.to(device), self.n_people)
+        return KinshipData(
+            self.pairs.to(device), self.labels.to(device), self.train.to(device), self.n_people
+        )
 
 
-def kinship_data(forest: FamilyForest, train_fraction: float = 0.8, seed: int = 0,
-                 within_family: bool = True, *, base: int | None = None) -> KinshipData:
+def kinship_data(
+    forest: FamilyForest,
+    train_fraction: float = 0.8,
+    seed: int = 0,
+    within_family: bool = True,
+    *,
+    base: int | None = None,
+) -> KinshipData:
     """Every ordered pair (a, b), a != b, with its kinship term; a random ``train_fraction``
     of the pairs is for training, the rest is held out (drawn from
     ``make_rng(seed, base=base)``).
@@ -249,16 +312,21 @@ def kinship_data(forest: FamilyForest, train_fraction: float = 0.8, seed: int = 
     "none", and cost most of the compute)."""
     if not isinstance(forest, FamilyForest):
         raise TypeError(f"forest must be a FamilyForest, got {type(forest).__name__}")
-    train_fraction = check_float("train_fraction", train_fraction, low=0.0, high=1.0,
-                                 low_open=True, high_open=True)
+    train_fraction = check_float(
+        "train_fraction", train_fraction, low=0.0, high=1.0, low_open=True, high_open=True
+    )
     keep = ~np.eye(forest.n, dtype=bool)
     if within_family:
         keep &= forest.family[:, None] == forest.family[None, :]
     a, b = np.nonzero(keep)
     labels = forest.kinship()[a, b]
     train = make_rng(seed, base=base).random(len(a)) < train_fraction
-    return KinshipData(torch.from_numpy(np.stack([a, b], 1)), torch.from_numpy(labels),
-                       torch.from_numpy(train), forest.n)
+    return KinshipData(
+        torch.from_numpy(np.stack([a, b], 1)),
+        torch.from_numpy(labels),
+        torch.from_numpy(train),
+        forest.n,
+    )
 
 
 def seen_closure(data: KinshipData) -> np.ndarray:
@@ -277,7 +345,7 @@ def seen_closure(data: KinshipData) -> np.ndarray:
         raise TypeError(f"data must be KinshipData, got {type(data).__name__}")
     n = data.n_people
     pairs, labels = (to_numpy(t) for t in data.select("train"))
-    seen = np.zeros((len(KINSHIP), n, n), dtype=bool)              # (K, n, n)
+    seen = np.zeros((len(KINSHIP), n, n), dtype=bool)  # (K, n, n)
     seen[labels, pairs[:, 0], pairs[:, 1]] = True
     T = {t: seen[KINSHIP.index(t)] for t in ("parent", "child", "spouse", "sibling")}
     eye = np.eye(n, dtype=bool)
@@ -311,7 +379,7 @@ def automorphism_count(forest: FamilyForest) -> int:
 
     kids = [np.flatnonzero(forest.parent[p]) for p in range(forest.n)]
 
-    def tree(p):                  # (shape, automorphisms) of the line below person p
+    def tree(p):  # (shape, automorphisms) of the line below person p
         below = [tree(c) for c in kids[p]]
         shape = (bool(forest.spouse[p].any()), tuple(sorted(sh for sh, _ in below)))
         count = int(np.prod([a for _, a in below], dtype=object)) if below else 1
@@ -319,15 +387,19 @@ def automorphism_count(forest: FamilyForest) -> int:
             count *= factorial(mult)
         return shape, count
 
-    founders = np.flatnonzero(~forest.parent.any(0) & ~(forest.spouse.astype(int)
-                                                        @ forest.parent.any(0)).astype(bool))
-    roots = [p for p in founders              # one founder per couple, or a single founder
-             if not forest.spouse[p].any() or p < np.flatnonzero(forest.spouse[p]).min()]
+    founders = np.flatnonzero(
+        ~forest.parent.any(0) & ~(forest.spouse.astype(int) @ forest.parent.any(0)).astype(bool)
+    )
+    roots = [
+        p
+        for p in founders  # one founder per couple, or a single founder
+        if not forest.spouse[p].any() or p < np.flatnonzero(forest.spouse[p]).min()
+    ]
     total, shapes = 1, []
     for r in roots:
         shape, count = tree(r)
         couple = forest.spouse[r].any()
-        total *= count * (2 if couple else 1)                     # the founders swap
+        total *= count * (2 if couple else 1)  # the founders swap
         shapes.append(shape)
     for mult in Counter(shapes).values():
         total *= factorial(mult)
@@ -351,10 +423,19 @@ class KinshipModels(nn.Module):
     the same weights on every device.
     """
 
-    def __init__(self, n_people: int, embed_dims: int | Sequence[int],
-                 seeds: Sequence[int] = (0,), hidden: int = 32,
-                 n_classes: int = len(KINSHIP), init_scale: float | None = None,
-                 decoder: str = "mlp", *, base: int | None = None, device=None) -> None:
+    def __init__(
+        self,
+        n_people: int,
+        embed_dims: int | Sequence[int],
+        seeds: Sequence[int] = (0,),
+        hidden: int = 32,
+        n_classes: int = len(KINSHIP),
+        init_scale: float | None = None,
+        decoder: str = "mlp",
+        *,
+        base: int | None = None,
+        device=None,
+    ) -> None:
         super().__init__()
         device = check_device("device", device)
         self.decoder = check_choice("decoder", decoder, DECODERS)
@@ -368,32 +449,42 @@ class KinshipModels(nn.Module):
             embed_dims = (embed_dims,) * len(seeds)
         dims = tuple(check_int("embed_dim", d, minimum=1) for d in embed_dims)
         if len(dims) != len(seeds):
-            raise ValueError(f"give one embedding size per seed: {len(dims)} sizes for "
-                             f"{len(seeds)} seeds")
+            raise ValueError(
+                f"give one embedding size per seed: {len(dims)} sizes for {len(seeds)} seeds"
+            )
         if init_scale is not None:
             init_scale = check_float("init_scale", init_scale, low=0.0, low_open=True)
         self.seeds, self.dims = seeds, dims
         D = max(dims)
-        names = (("embed", "w_a", "w_b", "b_1", "w_out", "b_out") if decoder == "mlp"
-                 else ("embed", "rel", "u_a", "u_b", "b_out"))
+        names = (
+            ("embed", "w_a", "w_b", "b_1", "w_out", "b_out")
+            if decoder == "mlp"
+            else ("embed", "rel", "u_a", "u_b", "b_out")
+        )
         parts: dict[str, list] = {name: [] for name in names}
         for s, d in zip(seeds, dims, strict=True):
             g = make_generator(s, base=base)
             scale = init_scale if init_scale is not None else 1 / np.sqrt(d)
             pad = torch.zeros(n, D - d)
             parts["embed"].append(torch.cat([torch.randn(n, d, generator=g) * scale, pad], 1))
-            if decoder == "bilinear":     # one d x d form per kinship term, plus linear terms
+            if decoder == "bilinear":  # one d x d form per kinship term, plus linear terms
                 rel = torch.zeros(k, D, D)
                 rel[:, :d, :d] = torch.randn(k, d, d, generator=g) / np.sqrt(d)
                 parts["rel"].append(rel)
                 for w in ("u_a", "u_b"):
-                    parts[w].append(torch.cat([torch.randn(d, k, generator=g) / np.sqrt(d),
-                                               torch.zeros(D - d, k)]))
+                    parts[w].append(
+                        torch.cat(
+                            [torch.randn(d, k, generator=g) / np.sqrt(d), torch.zeros(D - d, k)]
+                        )
+                    )
                 parts["b_out"].append(torch.zeros(1, k))
                 continue
             for w in ("w_a", "w_b"):
-                parts[w].append(torch.cat([torch.randn(d, h, generator=g) / np.sqrt(2 * d),
-                                           torch.zeros(D - d, h)]))
+                parts[w].append(
+                    torch.cat(
+                        [torch.randn(d, h, generator=g) / np.sqrt(2 * d), torch.zeros(D - d, h)]
+                    )
+                )
             parts["b_1"].append(torch.zeros(1, h))
             parts["w_out"].append(torch.randn(h, k, generator=g) / np.sqrt(h))
             parts["b_out"].append(torch.zeros(1, k))
@@ -402,7 +493,7 @@ class KinshipModels(nn.Module):
         mask = torch.zeros(len(dims), 1, D)
         for m, d in enumerate(dims):
             mask[m, :, :d] = 1.0
-        self.register_buffer("mask", mask)                          # (M, 1, D)
+        self.register_buffer("mask", mask)  # (M, 1, D)
         self.to(device)
 
     @property
@@ -422,25 +513,29 @@ class KinshipModels(nn.Module):
         for m, key in enumerate(zip(self.dims, self.seeds, strict=True)):
             if key == (dim, seed):
                 return m
-        raise ValueError(f"no model with dim={dim}, seed={seed}; have "
-                         f"{sorted(set(zip(self.dims, self.seeds, strict=True)))}")
+        raise ValueError(
+            f"no model with dim={dim}, seed={seed}; have "
+            f"{sorted(set(zip(self.dims, self.seeds, strict=True)))}"
+        )
 
     def forward(self, pairs: torch.Tensor, embed: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (M, P, K) for ordered pairs (P, 2); ``embed`` (M, n, D) replaces the
         models' own embeddings (used for stitching)."""
-        E = self.embed if embed is None else embed                  # (M, n, D)
+        E = self.embed if embed is None else embed  # (M, n, D)
         if E.shape[0] != self.n_models or E.shape[2] != self.embed.shape[2]:
-            raise ValueError(f"embed must have shape ({self.n_models}, n, "
-                             f"{self.embed.shape[2]}), got {tuple(E.shape)}")
+            raise ValueError(
+                f"embed must have shape ({self.n_models}, n, "
+                f"{self.embed.shape[2]}), got {tuple(E.shape)}"
+            )
         E = E * self.mask
         if self.decoder == "bilinear":  # logits_k = e_a^T R_k e_b + u_k.e_a + v_k.e_b + c_k
-            ER = torch.einsum("mni,mkij->mnkj", E, self.rel)         # (M, n, K, D)
-            e_b = E[:, pairs[:, 1]]                                  # (M, P, D)
-            bil = (ER[:, pairs[:, 0]] * e_b[:, :, None]).sum(-1)     # (M, P, K)
+            ER = torch.einsum("mni,mkij->mnkj", E, self.rel)  # (M, n, K, D)
+            e_b = E[:, pairs[:, 1]]  # (M, P, D)
+            bil = (ER[:, pairs[:, 0]] * e_b[:, :, None]).sum(-1)  # (M, P, K)
             return bil + (E @ self.u_a)[:, pairs[:, 0]] + e_b @ self.u_b + self.b_out
-        u_a, u_b = E @ self.w_a, E @ self.w_b                       # (M, n, h) each
+        u_a, u_b = E @ self.w_a, E @ self.w_b  # (M, n, h) each
         hidden = torch.relu(u_a[:, pairs[:, 0]] + u_b[:, pairs[:, 1]] + self.b_1)  # (M, P, h)
-        return torch.baddbmm(self.b_out, hidden, self.w_out)       # (M, P, K)
+        return torch.baddbmm(self.b_out, hidden, self.w_out)  # (M, P, K)
 
     def select(self, index: int | Sequence[int]) -> KinshipModels:
         """A frozen copy holding the models at ``index`` (an int or a list of ints)."""
@@ -473,12 +568,19 @@ def per_model_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     :func:`~seqtheory.core.training.train` steps on their sum, so the models train
     independently, and records them per model."""
     M, P, K = logits.shape
-    return F.cross_entropy(logits.reshape(M * P, K), labels.repeat(M),
-                           reduction="none").reshape(M, P).mean(1)
+    return (
+        F.cross_entropy(logits.reshape(M * P, K), labels.repeat(M), reduction="none")
+        .reshape(M, P)
+        .mean(1)
+    )
 
 
-def accuracy(models: KinshipModels, data: KinshipData, which: str = "test_facts",
-             embed: torch.Tensor | None = None) -> np.ndarray:
+def accuracy(
+    models: KinshipModels,
+    data: KinshipData,
+    which: str = "test_facts",
+    embed: torch.Tensor | None = None,
+) -> np.ndarray:
     """Fraction of pairs in ``data.select(which)`` whose term each model names: (M,)."""
     if not isinstance(models, KinshipModels):
         raise TypeError(f"models must be KinshipModels, got {type(models).__name__}")
@@ -488,16 +590,26 @@ def accuracy(models: KinshipModels, data: KinshipData, which: str = "test_facts"
     if len(labels) == 0:
         raise ValueError(f"the data has no {which!r} pairs")
     with evaluating(models):
-        pred = models(pairs, embed).argmax(-1)                     # (M, P)
+        pred = models(pairs, embed).argmax(-1)  # (M, P)
     return to_numpy((pred == labels).double().mean(1))
 
 
-def train_kinship(data: KinshipData, dims: int | Sequence[int] = 4,
-                  seeds: Sequence[int] = (0,), *, hidden: int = 32, steps: int = 1000,
-                  lr: float = 1e-2, weight_decay: float = 0.0,
-                  init_scale: float | None = None, decoder: str = "mlp",
-                  base: int | None = None, device=None, progress: bool = True,
-                  desc: str = "training models") -> tuple[KinshipModels, History]:
+def train_kinship(
+    data: KinshipData,
+    dims: int | Sequence[int] = 4,
+    seeds: Sequence[int] = (0,),
+    *,
+    hidden: int = 32,
+    steps: int = 1000,
+    lr: float = 1e-2,
+    weight_decay: float = 0.0,
+    init_scale: float | None = None,
+    decoder: str = "mlp",
+    base: int | None = None,
+    device=None,
+    progress: bool = True,
+    desc: str = "training models",
+) -> tuple[KinshipModels, History]:
     """Train one model per (embedding size, seed) on the training pairs, all at once.
 
     Full-batch AdamW through :func:`~seqtheory.core.training.train`, one loss per model;
@@ -513,20 +625,37 @@ def train_kinship(data: KinshipData, dims: int | Sequence[int] = 4,
     seeds = tuple(seeds)
     if not dims or not seeds:
         raise ValueError("dims and seeds must each name at least one value")
-    models = KinshipModels(data.n_people, [d for d in dims for _ in seeds],
-                           [s for _ in dims for s in seeds], hidden, init_scale=init_scale,
-                           decoder=decoder, base=base, device=device)
-    data = data.to(device)                                         # moved once
-    pairs, labels = data.select("train")                           # (P, 2), (P,)
+    models = KinshipModels(
+        data.n_people,
+        [d for d in dims for _ in seeds],
+        [s for _ in dims for s in seeds],
+        hidden,
+        init_scale=init_scale,
+        decoder=decoder,
+        base=base,
+        device=device,
+    )
+    data = data.to(device)  # moved once
+    pairs, labels = data.select("train")  # (P, 2), (P,)
 
     def evaluate(m, step):
-        return {"train acc": accuracy(m, data, "train"),
-                "held-out acc": accuracy(m, data, "test_facts")}
+        return {
+            "train acc": accuracy(m, data, "train"),
+            "held-out acc": accuracy(m, data, "test_facts"),
+        }
 
-    cfg = TrainConfig(steps=steps, lr=lr, weight_decay=weight_decay, grad_clip=None,
-                      eval_every=max(1, steps // 4))
-    hist = train(models, lambda step: (pairs, labels), cfg, eval_fn=evaluate,
-                 loss_fn=per_model_loss, progress=progress, desc=desc)
+    cfg = TrainConfig(
+        steps=steps, lr=lr, weight_decay=weight_decay, grad_clip=None, eval_every=max(1, steps // 4)
+    )
+    hist = train(
+        models,
+        lambda step: (pairs, labels),
+        cfg,
+        eval_fn=evaluate,
+        loss_fn=per_model_loss,
+        progress=progress,
+        desc=desc,
+    )
     models.requires_grad_(False)
     return models, hist
 
@@ -540,9 +669,18 @@ def _scatter_people(ax, xy: np.ndarray, forest: FamilyForest, **kw) -> None:
     cmap = plt.get_cmap("viridis", top + 1)
     for fam, marker in zip(np.unique(forest.family), "osD^v", strict=False):
         sel = forest.family == fam
-        ax.scatter(xy[sel, 0], xy[sel, 1], c=forest.generation[sel], cmap=cmap,
-                   marker=marker, vmin=-0.5, vmax=top + 0.5, edgecolor="k",
-                   label=f"family {fam}", **kw)
+        ax.scatter(
+            xy[sel, 0],
+            xy[sel, 1],
+            c=forest.generation[sel],
+            cmap=cmap,
+            marker=marker,
+            vmin=-0.5,
+            vmax=top + 0.5,
+            edgecolor="k",
+            label=f"family {fam}",
+            **kw,
+        )
 
 
 def _axes(ax, figsize):
@@ -562,19 +700,21 @@ def plot_forest(forest: FamilyForest, ax=None, *, labels: bool = False):
         raise TypeError(f"forest must be a FamilyForest, got {type(forest).__name__}")
     ax = _axes(ax, (8, 3.4))
     x = np.zeros(forest.n)
-    for g in np.unique(forest.generation):                 # order people within a row
+    for g in np.unique(forest.generation):  # order people within a row
         row = np.flatnonzero(forest.generation == g)
         if g == 0:
             order = row
-        else:                # children under their parents, partners next to spouses
+        else:  # children under their parents, partners next to spouses
+
             def key(p):
                 par = np.flatnonzero(forest.parent[:, p])
                 sp = np.flatnonzero(forest.spouse[p])
                 if len(par):
                     return (x[par].mean(), p)
-                if len(sp) and forest.parent[:, sp[0]].any():     # next to the partner
+                if len(sp) and forest.parent[:, sp[0]].any():  # next to the partner
                     return (x[np.flatnonzero(forest.parent[:, sp[0]])].mean(), sp[0] + 0.5)
                 return (2.0, p)
+
             order = sorted(row, key=key)
         x[order] = np.linspace(0, 1, len(order) + 2)[1:-1]
     y = -forest.generation.astype(float)
@@ -585,8 +725,15 @@ def plot_forest(forest: FamilyForest, ax=None, *, labels: bool = False):
     _scatter_people(ax, np.stack([x, y], 1), forest, s=40, zorder=2, linewidth=0.4)
     if labels:
         for p in range(forest.n):
-            ax.annotate(str(p), (x[p], y[p]), fontsize=7, ha="center", va="bottom",
-                        xytext=(0, 4), textcoords="offset points")
+            ax.annotate(
+                str(p),
+                (x[p], y[p]),
+                fontsize=7,
+                ha="center",
+                va="bottom",
+                xytext=(0, 4),
+                textcoords="offset points",
+            )
     ax.set_yticks(-np.unique(forest.generation))
     ax.set_yticklabels([f"gen {g}" for g in np.unique(forest.generation)])
     ax.set_xticks([])

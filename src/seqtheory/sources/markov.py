@@ -14,6 +14,7 @@ row ``t`` predicts ``x[:, t + 1]`` from ``x[:, :t + 1]``.  :func:`sequence_loss`
 predictor on all ``T`` tokens of a sequence, the first one (which has no context) being
 predicted uniformly by every strategy.
 """
+
 from __future__ import annotations
 
 import math
@@ -80,8 +81,9 @@ def _check_x(x: torch.Tensor, k: int) -> torch.Tensor:
     if x.dim() != 2 or x.shape[1] < 1:
         raise ValueError(f"x must have shape (batch, T) with T >= 1, got {tuple(x.shape)}")
     if x.numel() and (int(x.min()) < 0 or int(x.max()) >= k):
-        raise ValueError(f"x must hold states 0..{k - 1}, got values in "
-                         f"{int(x.min())}..{int(x.max())}")
+        raise ValueError(
+            f"x must hold states 0..{k - 1}, got values in {int(x.min())}..{int(x.max())}"
+        )
     return x
 
 
@@ -89,8 +91,14 @@ PRIORS = ("dirichlet", "doubly_stochastic")
 
 
 def sample_transition_matrices(
-    batch: int, k: int, alpha: float = 1.0, *, order: int = 1, prior: str = "dirichlet",
-    generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32,
+    batch: int,
+    k: int,
+    alpha: float = 1.0,
+    *,
+    order: int = 1,
+    prior: str = "dirichlet",
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
     """``batch`` transition tensors (batch, k**order, k) with rows ~ Dirichlet(alpha * 1).
 
@@ -109,7 +117,7 @@ def sample_transition_matrices(
         generator = torch.Generator().manual_seed(int(torch.randint(2**62, (1,))))
     # Dirichlet rows = normalised Gamma(alpha) draws (torch's Dirichlet takes no generator)
     shape = (batch, k**order, k)
-    if alpha < 1.0:   # small alpha: Gamma draws underflow, so normalise them in log space
+    if alpha < 1.0:  # small alpha: Gamma draws underflow, so normalise them in log space
         P = _gamma(alpha, shape, generator, log=True).softmax(-1)
     else:
         P = _gamma(alpha, shape, generator).clamp_min(torch.finfo(torch.float64).tiny)
@@ -125,15 +133,16 @@ def sample_transition_matrices(
     return P.to(dtype)
 
 
-def _gamma(alpha: float, shape: tuple, generator: torch.Generator,
-           log: bool = False) -> torch.Tensor:
+def _gamma(
+    alpha: float, shape: tuple, generator: torch.Generator, log: bool = False
+) -> torch.Tensor:
     """Gamma(alpha, 1) draws from ``generator`` (Marsaglia-Tsang, vectorised rejection);
     with ``log=True`` their logarithms (exact even where the draws underflow: alpha << 1)."""
-    boost = alpha < 1.0                      # Gamma(a) = Gamma(a + 1) * U^(1/a)
+    boost = alpha < 1.0  # Gamma(a) = Gamma(a + 1) * U^(1/a)
     a = alpha + 1.0 if boost else alpha
     d = a - 1.0 / 3.0
     c = 1.0 / math.sqrt(9.0 * d)
-    dev = generator.device                   # draws are made where the generator lives
+    dev = generator.device  # draws are made where the generator lives
     out = torch.empty(shape, dtype=torch.float64, device=dev).view(-1)
     todo = torch.arange(out.numel(), device=dev)
     while todo.numel():
@@ -141,8 +150,10 @@ def _gamma(alpha: float, shape: tuple, generator: torch.Generator,
         z = torch.randn(n, generator=generator, dtype=torch.float64, device=dev)
         u = torch.rand(n, generator=generator, dtype=torch.float64, device=dev)
         v = (1.0 + c * z) ** 3
-        ok = (v > 0) & (torch.log(u.clamp_min(1e-300)) < 0.5 * z**2 + d - d * v
-                        + d * torch.log(v.clamp_min(1e-300)))
+        ok = (v > 0) & (
+            torch.log(u.clamp_min(1e-300))
+            < 0.5 * z**2 + d - d * v + d * torch.log(v.clamp_min(1e-300))
+        )
         out[todo[ok]] = d * v[ok]
         todo = todo[~ok]
     if boost:
@@ -161,22 +172,28 @@ def stationary_distribution(P: torch.Tensor) -> torch.Tensor:
     """
     P = _check_P(P, square=True)
     B, k, _ = P.shape
-    A = (P.transpose(1, 2) - torch.eye(k, dtype=P.dtype, device=P.device)
-         ).to(torch.float64)                                                  # (B, k, k)
+    A = (P.transpose(1, 2) - torch.eye(k, dtype=P.dtype, device=P.device)).to(
+        torch.float64
+    )  # (B, k, k)
     A[:, -1, :] = 1.0
     b = torch.zeros(B, k, 1, dtype=torch.float64, device=P.device)
     b[:, -1] = 1.0
     sol, info = torch.linalg.solve_ex(A, b)
     if bool((info != 0).any()):
         bad = int((info != 0).nonzero()[0, 0])
-        raise ValueError(f"P[{bad}] has no unique stationary distribution (a reducible chain); "
-                         "give each chain a start state with start=...")
-    pi = sol[..., 0].clamp_min(0.0)                                           # (B, k)
+        raise ValueError(
+            f"P[{bad}] has no unique stationary distribution (a reducible chain); "
+            "give each chain a start state with start=..."
+        )
+    pi = sol[..., 0].clamp_min(0.0)  # (B, k)
     return (pi / pi.sum(-1, keepdim=True)).to(P.dtype)
 
 
 def sample_chains(
-    P: torch.Tensor, T: int, *, start: torch.Tensor | None = None,
+    P: torch.Tensor,
+    T: int,
+    *,
+    start: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """One sequence (batch, T) per transition matrix; first state ~ stationary (or ``start``).
@@ -191,29 +208,35 @@ def sample_chains(
     _check_generator_device(generator, P.device)
     if start is None:
         pi = stationary_distribution(P)
-        start = torch.multinomial(pi, 1, generator=generator)[:, 0]           # (B,)
+        start = torch.multinomial(pi, 1, generator=generator)[:, 0]  # (B,)
     elif not isinstance(start, torch.Tensor) or start.shape != (B,):
-        raise ValueError(f"start must be a tensor of shape ({B},), got "
-                         f"{tuple(start.shape) if isinstance(start, torch.Tensor) else start!r}")
-    elif start.dtype.is_floating_point or start.dtype == torch.bool or \
-            (start.numel() and (int(start.min()) < 0 or int(start.max()) >= k)):
+        raise ValueError(
+            f"start must be a tensor of shape ({B},), got "
+            f"{tuple(start.shape) if isinstance(start, torch.Tensor) else start!r}"
+        )
+    elif (
+        start.dtype.is_floating_point
+        or start.dtype == torch.bool
+        or (start.numel() and (int(start.min()) < 0 or int(start.max()) >= k))
+    ):
         raise ValueError(f"start must hold integer states in 0..{k - 1}")
     if T == 1:
         return start[:, None].clone()
-    cdf = P.to(torch.float64).cumsum(-1)                                      # (B, k, k)
-    cdf[..., -1] = 1.0 + 1e-9                                                 # guard rounding
-    u = torch.rand(B, T - 1, 1, 1, generator=generator, dtype=torch.float64,
-                   device=P.device)                                           # one per step
+    cdf = P.to(torch.float64).cumsum(-1)  # (B, k, k)
+    cdf[..., -1] = 1.0 + 1e-9  # guard rounding
+    u = torch.rand(
+        B, T - 1, 1, 1, generator=generator, dtype=torch.float64, device=P.device
+    )  # one per step
     # maps[b, t, i] = next state after i at step t: count of cdf entries <= u
-    maps = (cdf[:, None] <= u).sum(-1).clamp_max(k - 1)                       # (B, T-1, k)
+    maps = (cdf[:, None] <= u).sum(-1).clamp_max(k - 1)  # (B, T-1, k)
     # prefix compositions by doubling: after the loop maps[t] = f_t o ... o f_1
     shift = 1
     while shift < T - 1:
-        earlier = maps[:, :-shift]                                            # f_{t-s} o ...
+        earlier = maps[:, :-shift]  # f_{t-s} o ...
         later = maps[:, shift:]
         maps = torch.cat([maps[:, :shift], later.gather(2, earlier)], dim=1)
         shift *= 2
-    rest = maps.gather(2, start[:, None, None].expand(B, T - 1, 1))[..., 0]   # (B, T-1)
+    rest = maps.gather(2, start[:, None, None].expand(B, T - 1, 1))[..., 0]  # (B, T-1)
     return torch.cat([start[:, None], rest], dim=1)
 
 
@@ -227,14 +250,15 @@ def lift(P: torch.Tensor) -> torch.Tensor:
     if S == k:
         return P
     idx = torch.arange(S, device=P.device)
-    nxt = (idx[:, None] * k + idx[None, :k]) % S                              # (S, k)
+    nxt = (idx[:, None] * k + idx[None, :k]) % S  # (S, k)
     Q = torch.zeros(B, S, S, dtype=P.dtype, device=P.device)
     Q.scatter_add_(2, nxt.expand(B, S, k), P)
     return Q
 
 
-def sample_ngram_chains(P: torch.Tensor, T: int, *,
-                        generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_ngram_chains(
+    P: torch.Tensor, T: int, *, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Sequences (batch, T) of the order-m chains P (B, k**m, k), started stationary.
 
     The first m tokens are the digits of a context drawn from the stationary law of the
@@ -248,19 +272,24 @@ def sample_ngram_chains(P: torch.Tensor, T: int, *,
         return sample_chains(P, T, generator=generator)
     if T < m:
         raise ValueError(f"T must be >= the order m = {m}, got {T}")
-    contexts = sample_chains(lift(P), T - m + 1, generator=generator)         # (B, T-m+1)
+    contexts = sample_chains(lift(P), T - m + 1, generator=generator)  # (B, T-m+1)
     digits = k ** torch.arange(m - 1, -1, -1, device=P.device)  # most significant digit first
-    first = (contexts[:, :1] // digits) % k                                    # (B, m)
+    first = (contexts[:, :1] // digits) % k  # (B, m)
     return torch.cat([first, contexts[:, 1:] % k], dim=1)
 
 
 def icl_mc_batch(
-    batch: int, k: int, T: int, alpha: float = 1.0, *, order: int = 1,
-    prior: str = "dirichlet", generator: torch.Generator | None = None,
+    batch: int,
+    k: int,
+    T: int,
+    alpha: float = 1.0,
+    *,
+    order: int = 1,
+    prior: str = "dirichlet",
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch of the ICL-MC task: sequences (batch, T) and their own P (batch, k**order, k)."""
-    P = sample_transition_matrices(batch, k, alpha, order=order, prior=prior,
-                                   generator=generator)
+    P = sample_transition_matrices(batch, k, alpha, order=order, prior=prior, generator=generator)
     return sample_ngram_chains(P, T, generator=generator), P
 
 
@@ -275,7 +304,7 @@ def _context_ids(x: torch.Tensor, k: int, length: int) -> torch.Tensor:
     """Index of every window of ``length`` tokens: (B, T - length + 1); window i = x[i:i+length]."""
     if length == 0:
         return torch.zeros(x.shape[0], x.shape[1] + 1, dtype=torch.long, device=x.device)
-    digits = k ** torch.arange(length - 1, -1, -1, device=x.device)           # (length,)
+    digits = k ** torch.arange(length - 1, -1, -1, device=x.device)  # (length,)
     return (x.unfold(1, length, 1) * digits).sum(-1)
 
 
@@ -292,20 +321,22 @@ def ngram_predictor(x: torch.Tensor, k: int, n: int, alpha: float = 1.0) -> torc
     n = check_int("n", n, minimum=1)
     alpha = check_float("alpha", alpha, low=0.0, low_open=True)
     B, T = x.shape
-    if B * T * k**n > 2**28:                       # the (B, T, k^n) event counts below
-        raise ValueError(f"n={n} with k={k} needs B*T*k**n = {B * T * k**n:,} counts "
-                         f"(over 2**28); use a smaller n or batch")
+    if B * T * k**n > 2**28:  # the (B, T, k^n) event counts below
+        raise ValueError(
+            f"n={n} with k={k} needs B*T*k**n = {B * T * k**n:,} counts "
+            f"(over 2**28); use a smaller n or batch"
+        )
     out = torch.full((B, T, k), 1.0 / k, dtype=torch.float64, device=x.device)
     if T < n - 1:
         return out
-    ctx = _context_ids(x, k, n - 1)                 # window i = context of event s = i + n - 1
-    events = torch.zeros(B, T, k**n, dtype=torch.float64, device=x.device)   # event at time s
+    ctx = _context_ids(x, k, n - 1)  # window i = context of event s = i + n - 1
+    events = torch.zeros(B, T, k**n, dtype=torch.float64, device=x.device)  # event at time s
     if T > n - 1:
-        ids = ctx[:, : T - n + 1] * k + x[:, n - 1:]                            # (B, T-n+1)
-        events[:, n - 1:] = F.one_hot(ids, k**n).to(torch.float64)
-    counts = events.cumsum(1).view(B, T, k ** (n - 1), k)                      # N up to time t
-    t0 = max(n - 2, 0)                                      # first position with full context
-    query = ctx[:, : T - t0]                                # context of query t = window t - n + 2
+        ids = ctx[:, : T - n + 1] * k + x[:, n - 1 :]  # (B, T-n+1)
+        events[:, n - 1 :] = F.one_hot(ids, k**n).to(torch.float64)
+    counts = events.cumsum(1).view(B, T, k ** (n - 1), k)  # N up to time t
+    t0 = max(n - 2, 0)  # first position with full context
+    query = ctx[:, : T - t0]  # context of query t = window t - n + 2
     rows = counts[:, t0:].gather(2, query[:, :, None, None].expand(B, T - t0, 1, k))[:, :, 0]
     out[:, t0:] = (rows + alpha) / (rows.sum(-1, keepdim=True) + k * alpha)
     return out
@@ -342,8 +373,8 @@ def oracle_predictor(x: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
     T = x.shape[1]
     out = torch.full((B, T, k), 1.0 / k, dtype=torch.float64, device=x.device)
     if T >= m:
-        ctx = _context_ids(x, k, m)                                            # (B, T-m+1)
-        out[:, m - 1:] = P.to(torch.float64)[torch.arange(B, device=x.device)[:, None], ctx]
+        ctx = _context_ids(x, k, m)  # (B, T-m+1)
+        out[:, m - 1 :] = P.to(torch.float64)[torch.arange(B, device=x.device)[:, None], ctx]
     return out
 
 
@@ -354,8 +385,9 @@ def sequence_loss(probs: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     ``probs[:, t - 1]`` on ``x[:, t]``.
     """
     if probs.dim() != 3 or probs.shape[:2] != x.shape:
-        raise ValueError(f"probs must have shape (B, T, k) matching x {tuple(x.shape)}, "
-                         f"got {tuple(probs.shape)}")
+        raise ValueError(
+            f"probs must have shape (B, T, k) matching x {tuple(x.shape)}, got {tuple(probs.shape)}"
+        )
     k = probs.shape[-1]
     x = _check_x(x, k)
     nll = -probs[:, :-1].gather(2, x[:, 1:, None])[..., 0].clamp_min(1e-300).log()
@@ -369,14 +401,20 @@ def kl_divergence(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-12) -> torch
     if not isinstance(p, torch.Tensor) or not isinstance(q, torch.Tensor):
         raise TypeError("p and q must be torch tensors of probabilities")
     if p.shape != q.shape:
-        raise ValueError(f"p and q must have the same shape, got {tuple(p.shape)} and "
-                         f"{tuple(q.shape)}")
+        raise ValueError(
+            f"p and q must have the same shape, got {tuple(p.shape)} and {tuple(q.shape)}"
+        )
     p, q = p.to(torch.float64), q.to(torch.float64)
     for name, d in (("p", p), ("q", q)):
-        if d.numel() and (not bool(torch.isfinite(d).all()) or bool((d < 0).any())
-                          or float((d.sum(-1) - 1).abs().max()) > 1e-4):
-            raise ValueError(f"{name} must hold distributions over its last dimension "
-                             "(finite, non-negative, summing to 1)")
+        if d.numel() and (
+            not bool(torch.isfinite(d).all())
+            or bool((d < 0).any())
+            or float((d.sum(-1) - 1).abs().max()) > 1e-4
+        ):
+            raise ValueError(
+                f"{name} must hold distributions over its last dimension "
+                "(finite, non-negative, summing to 1)"
+            )
     return (p * (p.clamp_min(eps).log() - q.clamp_min(eps).log())).sum(-1)
 
 
@@ -419,7 +457,12 @@ def switching_unigram_entropy(p: float, q: float, base: float = 2.0) -> float:
 
 
 def sample_switching(
-    batch: int, T: int, p: float, q: float, *, order: int = 1,
+    batch: int,
+    T: int,
+    p: float,
+    q: float,
+    *,
+    order: int = 1,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """Binary sequences (batch, T) of the ``order``-th order switching process (the book's
@@ -434,8 +477,8 @@ def sample_switching(
     m = check_int("order", order, minimum=1)
     dev = generator.device if generator is not None else torch.device("cpu")
     P = switching_matrix(p, q).to(dev, torch.float32).expand(batch * m, 2, 2).contiguous()
-    n = -(-T // m)                                                  # ceil(T / m) per chain
-    chains = sample_chains(P, n, generator=generator)               # (batch * m, n)
+    n = -(-T // m)  # ceil(T / m) per chain
+    chains = sample_chains(P, n, generator=generator)  # (batch * m, n)
     x = chains.view(batch, m, n).transpose(1, 2).reshape(batch, n * m)
     return x[:, :T].contiguous()
 
@@ -461,8 +504,15 @@ def strategies(x: torch.Tensor, P: torch.Tensor, alpha: float = 1.0) -> dict[str
 
 
 def reference_losses(
-    k: int, T: int = 100, alpha: float = 1.0, *, order: int = 1, prior: str = "dirichlet",
-    n: int = 20_000, seed: int = 0, batch: int = 5_000,
+    k: int,
+    T: int = 100,
+    alpha: float = 1.0,
+    *,
+    order: int = 1,
+    prior: str = "dirichlet",
+    n: int = 20_000,
+    seed: int = 0,
+    batch: int = 5_000,
 ) -> dict[str, tuple[float, float]]:
     """Monte-Carlo expected loss (mean over the T positions) of each reference strategy.
 
@@ -473,8 +523,9 @@ def reference_losses(
     gen = make_generator(seed)
     per_seq: dict[str, list] = {}
     for start in range(0, n, batch):
-        x, P = icl_mc_batch(min(batch, n - start), k, T, alpha, order=order, prior=prior,
-                            generator=gen)
+        x, P = icl_mc_batch(
+            min(batch, n - start), k, T, alpha, order=order, prior=prior, generator=gen
+        )
         for name, probs in strategies(x, P, alpha).items():
             per_seq.setdefault(name, []).append(sequence_loss(probs, x).mean(1))
     out = {}
@@ -486,7 +537,11 @@ def reference_losses(
 
 # ----------------------------------------------------------------------------- graded prior
 def sample_graded_matrices(
-    batch: int, k: int, p: float, *, generator: torch.Generator | None = None,
+    batch: int,
+    k: int,
+    p: float,
+    *,
+    generator: torch.Generator | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
     """Transition matrices (batch, k, k) from a mixture that grades how useful unigrams are.
@@ -510,15 +565,21 @@ def sample_graded_matrices(
         a = torch.rand(batch, generator=generator, dtype=torch.float64, device=dev)
         ds = torch.stack([torch.stack([a, 1 - a], -1), torch.stack([1 - a, a], -1)], -2)
     else:
-        ds = sample_transition_matrices(batch, k, prior="doubly_stochastic",
-                                        generator=generator, dtype=torch.float64)
+        ds = sample_transition_matrices(
+            batch, k, prior="doubly_stochastic", generator=generator, dtype=torch.float64
+        )
     rows = _gamma(1.0, (batch, 1, k), generator).clamp_min(torch.finfo(torch.float64).tiny)
-    iid = (rows / rows.sum(-1, keepdim=True)).expand(batch, k, k)                  # (B, k, k)
+    iid = (rows / rows.sum(-1, keepdim=True)).expand(batch, k, k)  # (B, k, k)
     return torch.where(is_ds[:, None, None], ds, iid).to(dtype)
 
 
 def graded_batch(
-    batch: int, k: int, T: int, p: float, *, generator: torch.Generator | None = None,
+    batch: int,
+    k: int,
+    T: int,
+    p: float,
+    *,
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sequences (batch, T) of chains from :func:`sample_graded_matrices` and their P."""
     T = check_int("T", T, minimum=1)
