@@ -361,16 +361,9 @@ def train_chain_models(
         generator=g,
         device=train_x.device,
     )
-
-    def batch(step):
-        rows = torch.randint(len(train_x), (setup.batch_size,), generator=g, device=train_x.device)
-        x = train_x[rows]
-        seq = parity_chain(x, fmt) if support is None else _support_chain(x, fmt, support)
-        return chain_targets(seq, n)
-
     hist = train(
         model,
-        batch,
+        _chain_batches(train_x, fmt, support, setup.batch_size, g),
         steps=steps,
         lr=setup.lr,
         grad_clip=None,
@@ -380,6 +373,29 @@ def train_chain_models(
         desc=f"{fmt}, {'linear' if hidden is None else 'MLP'}{', shared' if shared else ''}",
     )
     return model, hist
+
+
+def _chain_batches(
+    train_x: torch.Tensor,
+    fmt: str,
+    support: torch.Tensor | None,
+    batch_size: int,
+    generator: torch.Generator | None,
+):
+    """``batch(step)`` of :func:`train_chain_models`: ``batch_size`` strings drawn with
+    replacement from ``train_x`` by ``generator``, as chain inputs and targets (the chains of
+    the parity of the bits in ``support``: checked, on ``train_x``'s device; None: all)."""
+    n = train_x.shape[1]
+
+    def batch(step):
+        rows = torch.randint(
+            len(train_x), (batch_size,), generator=generator, device=train_x.device
+        )
+        x = train_x[rows]
+        seq = parity_chain(x, fmt) if support is None else _support_chain(x, fmt, support)
+        return chain_targets(seq, n)
+
+    return batch
 
 
 def chain_targets(seq: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:

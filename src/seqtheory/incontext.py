@@ -305,6 +305,26 @@ class ICLRun(RunInfo):
     evaluator: ICLEvaluator  # the held-out batch and reference strategies it was measured on
 
 
+def _switch_watch(evaluator: ICLEvaluator, stop_after_switch: int | None, eval_every: int):
+    """``(eval_fn, stop)`` for :func:`~seqtheory.core.training.train`: ``eval_fn`` runs
+    ``evaluator`` and notes whether the model is nearer the bigram than the unigram rule;
+    ``stop`` is true once it was for the last ``stop_after_switch`` steps (never if None)."""
+    closer = []  # per evaluation: nearer bigram than unigram?
+
+    def eval_fn(model, step):
+        out = evaluator(model, step)
+        closer.append((step, out["KL(bigram||model)"] < out["KL(unigram||model)"]))
+        return out
+
+    def stop(step, model, loss):  # runs before the evaluation of ``step``
+        if stop_after_switch is None or not closer or not closer[-1][1]:
+            return False
+        first = next(s for s, c in reversed([(0, False), *closer]) if not c)
+        return closer[-1][0] - first >= stop_after_switch + eval_every
+
+    return eval_fn, stop
+
+
 @experiment(ICLSetup, STREAMS)
 def run(
     setup: ICLSetup,
@@ -324,13 +344,11 @@ def run(
 
     Randomness (:data:`STREAMS` under the base seed ``ctx.seed``): the weights, then the
     batches and dropout masks, are drawn from torch's global generators inside
-    ``ctx.seeded("training")`` (one stream, the bits of the book's runs since the start),
-    which restores their state afterwards: no global side effect.  The held-out sequences
-    come from stream ``heldout``.
-    ``ctx.device`` (default the CPU) is where the model trains: batches are drawn
-    on the CPU and moved over once per step (a batch of 64 chains costs far less than a
-    step), so without dropout a GPU run sees exactly the batches of the same seed on the
-    CPU."""
+    ``ctx.seeded("training")`` (one stream, the bits of the book's runs), which restores
+    their state afterwards; the held-out sequences come from stream ``heldout``.
+    Batches are drawn on the CPU and moved to ``ctx.device`` (default the CPU) once per
+    step, so without dropout a GPU run sees exactly the batches of the same seed on the CPU.
+    """
     if eval_setup is not None and not isinstance(eval_setup, ICLSetup):
         raise TypeError(f"eval_setup must be an ICLSetup, got {type(eval_setup).__name__}")
     if stop_after_switch is not None:
@@ -346,19 +364,7 @@ def run(
     evaluator = ICLEvaluator(
         eval_setup or setup, n=eval_n, seed=ctx.logical("heldout"), base=ctx.seed
     )
-    closer = []  # per evaluation: nearer bigram than unigram?
-
-    def eval_fn(model, step):
-        out = evaluator(model, step)
-        closer.append((step, out["KL(bigram||model)"] < out["KL(unigram||model)"]))
-        return out
-
-    def stop(step, model, loss):  # runs before the evaluation of ``step``
-        if stop_after_switch is None or not closer or not closer[-1][1]:
-            return False
-        first = next(s for s, c in reversed([(0, False), *closer]) if not c)
-        return closer[-1][0] - first >= stop_after_switch + setup.eval_every
-
+    eval_fn, stop = _switch_watch(evaluator, stop_after_switch, setup.eval_every)
     if device.type == "cuda":
         torch.cuda.init()  # so that seeded() restores its generator too
     with ctx.seeded("training"):  # weights, then batches and dropout masks

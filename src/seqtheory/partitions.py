@@ -389,45 +389,33 @@ def solve_partitions(
     from pysat.solvers import Solver
 
     clauses, layout = encode_cnf(x, y, N, K, g=g, shared=shared)
+    sizes = (layout["n_vars"], len(clauses))
     start = time.perf_counter()
     with Solver(name=solver, bootstrap_with=clauses) as s:
         if not s.solve():
-            return SatResult(
-                "unsatisfiable",
-                None,
-                None,
-                time.perf_counter() - start,
-                layout["n_vars"],
-                len(clauses),
-            )
+            return SatResult("unsatisfiable", None, None, time.perf_counter() - start, *sizes)
         labels, g_found = _decode(s.get_model(), layout)
         if not check_unique:
-            return SatResult(
-                "satisfiable",
-                canonical(labels),
-                g_found,
-                time.perf_counter() - start,
-                layout["n_vars"],
-                len(clauses),
-            )
-        I = layout["I"]
-        sigmas = g_symmetries(g, shared=shared) if g is not None else [(np.arange(K),) * I]
-        idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K  # (I, N)
-        for sig in sigmas:
-            image = np.stack([sig[i][labels[i]] for i in range(I)])  # (I, N)
-            s.add_clause((-(idx + image)).ravel().tolist())
+            seconds = time.perf_counter() - start
+            return SatResult("satisfiable", canonical(labels), g_found, seconds, *sizes)
+        _block_relabellings(s, labels, g, K, shared=shared)
         other = s.solve()
         alt = _decode(s.get_model(), layout)[0] if other else None
     status = "ambiguous" if other else "unique"
-    return SatResult(
-        status,
-        canonical(labels),
-        g_found,
-        time.perf_counter() - start,
-        layout["n_vars"],
-        len(clauses),
-        alt,
-    )
+    seconds = time.perf_counter() - start
+    return SatResult(status, canonical(labels), g_found, seconds, *sizes, alt)
+
+
+def _block_relabellings(s, labels: np.ndarray, g, K: int, *, shared: bool) -> None:
+    """Add to solver ``s`` one clause per relabelling of ``labels`` (I, N) that names the
+    same partitions (every symmetry of a known g; the labelling itself when g is unknown),
+    each forbidding that assignment."""
+    I, N = labels.shape
+    sigmas = g_symmetries(g, shared=shared) if g is not None else [(np.arange(K),) * I]
+    idx = 1 + (np.arange(I)[:, None] * N + np.arange(N)[None, :]) * K  # (I, N)
+    for sig in sigmas:
+        image = np.stack([sig[i][labels[i]] for i in range(I)])  # (I, N)
+        s.add_clause((-(idx + image)).ravel().tolist())
 
 
 def colouring_instance(edges, n: int, K: int = 3):
@@ -792,7 +780,9 @@ def coverage_probability(N: int, S: int, I: int = 1) -> float:
 
 # ------------------------------------------------------------------ gradient descent on embeddings
 #: largest number of token tuples per run (N ** I) for which the loss is computed on the full
-#: table of predictions; beyond it, per sample
+#: table of predictions; beyond it, per sample.  The loss depends on the samples only through
+#: how often each tuple occurs and the sum of its labels, so on the table it costs a few small
+#: matrix products, whatever the number of samples.
 DENSE_CELLS = 2**18
 
 
@@ -899,30 +889,18 @@ def train_embeddings(
 ) -> EmbeddingFit:
     """Fit R multilinear models at once, one per (x, y) pair, by full-batch Adam.
 
-    Model: every token n of group i has an embedding ``E_i[n]`` in R^m, and
-    ``f(x) = T(E_1[x_1], ..., E_I[x_I])`` for a learned tensor T; squared loss on the
-    labels (centred and scaled per run).  Runs may have different numbers of samples
-    (padded and masked).  Training goes through :func:`seqtheory.core.training.train` (AdamW
-    without weight decay, which is Adam; no gradient clipping; every step sees all samples)
-    with the (R,) per-run losses, so each run gets its own gradient.  ``seed`` (an int,
-    through :func:`~seqtheory.core.seeds.make_generator`, or a ``torch.Generator``) draws the
-    initial weights on ``device``;
-    ``snapshot_every`` keeps the embeddings every so many steps.  Returns an
-    :class:`EmbeddingFit`: final embeddings and cores, the History (per-run losses in
-    ``member_loss``) and the snapshots, as NumPy arrays on the CPU.
-
-    The loss depends on the samples only through how often each token tuple occurs and
-    the sum of its labels, so for small tables (``dense``; default: N ** I <=
-    ``DENSE_CELLS``) it is computed from f on all N ** I tuples — a few small matrix
-    products, whatever the number of samples — and otherwise sample by sample.
+    :class:`Multilinear` models ``f(x) = T(E_1[x_1], ..., E_I[x_I])`` (embeddings in R^m,
+    a learned tensor T) with squared loss on the labels, centred and scaled per run; runs
+    may have different numbers of samples (padded and masked).  Training goes through
+    :func:`seqtheory.core.training.train` (AdamW without weight decay, which is Adam; no
+    gradient clipping) with the (R,) per-run losses, so each run gets its own gradient.
+    ``seed`` (an int, through :func:`~seqtheory.core.seeds.make_generator`, or a
+    ``torch.Generator``) draws the initial weights on ``device``; ``snapshot_every`` keeps
+    the embeddings every so many steps.  ``dense`` (default: N ** I <= ``DENSE_CELLS``)
+    computes the loss from f on all N ** I token tuples through their counts, otherwise
+    sample by sample.  Returns an :class:`EmbeddingFit` (NumPy arrays on the CPU).
     """
-    if len(xs) != len(ys) or not xs:
-        raise ValueError("xs and ys must be non-empty lists of the same length")
-    N, m = check_int("N", N, minimum=1), check_int("m", m, minimum=1)
-    I = check_int("I", I, minimum=1)
-    steps = check_int("steps", steps, minimum=1)
-    if snapshot_every is not None:
-        check_int("snapshot_every", snapshot_every, minimum=1)
+    N, I, m, steps = _check_fit(xs, ys, N, I, m, steps, snapshot_every)
     dev = check_device("device", device)
     if dense is None:
         dense = N**I <= DENSE_CELLS
@@ -949,6 +927,19 @@ def train_embeddings(
     return EmbeddingFit(
         embeddings=to_numpy(model.E), core=to_numpy(model.T), history=hist, snapshots=snaps
     )
+
+
+def _check_fit(xs, ys, N, I, m, steps, snapshot_every) -> tuple[int, int, int, int]:
+    """``(N, I, m, steps)`` of :func:`train_embeddings` checked (with ``xs``, ``ys`` and
+    ``snapshot_every``)."""
+    if len(xs) != len(ys) or not xs:
+        raise ValueError("xs and ys must be non-empty lists of the same length")
+    N, m = check_int("N", N, minimum=1), check_int("m", m, minimum=1)
+    I = check_int("I", I, minimum=1)
+    steps = check_int("steps", steps, minimum=1)
+    if snapshot_every is not None:
+        check_int("snapshot_every", snapshot_every, minimum=1)
+    return N, I, m, steps
 
 
 def _pack_samples(xs: list, ys: list, N: int, I: int) -> tuple:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import product
 
 import numpy as np
 import torch
@@ -552,13 +553,7 @@ def fit_regressors(
     steps = check_int("steps", steps, minimum=1)
     batch = check_int("batch", batch, minimum=1)
     eval_every = check_int("eval_every", eval_every, minimum=1)
-    M = len(train)
-    if M == 0 or len(test) != M or (val is not None and len(val) != M) or len(init_seeds) != M:
-        raise ValueError(
-            "train, test, val and init_seeds must have one entry per member "
-            f"(got {M}, {len(test)}, {None if val is None else len(val)}, "
-            f"{len(init_seeds)})"
-        )
+    _check_members(train, test, val, init_seeds)
     model = _Members(Ensemble(lambda: make_learner(kind, D, size), list(init_seeds), base=base))
     return _fit_members(
         model,
@@ -576,6 +571,20 @@ def fit_regressors(
         device=device,
         base=base,
     )
+
+
+def _check_members(
+    train: Sequence, test: Sequence, val: Sequence | None, init_seeds: Sequence[int]
+) -> None:
+    """A ValueError unless ``train``, ``test``, ``val`` (if given) and ``init_seeds`` of
+    :func:`fit_regressors` have one entry per member, for at least one member."""
+    M = len(train)
+    if M == 0 or len(test) != M or (val is not None and len(val) != M) or len(init_seeds) != M:
+        raise ValueError(
+            "train, test, val and init_seeds must have one entry per member "
+            f"(got {M}, {len(test)}, {None if val is None else len(val)}, "
+            f"{len(init_seeds)})"
+        )
 
 
 def _fit_members(
@@ -767,37 +776,25 @@ def learning_curves(
     Seed s draws the n training samples (stream ``samples``, index s, under the task's base
     seed) and the clean test set (stream ``tests``, index s); the networks' initialisations
     and batch orders are stream ``networks`` (one index per seed, task and size) under
-    ``base`` (None: the book's base seed).
-    Networks: the first fifth of the n samples is a validation set that picks the
-    checkpoint (:func:`fit_regressors`; every network of
-    the sweep trains in one batched program on ``device``, each with its own data and
+    ``base`` (None: the book's base seed).  Networks: the first fifth of the n samples is a
+    validation set that picks the checkpoint (:func:`fit_regressors`; every network of the
+    sweep trains in one batched program on ``device``, each with its own data and
     initialisation).  The targets and the k-NN search are computed on ``device`` if it is a
     CUDA GPU, else on the CPU (:func:`knn_error`).  The tasks must share the ambient
     dimension D.
     """
     check_choice("learner", learner, ("knn", "mlp", "transformer"))
     device = check_device("device", device)
-    tasks = _check_tasks(list(tasks), "tasks must be a non-empty sequence of TorusTask")
-    sizes = [check_int("n", int(n), minimum=5) for n in sizes]
-    seeds = [check_int("seed", int(s), minimum=0) for s in seeds]
-    if not sizes or not seeds:
-        raise ValueError("sizes and seeds must be non-empty")
-    jobs = [
-        (t, i, j) for t in range(len(tasks)) for i in range(len(sizes)) for j in range(len(seeds))
-    ]
+    tasks, sizes, seeds = _check_sweep(tasks, sizes, seeds)
+    jobs = list(product(range(len(tasks)), range(len(sizes)), range(len(seeds))))
     where = _compute_device(device)
-    test_sets = {
-        (t, j): tasks[t].sample(n_test, STREAMS.seed("tests", seeds[j]), noisy=False, device=where)[
-            :2
-        ]
-        for t in range(len(tasks))
-        for j in range(len(seeds))
-    }
+    test_sets = _test_sets(tasks, seeds, n_test, where)
     if learner == "knn":  # the same numbers as knn_error(task, n, seed, n_test=n_test)
         err = _knn_members(tasks, sizes, seeds, jobs, test_sets, where, progress)
     else:
         steps = check_int("steps", steps, minimum=1)
         train, val, test, init = _network_members(tasks, sizes, seeds, jobs, test_sets, where)
+        fit = dict(steps=steps, batch=batch, lr=lr, eval_every=eval_every, progress=progress)
         err = fit_regressors(
             learner,
             tasks[0].D,
@@ -806,20 +803,35 @@ def learning_curves(
             test,
             val,
             init_seeds=init,
-            steps=steps,
-            batch=batch,
-            lr=lr,
             weight_decay=1e-4,
-            eval_every=eval_every,
-            progress=progress,
             device=device,
             base=base,
             desc=f"{len(jobs)} {learner}s in one batch",
+            **fit,
         )
-    out = np.empty((len(tasks), len(sizes), len(seeds)))
-    for k, (t, i, j) in enumerate(jobs):
-        out[t, i, j] = err[k]
-    return out
+    # jobs run over (task, size, seed) in row-major order
+    return np.array(err, dtype=float).reshape(len(tasks), len(sizes), len(seeds))
+
+
+def _check_sweep(tasks, sizes, seeds) -> tuple[list, list, list]:
+    """The ``tasks``, ``sizes`` and ``seeds`` of :func:`learning_curves` as checked lists."""
+    tasks = _check_tasks(list(tasks), "tasks must be a non-empty sequence of TorusTask")
+    sizes = [check_int("n", int(n), minimum=5) for n in sizes]
+    seeds = [check_int("seed", int(s), minimum=0) for s in seeds]
+    if not sizes or not seeds:
+        raise ValueError("sizes and seeds must be non-empty")
+    return tasks, sizes, seeds
+
+
+def _test_sets(tasks: list, seeds: list, n_test: int, where: torch.device) -> dict:
+    """The clean test set ``(X, y)`` of :func:`learning_curves` for each (task number, seed
+    number): ``n_test`` points of stream ``tests``, index the seed, on ``where``."""
+    sets = {}
+    for t, task in enumerate(tasks):
+        for j, seed in enumerate(seeds):
+            test = task.sample(n_test, STREAMS.seed("tests", seed), noisy=False, device=where)
+            sets[t, j] = test[:2]
+    return sets
 
 
 def _knn_members(

@@ -252,6 +252,45 @@ class _AffineStitch(nn.Module):
         return self.target(pairs, self.mapped())
 
 
+def _stitch_pair(source, target, data) -> tuple[torch.Tensor, KinshipModels]:
+    """:func:`stitch`'s sources (M, n, d) and target models checked against each other and
+    ``data``; a single target model is repeated for M > 1 sources."""
+    if not isinstance(target, KinshipModels):
+        raise TypeError(f"target must be KinshipModels, got {type(target).__name__}")
+    if not isinstance(data, KinshipData):
+        raise TypeError(f"data must be KinshipData, got {type(data).__name__}")
+    src = _as_embeddings(source)
+    if not bool(torch.isfinite(src).all()):
+        raise ValueError("source embeddings must be finite (got NaN or inf)")
+    if src.shape[1] != data.n_people:
+        raise ValueError(f"source embeds {src.shape[1]} people, the data has {data.n_people}")
+    if target.n_models == 1 and src.shape[0] > 1:
+        target = target.select([0] * src.shape[0])
+    if target.n_models != src.shape[0]:
+        raise ValueError(f"{src.shape[0]} sources but {target.n_models} target models")
+    return src, target
+
+
+def _stitch_result(model: _AffineStitch, data: KinshipData) -> StitchResult:
+    """The trained maps of ``model`` and their scores on ``data`` (on the model's device),
+    as a :class:`StitchResult` on the CPU."""
+    pairs, labels = data.select("train")  # (P, 2), (P,)
+    with evaluating(model):
+        mapped = model.mapped()  # (M, n, d_target)
+        logits = model.target(pairs, mapped)  # (M, P, K) train pairs
+        loss = to_numpy(per_model_loss(logits, labels))
+        train_acc = to_numpy((logits.argmax(-1) == labels).double().mean(1))
+    test_acc = accuracy(model.target, data, "test_facts", mapped)
+    return StitchResult(
+        model.weight.detach().cpu(),
+        model.bias.detach().cpu(),
+        mapped.cpu(),
+        train_acc,
+        test_acc,
+        loss,
+    )
+
+
 STITCH_KINDS = ("affine", "mlp")
 
 
@@ -285,19 +324,7 @@ def stitch(
     check_choice("kind", kind, STITCH_KINDS)
     hidden = check_int("hidden", hidden, minimum=1)
     steps = check_int("steps", steps, minimum=1)
-    if not isinstance(target, KinshipModels):
-        raise TypeError(f"target must be KinshipModels, got {type(target).__name__}")
-    if not isinstance(data, KinshipData):
-        raise TypeError(f"data must be KinshipData, got {type(data).__name__}")
-    src = _as_embeddings(source)
-    if not bool(torch.isfinite(src).all()):
-        raise ValueError("source embeddings must be finite (got NaN or inf)")
-    if src.shape[1] != data.n_people:
-        raise ValueError(f"source embeds {src.shape[1]} people, the data has {data.n_people}")
-    if target.n_models == 1 and src.shape[0] > 1:
-        target = target.select([0] * src.shape[0])
-    if target.n_models != src.shape[0]:
-        raise ValueError(f"{src.shape[0]} sources but {target.n_models} target models")
+    src, target = _stitch_pair(source, target, data)
     device = target.mask.device if device is None else check_device("device", device)
     target = target.select(list(range(target.n_models)))  # frozen copy
     model = _AffineStitch(src, target, init, kind, hidden, seed).to(device)
@@ -311,20 +338,7 @@ def stitch(
         progress=progress,
         desc="stitching",
     )
-    with evaluating(model):
-        mapped = model.mapped()  # (M, n, d_target)
-        logits = model.target(pairs, mapped)  # (M, P, K) train pairs
-        loss = to_numpy(per_model_loss(logits, labels))
-        train_acc = to_numpy((logits.argmax(-1) == labels).double().mean(1))
-    test_acc = accuracy(model.target, data, "test_facts", mapped)
-    return StitchResult(
-        model.weight.detach().cpu(),
-        model.bias.detach().cpu(),
-        mapped.cpu(),
-        train_acc,
-        test_acc,
-        loss,
-    )
+    return _stitch_result(model, data)
 
 
 def stitch_restarts(

@@ -184,29 +184,55 @@ def train_char_model(
         raise ValueError(
             f"n_train={n_train} exceeds the {len(corpus.split('train'))} training characters"
         )
+    config = TransformerConfig(
+        vocab_size=corpus.vocab_size,
+        max_len=context,
+        n_layers=n_layers,
+        n_heads=n_heads,
+        d_model=d_model,
+    )
     with seeded(STREAMS.seed("weights", seed), base=base):
-        model = Transformer(
-            TransformerConfig(
-                vocab_size=corpus.vocab_size,
-                max_len=context,
-                n_layers=n_layers,
-                n_heads=n_heads,
-                d_model=d_model,
-            )
-        )
+        model = Transformer(config)
     model.to(device)
-    val = corpus.windows(
-        "val", n_eval, context + 1, seed=STREAMS.seed("val_windows"), base=base
-    ).to(device)
-    test = corpus.windows(
-        "test", n_eval, context + 1, seed=STREAMS.seed("test_windows"), base=base
-    ).to(device)
+    eval_fn, best = _best_checkpoint(*_held_out_windows(corpus, n_eval, context + 1, device, base))
+    batches = _train_windows(corpus, n_train, batch, context + 1, seed, device, base)
+    schedule = TrainConfig(
+        steps=steps, lr=lr, warmup=min(50, steps // 10), schedule="cosine", eval_every=eval_every
+    )
+    hist = train(
+        model, batches, schedule, eval_fn=eval_fn, progress=progress, desc=f"n={n_train:,}"
+    )
+    return _char_result(model, best, hist, seed, device)
+
+
+def _held_out_windows(
+    corpus: CharCorpus, n: int, length: int, device: torch.device, base: int | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(val, test)``: ``n`` windows of ``length`` of each held-out split (streams
+    ``val_windows`` and ``test_windows`` under ``base``), on ``device``."""
+    val = corpus.windows("val", n, length, seed=STREAMS.seed("val_windows"), base=base)
+    test = corpus.windows("test", n, length, seed=STREAMS.seed("test_windows"), base=base)
+    return val.to(device), test.to(device)
+
+
+def _train_windows(
+    corpus: CharCorpus,
+    n_train: int,
+    batch: int,
+    length: int,
+    seed: int,
+    device: torch.device,
+    base: int | None,
+):
+    """``batch_fn(step)`` of :func:`train_char_model`: inputs and next-character targets of
+    ``batch`` windows of ``length`` cut on ``device`` from the first ``n_train`` training
+    characters (stream ``train_windows``, index ``seed * 100_003 + step``, under ``base``)."""
 
     def batch_fn(step: int):
         w = corpus.windows(
             "train",
             batch,
-            context + 1,
+            length,
             seed=STREAMS.seed("train_windows", seed * 100_003 + step),
             limit=n_train,
             device=device,
@@ -214,21 +240,13 @@ def train_char_model(
         )  # (batch, T+1)
         return w[:, :-1], w[:, 1:]
 
-    eval_fn, best = _best_checkpoint(val, test)
-    hist = train(
-        model,
-        batch_fn,
-        TrainConfig(
-            steps=steps,
-            lr=lr,
-            warmup=min(50, steps // 10),
-            schedule="cosine",
-            eval_every=eval_every,
-        ),
-        eval_fn=eval_fn,
-        progress=progress,
-        desc=f"n={n_train:,}",
-    )
+    return batch_fn
+
+
+def _char_result(
+    model: Transformer, best: dict, hist: History, seed: int, device: torch.device
+) -> CharModelResult:
+    """The :class:`CharModelResult` of ``model`` restored to the ``best`` checkpoint."""
     model.load_state_dict(best["state"])
     model.eval()
     return CharModelResult(

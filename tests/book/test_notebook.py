@@ -39,7 +39,8 @@ def test_a_reader_notebook_shows_a_note_and_goes_on(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "from seqtheory.utils import check\ncheck(1 + 1 == 3, 'planted: 1 + 1 = 2, not 3')"
+            "from seqtheory.book.notebook import check\n"
+            "check(1 + 1 == 3, 'planted: 1 + 1 = 2, not 3')"
         ),
         nbformat.v4.new_code_cell("after = 'the chapter went on'\nprint(after)"),
     ]

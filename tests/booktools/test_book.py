@@ -123,7 +123,11 @@ def _lines(cell) -> int:
 @pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
 def test_chapter_checks_its_claims_and_has_exercises(md):
     # claims are checked by the one helper, in short hidden cells, never by bare calls
-    verified = [c for c in _hidden_cells(md) if re.search(r"\bverify\(chapter\.claims\(", c.source)]
+    verified = [
+        c
+        for c in _hidden_cells(md)
+        if re.search(r"\bverify\(chapter\.claims\(", re.sub(r"\s+", "", c.source))
+    ]
     assert verified, f"{md.name}: no hidden cell verifies its claims (verify(chapter.claims(...)))"
     long = [
         (c.source.split("\n")[0], _lines(c))

@@ -20,7 +20,7 @@ def test_full_run_reports_every_check(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "import os\nfrom seqtheory.utils import check\nfull = os.environ.get('FULL')"
+            "import os\nfrom seqtheory.book.notebook import check\nfull = os.environ.get('FULL')"
         ),
         nbformat.v4.new_code_cell("check(full == '1', full)"),
         # two checks in one cell: the planted failure must not hide the check after it
@@ -92,7 +92,8 @@ def test_chapters_run_at_once_in_a_smoke_run_with_their_peaks_and_a_timeout(tmp_
     pytest.importorskip("nbclient")
     quick = _notebook(
         tmp_path / "quick.ipynb",
-        "import os\nfrom seqtheory.utils import check, smoke_steps",
+        "import os\nfrom seqtheory.book.notebook import check\n"
+        "from seqtheory.core.runtime import smoke_steps",
         "check(smoke_steps() == 2, os.environ.get('SEQTHEORY_SMOKE'))",
         "big = bytearray(300 * 2**20)",
     )  # 300 MiB resident
@@ -133,7 +134,7 @@ def test_chapters_run_at_once_in_a_smoke_run_with_their_peaks_and_a_timeout(tmp_
     # a smoke run's checks are not expected to hold: only errors fail it
     failing = _notebook(
         tmp_path / "failing.ipynb",
-        "from seqtheory.utils import check\ncheck(1 > 2, 'not after 2 steps')",
+        "from seqtheory.book.notebook import check\ncheck(1 > 2, 'not after 2 steps')",
     )
     proc = subprocess.run(
         [

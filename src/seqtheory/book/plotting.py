@@ -182,13 +182,30 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence], digits: int 
     return Markdown("\n".join(lines))
 
 
+def _diagram_box(ax, x, y, w, h, text, color):
+    """A rounded box of width ``w`` and height ``h`` centred on ``(x, y)``, labelled ``text``."""
+    from matplotlib.patches import FancyBboxPatch
+
+    style = "round,pad=0.02,rounding_size=0.15"
+    corner = (x - w / 2, y - h / 2)
+    ax.add_patch(FancyBboxPatch(corner, w, h, boxstyle=style, fc=color, ec="0.25", alpha=0.25))
+    ax.text(x, y, text, ha="center", va="center", fontsize=10)
+
+
+def _diagram_arrow(ax, a, b, **kw):
+    """An arrow from point ``a`` to point ``b``."""
+    from matplotlib.patches import FancyArrowPatch
+
+    ax.add_patch(
+        FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=12, color="0.25", lw=1.2, **kw)
+    )
+
+
 def draw_transformer(n_layers: int = 1, mlp: bool = False, ax=None):
     """A block diagram of the book's decoder-only transformer: token and position embeddings
     write the residual stream; each layer's attention (and MLP, when ``mlp``) reads it and
     adds its output back; the unembedding turns the last vector into next-token
     probabilities. Returns the axes."""
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
     n_layers = int(n_layers)
     if n_layers < 1 or n_layers > 4:
         raise ValueError(f"n_layers must be between 1 and 4, got {n_layers}")
@@ -203,30 +220,10 @@ def draw_transformer(n_layers: int = 1, mlp: bool = False, ax=None):
         _, ax = plt.subplots(figsize=(6.4, min(0.55 * height + 0.6, 7.5)))
     ax.set(xlim=(0, 10), ylim=(-0.4, height), aspect="auto")
     ax.axis("off")
-
-    def box(x, y, w, h, text, color, **kw):
-        ax.add_patch(
-            FancyBboxPatch(
-                (x - w / 2, y - h / 2),
-                w,
-                h,
-                boxstyle="round,pad=0.02,rounding_size=0.15",
-                fc=color,
-                ec="0.25",
-                alpha=kw.get("alpha", 0.25),
-            )
-        )
-        ax.text(x, y, text, ha="center", va="center", fontsize=10)
-
-    def arrow(a, b, **kw):
-        ax.add_patch(
-            FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=12, color="0.25", lw=1.2, **kw)
-        )
-
     x0 = 3.2  # the residual stream's column
-    box(x0, 0.3, 4.6, 0.6, "tokens $x_1,\\dots,x_t$", "0.85")
-    box(x0, 1.3, 4.6, 0.6, "token embedding + position", "C2")
-    arrow((x0, 0.6), (x0, 1.0))
+    _diagram_box(ax, x0, 0.3, 4.6, 0.6, "tokens $x_1,\\dots,x_t$", "0.85")
+    _diagram_box(ax, x0, 1.3, 4.6, 0.6, "token embedding + position", "C2")
+    _diagram_arrow(ax, (x0, 0.6), (x0, 1.0))
     y = 2.0
     ax.text(
         x0 - 2.6,
@@ -241,16 +238,16 @@ def draw_transformer(n_layers: int = 1, mlp: bool = False, ax=None):
     for layer in range(n_layers):
         for text, color in blocks:
             y_in, y_add = y + 0.1, y + 0.85
-            box(7.3, y + 0.45, 3.6, 0.75, f"layer {layer + 1}: {text}", color)
-            arrow((x0, y_in), (5.5, y + 0.45))  # read the stream
-            arrow((5.5, y + 0.45), (x0 + 0.12, y_add), connectionstyle="arc3,rad=0.0")
+            _diagram_box(ax, 7.3, y + 0.45, 3.6, 0.75, f"layer {layer + 1}: {text}", color)
+            _diagram_arrow(ax, (x0, y_in), (5.5, y + 0.45))  # read the stream
+            _diagram_arrow(ax, (5.5, y + 0.45), (x0 + 0.12, y_add), connectionstyle="arc3,rad=0.0")
             ax.text(x0, y_add, "$\\oplus$", ha="center", va="center", fontsize=14)
             y += 1.1
     ax.plot([x0, x0], [1.6, y], color="0.25", lw=1.2, zorder=0)
-    box(x0, y + 0.35, 4.6, 0.6, "unembedding, softmax", "C4")
-    arrow((x0, y), (x0, y + 0.05))
+    _diagram_box(ax, x0, y + 0.35, 4.6, 0.6, "unembedding, softmax", "C4")
+    _diagram_arrow(ax, (x0, y), (x0, y + 0.05))
     ax.text(x0, y + 1.0, "$\\hat p(x_{t+1} \\mid x_{1:t})$", ha="center", va="center", fontsize=11)
-    arrow((x0, y + 0.65), (x0, y + 0.8))
+    _diagram_arrow(ax, (x0, y + 0.65), (x0, y + 0.8))
     return ax
 
 

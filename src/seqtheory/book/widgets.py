@@ -298,7 +298,7 @@ def _player_field(axis: _Axis, c: list[int], moving: list[int], i: int) -> str:
     return f'<select data-sqx-control="{j}">{opts}</select>'
 
 
-def _player_html(
+def _player_data(
     alt: str,
     axes: list[_Axis],
     mode: str,
@@ -307,7 +307,8 @@ def _player_html(
     images: list[bytes],
     default_image: int,
 ) -> str:
-    """The self-contained HTML player (controls, image, inline data and script)."""
+    """The player's inline JSON: control names and labels, which image each combination of
+    the moving controls shows, and every image but the default one as a data: URI."""
     moving = [i for i, c in enumerate(chosen) if len(c) > 1]
     payload = {
         "alt": alt,
@@ -326,7 +327,34 @@ def _player_html(
         ],
     }
     data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    data = data.replace("<", "\\u003c")  # nothing in it can close the <script>
+    return data.replace("<", "\\u003c")  # nothing in it can close the <script>
+
+
+def _player_note(mode: str, moving: list[int], views: int) -> str:
+    """The line under the player's image: how many views it holds and how they combine."""
+    if not moving:
+        note = "One precomputed view."
+    elif mode == "star":
+        note = (
+            f"{views} precomputed views: moving one control puts the others back to their defaults."
+        )
+    else:
+        note = f"{views} precomputed views: every combination of the values shown."
+    return note + " For every value and any combination, open this chapter in Colab or Jupyter."
+
+
+def _player_html(
+    alt: str,
+    axes: list[_Axis],
+    mode: str,
+    chosen: list[list[int]],
+    frames: dict,
+    images: list[bytes],
+    default_image: int,
+) -> str:
+    """The self-contained HTML player (controls, image, inline data and script)."""
+    moving = [i for i, c in enumerate(chosen) if len(c) > 1]
+    data = _player_data(alt, axes, mode, chosen, frames, images, default_image)
     uid = "sqx-" + hashlib.sha1(f"{next(_counter)}{os.getpid()}{data}".encode()).hexdigest()[:10]
     esc = html_lib.escape
     parts = [
@@ -334,16 +362,7 @@ def _player_html(
         for i, axis in enumerate(axes)
     ]
     n = len(images)
-    if not moving:
-        note = "One precomputed view."
-    elif mode == "star":
-        note = (
-            f"{len(frames)} precomputed views: moving one control puts the others back "
-            "to their defaults."
-        )
-    else:
-        note = f"{len(frames)} precomputed views: every combination of the values shown."
-    note += " For every value and any combination, open this chapter in Colab or Jupyter."
+    note = _player_note(mode, moving, len(frames))
     first_src = "data:image/png;base64," + base64.b64encode(images[default_image]).decode()
     default_alt = alt + (
         " (" + ", ".join(f"{axes[i].label} {axes[i].labels[axes[i].default]}" for i in moving) + ")"

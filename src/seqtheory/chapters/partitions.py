@@ -397,37 +397,59 @@ def draw_setup(problem, x, y):
 
     from ..book.plotting import palette
 
-    col, n_tok = palette(2), problem.N
+    col = palette(2)
     fig, ax = plt.subplots(figsize=(8, 3.4), constrained_layout=True)
     ax.set_axis_off()
     ax.set(xlim=(-0.5, 13.8), ylim=(-0.4, 2.9))
     arrow = dict(arrowstyle="->", color="0.3")
     for i, token in enumerate(x):
-        row = 2.2 - 1.7 * i
-        ax.text(-0.4, row + 0.4, f"slot {i + 1}: tokens", fontsize="small", va="bottom")
-        for n in range(n_tok):
-            ax.scatter(n * 0.6, row, s=260, color=col[problem.labels[i, n]], zorder=2)
-            ax.text(
-                n * 0.6,
-                row,
-                str(n),
-                ha="center",
-                va="center",
-                fontsize=9,
-                color="w",
-                fontweight="bold",
-                zorder=3,
-            )
-        ax.scatter(token * 0.6, row, s=600, facecolors="none", edgecolors="k", lw=1.5)
-        cls = problem.labels[i, token]
-        # below the row, so the arrow crosses no other token
-        ax.annotate(
-            "",
-            (5.2, row - 0.55),
-            (token * 0.6, row - 0.25),
-            arrowprops=dict(arrow, connectionstyle="angle,angleA=-90,angleB=0"),
+        _draw_slot(ax, problem, i, token, col, arrow)
+    _draw_table(ax, problem, x)
+    ax.text(10.0, 2.35, "table g", ha="center", va="bottom", fontsize=9, fontweight="bold")
+    ax.text(8.5, 2.35, "rows: slot 1", ha="center", va="bottom", fontsize=9)
+    ax.text(10.0, 0.05, "columns: slot 2", ha="center", va="top", fontsize=9)
+    ax.annotate("", (7.95, 1.8), (6.6, 1.65), arrowprops=arrow)
+    ax.annotate("", (8.95, -0.05), (6.6, -0.05), arrowprops=arrow)
+    ax.annotate("", (12.0, 1.4), (11.1, 1.4), arrowprops=arrow)
+    ax.text(12.1, 1.4, f"label y = {y}", va="center", fontsize="large")
+    return fig
+
+
+def _draw_slot(ax, problem, i: int, token, col, arrow: dict) -> None:
+    """Slot ``i`` of :func:`draw_setup`: its tokens coloured by class, the sample's
+    ``token`` circled, an arrow to its class."""
+    row = 2.2 - 1.7 * i
+    ax.text(-0.4, row + 0.4, f"slot {i + 1}: tokens", fontsize="small", va="bottom")
+    for n in range(problem.N):
+        ax.scatter(n * 0.6, row, s=260, color=col[problem.labels[i, n]], zorder=2)
+        ax.text(
+            n * 0.6,
+            row,
+            str(n),
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="w",
+            fontweight="bold",
+            zorder=3,
         )
-        ax.text(5.3, row - 0.55, f"class {cls}", va="center", color=col[cls], fontweight="bold")
+    ax.scatter(token * 0.6, row, s=600, facecolors="none", edgecolors="k", lw=1.5)
+    cls = problem.labels[i, token]
+    # below the row, so the arrow crosses no other token
+    ax.annotate(
+        "",
+        (5.2, row - 0.55),
+        (token * 0.6, row - 0.25),
+        arrowprops=dict(arrow, connectionstyle="angle,angleA=-90,angleB=0"),
+    )
+    ax.text(5.3, row - 0.55, f"class {cls}", va="center", color=col[cls], fontweight="bold")
+
+
+def _draw_table(ax, problem, x) -> None:
+    """The 2 x 2 table g of :func:`draw_setup`, the cell that the sample ``x`` picks
+    filled, with the classes of both slots along its sides."""
+    import matplotlib.pyplot as plt
+
     for a in range(2):
         for b in range(2):
             pick = (a, b) == (problem.labels[0, x[0]], problem.labels[1, x[1]])
@@ -446,14 +468,6 @@ def draw_setup(problem, x, y):
             )
         ax.text(8.9, 1.8 - a * 0.8, f"class {a}", ha="right", va="center", fontsize=9)
         ax.text(9.5 + a, 0.5, f"class {a}", ha="center", va="top", fontsize=9)
-    ax.text(10.0, 2.35, "table g", ha="center", va="bottom", fontsize=9, fontweight="bold")
-    ax.text(8.5, 2.35, "rows: slot 1", ha="center", va="bottom", fontsize=9)
-    ax.text(10.0, 0.05, "columns: slot 2", ha="center", va="top", fontsize=9)
-    ax.annotate("", (7.95, 1.8), (6.6, 1.65), arrowprops=arrow)
-    ax.annotate("", (8.95, -0.05), (6.6, -0.05), arrowprops=arrow)
-    ax.annotate("", (12.0, 1.4), (11.1, 1.4), arrowprops=arrow)
-    ax.text(12.1, 1.4, f"label y = {y}", va="center", fontsize="large")
-    return fig
 
 
 # ----------------------------------------------------------------------------- sections

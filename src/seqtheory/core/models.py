@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ._inputs import check_embeds, check_hooks, check_token_ids
 from .runtime import evaluating
 from .seeds import seeded
 from .validate import check_choice, check_float, check_int
@@ -34,6 +35,8 @@ __all__ = [
 ]
 
 POS_ENCODINGS = ("learned", "relative", "rotary", "hard_alibi", "none")
+#: longest sequence a Transformer accepts: its attention layers hold (max_len, max_len) masks
+MAX_LEN = 4096
 
 # False inside a batched program (seqtheory.core.ensemble): its inputs were checked outside vmap
 _CHECK_INPUTS = contextvars.ContextVar("seqtheory_check_inputs", default=True)
@@ -47,10 +50,6 @@ def unchecked_inputs():
         yield
     finally:
         _CHECK_INPUTS.reset(token)
-
-
-#: longest sequence a Transformer accepts: its attention layers hold (max_len, max_len) masks
-MAX_LEN = 4096
 
 
 @dataclass
@@ -91,8 +90,7 @@ class TransformerConfig:
         check_int("max_len", self.max_len, minimum=1)
         if self.max_len > MAX_LEN:
             raise ValueError(
-                f"max_len must be at most {MAX_LEN} (each attention layer keeps "
-                f"(max_len, max_len) masks), got {self.max_len}"
+                f"max_len must be at most {MAX_LEN} (size of attention masks), got {self.max_len}"
             )
         for name in ("n_layers", "d_model", "mlp_ratio"):
             check_int(name, getattr(self, name), minimum=1)
@@ -104,8 +102,7 @@ class TransformerConfig:
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if len(self.heads) != self.n_layers:
             raise ValueError(
-                f"n_heads has {len(self.heads)} entries but n_layers is "
-                f"{self.n_layers}; give one int for all layers or one per layer"
+                f"n_heads must be one int or one per layer ({self.n_layers}), got {self.n_heads}"
             )
         for h in self.heads:
             check_int("n_heads", h, minimum=1)
@@ -113,8 +110,7 @@ class TransformerConfig:
                 raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({h})")
             if self.pos_encoding == "rotary" and (self.d_model // h) % 2:
                 raise ValueError(
-                    "rotary positions need an even head size; "
-                    f"d_model/n_heads = {self.d_model // h}"
+                    f"rotary needs an even head size d_model/n_heads, got {self.d_model // h}"
                 )
         if self.pos_encoding == "hard_alibi":
             self._check_windows()
@@ -122,14 +118,11 @@ class TransformerConfig:
             raise ValueError("windows only apply to pos_encoding='hard_alibi'")
 
     def _check_windows(self) -> None:
-        per_layer, heads = self.layer_windows, self.heads
-        if len(per_layer) != self.n_layers or any(
-            len(w) != h for w, h in zip(per_layer, heads, strict=True)
-        ):
-            given = tuple(self.windows) or tuple(range(1, heads[0])) + (0,)
+        per_layer = self.layer_windows
+        if tuple(map(len, per_layer)) != self.heads:
             raise ValueError(
-                "hard_alibi needs one window per head (one tuple for all layers "
-                f"or one per layer); got heads {heads} and windows {given}"
+                "hard_alibi needs one window per head (one tuple for all layers or one per "
+                f"layer); got heads {self.heads} and windows {per_layer}"
             )
         for w in sum(per_layer, ()):
             check_int("window", w, minimum=0)
@@ -192,12 +185,10 @@ class Attention(nn.Module):
             self.register_buffer("cos", angles.cos(), persistent=False)
             self.register_buffer("sin", angles.sin(), persistent=False)
         if self.pos == "hard_alibi":
-            # Hard-ALiBi (Jelassi et al., 2024): head h sees keys with i - j < window_h;
-            # window 0 means the whole prefix, with no position information at all
+            # Hard-ALiBi (Jelassi et al., 2024): head h sees keys with i - j < window_h (window
+            # 0: the whole prefix, with no position information at all); window_ok (H, T, T)
             win = torch.tensor([w if w > 0 else T for w in cfg.layer_windows[layer]])  # (H,)
-            self.register_buffer(
-                "window_ok", dist[None] < win[:, None, None], persistent=False
-            )  # (H, T, T)
+            self.register_buffer("window_ok", dist < win[:, None, None], persistent=False)
 
     def forward(self, x: torch.Tensor, hooks: dict) -> torch.Tensor:
         """Attention output (B, T, C), with ``hooks`` applied at this layer's points. Unless a
@@ -268,10 +259,9 @@ class Transformer(nn.Module):
         base: int | None = None,
         **overrides,
     ):
-        """Build from ``cfg`` (or keyword overrides of a default config), with weights drawn
-        inside :func:`~seqtheory.core.seeds.seeded` ``(seed, base=base)`` (torch's global RNG left
-        as
-        it was), or from the global RNG (``seed_everything``) without ``seed``."""
+        """Build from ``cfg`` (or keyword overrides of a default config). With ``seed`` the
+        weights are drawn inside :func:`~seqtheory.core.seeds.seeded` ``(seed, base=base)``
+        (torch's global RNG left as it was), else from the global RNG (``seed_everything``)."""
         super().__init__()
         if cfg is None:
             cfg = TransformerConfig(**overrides)
@@ -282,15 +272,11 @@ class Transformer(nn.Module):
         if seed is None and base is not None:
             raise ValueError("base is the base seed of seed=...; pass seed as well")
         self.cfg = cfg
-        with (
-            contextlib.nullcontext()
-            if seed is None
-            else seeded(check_int("seed", seed, minimum=0), base=base)
-        ):
-            self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
-            self.pos_emb = (
-                nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" else None
-            )
+        seed = None if seed is None else check_int("seed", seed, minimum=0)
+        with contextlib.nullcontext() if seed is None else seeded(seed, base=base):
+            self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)  # (V, C)
+            learned = cfg.pos_encoding == "learned"
+            self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model) if learned else None  # (L, C)
             self.drop = nn.Dropout(cfg.dropout)
             self.blocks = nn.ModuleList(Block(cfg, h, i) for i, h in enumerate(cfg.heads))
             self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.layer_norm else nn.Identity()
@@ -317,24 +303,6 @@ class Transformer(nn.Module):
             names += [f"scores.{i}", f"pattern.{i}", f"heads.{i}", f"resid.{i + 1}"]
         return tuple(names)
 
-    def _check_input(self, idx: torch.Tensor) -> None:
-        if not isinstance(idx, torch.Tensor):
-            raise TypeError(f"idx must be a torch.Tensor of token ids, got {type(idx).__name__}")
-        if idx.dim() != 2:
-            raise ValueError(f"idx must have shape (batch, seq_len), got {tuple(idx.shape)}")
-        if idx.dtype not in (torch.int64, torch.int32):
-            raise TypeError(f"idx must hold integer token ids (int64), got {idx.dtype}")
-        B, T = idx.shape
-        if B < 1:
-            raise ValueError(f"idx must hold at least one sequence, got shape {tuple(idx.shape)}")
-        if not 1 <= T <= self.cfg.max_len:
-            raise ValueError(f"sequence length must be in 1..max_len={self.cfg.max_len}, got {T}")
-        lo, hi = int(idx.min()), int(idx.max())
-        if lo < 0 or hi >= self.cfg.vocab_size:
-            raise ValueError(
-                f"token ids must lie in 0..{self.cfg.vocab_size - 1}, got values in {lo}..{hi}"
-            )
-
     def validate_input(
         self, idx: torch.Tensor | None = None, *, embeds: torch.Tensor | None = None
     ) -> None:
@@ -342,33 +310,14 @@ class Transformer(nn.Module):
         if (idx is None) == (embeds is None):
             raise TypeError("give exactly one of idx (token ids) or embeds (input vectors)")
         if embeds is None:
-            return self._check_input(idx)
-        if not isinstance(embeds, torch.Tensor) or not embeds.is_floating_point():
-            raise TypeError("embeds must be a floating-point torch.Tensor of shape (B, T, d_model)")
-        if embeds.dim() != 3 or embeds.shape[-1] != self.cfg.d_model:
-            raise ValueError(
-                f"embeds must have shape (batch, seq_len, d_model="
-                f"{self.cfg.d_model}), got {tuple(embeds.shape)}"
-            )
-        if not 1 <= embeds.shape[1] <= self.cfg.max_len:
-            raise ValueError(
-                f"sequence length must be in 1..max_len={self.cfg.max_len}, got {embeds.shape[1]}"
-            )
+            check_token_ids(idx, self.cfg.vocab_size, self.cfg.max_len)
+        else:
+            check_embeds(embeds, self.cfg.d_model, self.cfg.max_len)
 
     def _hooks(self, hooks: dict | None, cache: dict | None) -> dict:
         """``hooks`` checked, as {point: tuple of functions}, with ``cache``'s hooks last."""
-        if hooks is not None and not isinstance(hooks, dict):
-            raise TypeError(f"hooks must be a dict {{point: function}}, got {type(hooks).__name__}")
-        points, out = self.hook_points, {}
-        for name, fns in (hooks or {}).items():
-            if name not in points:
-                raise ValueError(
-                    f"hooks: this model has no point {name!r}; its points are {', '.join(points)}"
-                )
-            fns = tuple(fns) if isinstance(fns, (list, tuple)) else (fns,)
-            if not all(callable(fn) for fn in fns):
-                raise TypeError(f"hooks[{name!r}] must be a function or a list of functions")
-            out[name] = fns
+        points = self.hook_points
+        out = check_hooks(hooks, points)
         if cache is not None:
             kept = [p for p in points if p.startswith(("pattern.", "resid."))]
             for name, fn in cache_into(cache, kept).items():

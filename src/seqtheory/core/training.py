@@ -230,14 +230,7 @@ def train(
     bar = progress_bar(range(1, cfg.steps + 1), desc=desc, disable=not progress, mininterval=0.5)
     for step in bar:
         lr = _set_lr(opt, step, cfg)
-        inputs, targets = _to_device(batch_fn(step), device)
-        with _forward_context(step, device, bf16=cfg.precision == "bf16"):
-            step_losses = reduction.losses(model(inputs), targets)
-        loss, recorded = reduction.reduce(step_losses)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        reduction.clip()
-        opt.step()
+        recorded = _train_step(model, opt, reduction, batch_fn(step), step, cfg, device)
         hist.steps.append(step)
         hist.lr.append(lr)
         shown = losses.push(recorded, step)
@@ -397,6 +390,28 @@ def _set_lr(opt: torch.optim.Optimizer, step: int, cfg: TrainConfig) -> float:
     return lr
 
 
+def _train_step(
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    reduction: LossReduction,
+    batch: tuple,
+    step: int,
+    cfg: TrainConfig,
+    device: torch.device,
+) -> torch.Tensor:
+    """One optimisation step on ``batch``: forward pass, loss, backward pass, clipping, update;
+    the detached loss to record (:meth:`LossReduction.reduce`)."""
+    inputs, targets = _to_device(batch, device)
+    with _forward_context(step, device, bf16=cfg.precision == "bf16"):
+        step_losses = reduction.losses(model(inputs), targets)
+    loss, recorded = reduction.reduce(step_losses)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    reduction.clip()
+    opt.step()
+    return recorded
+
+
 def _to_device(batch: tuple, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch ``(inputs, targets)`` on ``device`` (batches may come from the CPU)."""
     inputs, targets = batch
@@ -440,8 +455,7 @@ def _smoke_stop(
     smoke: int | None, step: int, steps: int, hist: History, model: nn.Module, snap_at: set
 ) -> str | None:
     """Why a smoke run (:func:`~seqtheory.core.runtime.smoke_steps`) stops after ``step``; its
-    weights
-    then stand in for every snapshot still to come (what readers of them expect)."""
+    weights then stand in for every snapshot still to come (what readers of them expect)."""
     if smoke is None or step < smoke or step >= steps:
         return None
     for later in snap_at - set(hist.snapshots):

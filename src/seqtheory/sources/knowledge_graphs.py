@@ -406,6 +406,43 @@ def automorphism_count(forest: FamilyForest) -> int:
     return total
 
 
+def _check_models(seeds, embed_dims) -> tuple[tuple, tuple]:
+    """``(seeds, dims)`` of :class:`KinshipModels` checked: one embedding size per seed (an
+    int size is used for every seed)."""
+    seeds = tuple(check_int("seed", s, minimum=0) for s in seeds)
+    if not seeds:
+        raise ValueError("seeds must name at least one model")
+    if isinstance(embed_dims, (int, np.integer)):
+        embed_dims = (embed_dims,) * len(seeds)
+    dims = tuple(check_int("embed_dim", d, minimum=1) for d in embed_dims)
+    if len(dims) != len(seeds):
+        raise ValueError(
+            f"give one embedding size per seed: {len(dims)} sizes for {len(seeds)} seeds"
+        )
+    return seeds, dims
+
+
+def _initial_weights(g, n, d, D, h, k, decoder, init_scale) -> dict[str, torch.Tensor]:
+    """One model's initial weights, drawn from the CPU generator ``g`` in a fixed order and
+    zero-padded from its embedding size ``d`` to ``D`` (see :class:`KinshipModels`)."""
+
+    def rows(width, std):  # (D, width): d random rows over ``std``, then zero rows
+        return torch.cat([torch.randn(d, width, generator=g) / std, torch.zeros(D - d, width)])
+
+    scale = init_scale if init_scale is not None else 1 / np.sqrt(d)
+    out = {"embed": torch.cat([torch.randn(n, d, generator=g) * scale, torch.zeros(n, D - d)], 1)}
+    if decoder == "bilinear":  # one d x d form per kinship term, plus linear terms
+        out["rel"] = torch.zeros(k, D, D)
+        out["rel"][:, :d, :d] = torch.randn(k, d, d, generator=g) / np.sqrt(d)
+        out["u_a"], out["u_b"] = rows(k, np.sqrt(d)), rows(k, np.sqrt(d))
+    else:
+        out["w_a"], out["w_b"] = rows(h, np.sqrt(2 * d)), rows(h, np.sqrt(2 * d))
+        out["b_1"] = torch.zeros(1, h)
+        out["w_out"] = torch.randn(h, k, generator=g) / np.sqrt(h)
+    out["b_out"] = torch.zeros(1, k)
+    return out
+
+
 # --------------------------------------------------------------------------- models
 class KinshipModels(nn.Module):
     """``M`` independent models trained as one tensor program.
@@ -442,54 +479,17 @@ class KinshipModels(nn.Module):
         n = check_int("n_people", n_people, minimum=2)
         h = check_int("hidden", hidden, minimum=1)
         k = check_int("n_classes", n_classes, minimum=2)
-        seeds = tuple(check_int("seed", s, minimum=0) for s in seeds)
-        if not seeds:
-            raise ValueError("seeds must name at least one model")
-        if isinstance(embed_dims, (int, np.integer)):
-            embed_dims = (embed_dims,) * len(seeds)
-        dims = tuple(check_int("embed_dim", d, minimum=1) for d in embed_dims)
-        if len(dims) != len(seeds):
-            raise ValueError(
-                f"give one embedding size per seed: {len(dims)} sizes for {len(seeds)} seeds"
-            )
+        seeds, dims = _check_models(seeds, embed_dims)
         if init_scale is not None:
             init_scale = check_float("init_scale", init_scale, low=0.0, low_open=True)
         self.seeds, self.dims = seeds, dims
         D = max(dims)
-        names = (
-            ("embed", "w_a", "w_b", "b_1", "w_out", "b_out")
-            if decoder == "mlp"
-            else ("embed", "rel", "u_a", "u_b", "b_out")
-        )
-        parts: dict[str, list] = {name: [] for name in names}
-        for s, d in zip(seeds, dims, strict=True):
-            g = make_generator(s, base=base)
-            scale = init_scale if init_scale is not None else 1 / np.sqrt(d)
-            pad = torch.zeros(n, D - d)
-            parts["embed"].append(torch.cat([torch.randn(n, d, generator=g) * scale, pad], 1))
-            if decoder == "bilinear":  # one d x d form per kinship term, plus linear terms
-                rel = torch.zeros(k, D, D)
-                rel[:, :d, :d] = torch.randn(k, d, d, generator=g) / np.sqrt(d)
-                parts["rel"].append(rel)
-                for w in ("u_a", "u_b"):
-                    parts[w].append(
-                        torch.cat(
-                            [torch.randn(d, k, generator=g) / np.sqrt(d), torch.zeros(D - d, k)]
-                        )
-                    )
-                parts["b_out"].append(torch.zeros(1, k))
-                continue
-            for w in ("w_a", "w_b"):
-                parts[w].append(
-                    torch.cat(
-                        [torch.randn(d, h, generator=g) / np.sqrt(2 * d), torch.zeros(D - d, h)]
-                    )
-                )
-            parts["b_1"].append(torch.zeros(1, h))
-            parts["w_out"].append(torch.randn(h, k, generator=g) / np.sqrt(h))
-            parts["b_out"].append(torch.zeros(1, k))
-        for name, tensors in parts.items():
-            setattr(self, name, nn.Parameter(torch.stack(tensors)))
+        parts = [
+            _initial_weights(make_generator(s, base=base), n, d, D, h, k, decoder, init_scale)
+            for s, d in zip(seeds, dims, strict=True)
+        ]
+        for name in parts[0]:
+            setattr(self, name, nn.Parameter(torch.stack([part[name] for part in parts])))
         mask = torch.zeros(len(dims), 1, D)
         for m, d in enumerate(dims):
             mask[m, :, :d] = 1.0
@@ -594,6 +594,19 @@ def accuracy(
     return to_numpy((pred == labels).double().mean(1))
 
 
+def _kinship_evaluation(data: KinshipData):
+    """The evaluation of :func:`train_kinship`: every model's accuracy on the training pairs
+    and on the held-out facts of ``data``."""
+
+    def evaluate(models, step):
+        return {
+            "train acc": accuracy(models, data, "train"),
+            "held-out acc": accuracy(models, data, "test_facts"),
+        }
+
+    return evaluate
+
+
 def train_kinship(
     data: KinshipData,
     dims: int | Sequence[int] = 4,
@@ -637,13 +650,6 @@ def train_kinship(
     )
     data = data.to(device)  # moved once
     pairs, labels = data.select("train")  # (P, 2), (P,)
-
-    def evaluate(m, step):
-        return {
-            "train acc": accuracy(m, data, "train"),
-            "held-out acc": accuracy(m, data, "test_facts"),
-        }
-
     cfg = TrainConfig(
         steps=steps, lr=lr, weight_decay=weight_decay, grad_clip=None, eval_every=max(1, steps // 4)
     )
@@ -651,7 +657,7 @@ def train_kinship(
         models,
         lambda step: (pairs, labels),
         cfg,
-        eval_fn=evaluate,
+        eval_fn=_kinship_evaluation(data),
         loss_fn=per_model_loss,
         progress=progress,
         desc=desc,
