@@ -4,6 +4,7 @@ from .book.claims import verify
 from .book.notebook import glue
 from .core.attention import attention_to_offset
 from .core.ensemble import Ensemble, ensemble_loss
+from .core.experiment import Experiment, RunInfo, Streams, experiment
 from .core.models import ForwardCache, Transformer, TransformerConfig
 from .core.runtime import (
     Sizes,
@@ -21,6 +22,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Ensemble",
+    "Experiment",
+    "RunInfo",
+    "Streams",
+    "experiment",
     "ForwardCache",
     "History",
     "Sizes",
