@@ -1,5 +1,5 @@
 """Unit tests for seqtheory.scaling: power laws, the torus task, the learners and the
-chapter's experiments (the dimension estimators are in tests/test_dimension.py)."""
+chapter's experiments (the dimension estimators are in tests/sources/test_dimension.py)."""
 
 import numpy as np
 import pytest
@@ -22,11 +22,11 @@ from seqtheory.scaling import (
     fit_power_law,
     fit_regressors,
     knn_error,
+    learner_params,
     learning_curve,
     learning_curves,
     load_text_sweep,
     net_error,
-    num_params,
     plot_learning_curves,
     plot_model_sweep,
     plot_product_tree,
@@ -331,7 +331,7 @@ def test_experiments_are_deterministic_on_the_cpu():
     m2 = run_model_sweep(TINY, seed=0, device="cpu", progress=False)
     assert isinstance(m1, ModelSweepResult) and m1.kinds == ["mlp"]
     assert np.array_equal(m1.errors["mlp"], m2.errors["mlp"])
-    assert list(m1.params["mlp"]) == [num_params("mlp", 16, w) for w in TINY.widths]
+    assert list(m1.params["mlp"]) == [learner_params("mlp", 16, w) for w in TINY.widths]
     beta = run_beta_sweep(TINY, seed=0, device="cpu", progress=False)
     assert isinstance(beta, BetaSweepResult) and beta.exponents.shape == (2, 1)
     assert beta.top_dim == max(TINY.torus_dims) and beta.top_exponents.shape == (2, 1)
@@ -403,7 +403,7 @@ def test_unavailable_device_is_a_clear_error(call):
 
 def test_training_and_building_leave_the_global_rng_alone():
     state = torch.random.get_rng_state()
-    num_params("transformer", 16, 8)
+    learner_params("transformer", 16, 8)
     task = TorusTask(d=1, D=16, max_freq=4)
     approximation_error(task, "mlp", (4,), steps=5, pool=256, progress=False)
     net_error(task, 64, "mlp", steps=5, eval_every=5)

@@ -56,7 +56,7 @@ __all__ = [
     "plot_product_tree",
     "load_text_sweep",
     "load_text_width_sweep",
-    "num_params",
+    "learner_params",
     "ScalingSetup",
     "SETUP",
     "torus_tasks",
@@ -919,7 +919,7 @@ def net_error(
     )
 
 
-def num_params(kind: str, D: int, size: int) -> int:
+def learner_params(kind: str, D: int, size: int) -> int:
     """Parameter count of :func:`make_learner` ``(kind, D, size)`` (built without touching
     torch's global random state)."""
     from .core.models import num_params as count
@@ -972,7 +972,7 @@ def approximation_error(
     jobs = [(t, j) for t in range(len(tasks)) for j in range(len(seeds))]
     train, test = _pool_members(tasks, jobs, pool, n_test, device)
     init = [_network_seed(seeds[j], t) for t, j in jobs]
-    params = np.array([num_params(kind, tasks[0].D, size) for size in sizes])
+    params = np.array([learner_params(kind, tasks[0].D, size) for size in sizes])
     fit = dict(steps=steps, batch=batch, lr=lr, progress=progress, device=device, base=base)
     if kind == "mlp" and device.type in _PADDED_MLP_DEVICES:
         err = _fit_padded_mlps(tasks[0].D, sizes, train, test, init, **fit)

@@ -181,7 +181,6 @@ def run(setup: PreviousTokenSetup, ctx: Experiment) -> PreviousTokenResult:
     device, progress = ctx.device, ctx.progress
     cfg = setup.model_config()
     eval_x, eval_y = setup.batch(setup.eval_n, ctx.generator("heldout"), device)
-
     model = Transformer(cfg, seed=ctx.logical("weights", 0), base=ctx.seed).to(device)
     data = ctx.generator("data")
     every = setup.eval_every
@@ -198,7 +197,6 @@ def run(setup: PreviousTokenSetup, ctx: Experiment) -> PreviousTokenResult:
         progress=progress,
         desc="previous-token head",
     )
-
     seeds = tuple(setup.seeds)
     ens = Ensemble(
         lambda: Transformer(cfg), [ctx.logical("weights", s) for s in seeds], base=ctx.seed

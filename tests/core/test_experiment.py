@@ -1,5 +1,6 @@
 """The experiment contract: named streams, the context, the result header, the decorator."""
 
+import inspect
 from dataclasses import dataclass
 
 import pytest
@@ -28,7 +29,7 @@ def _run(setup, ctx, *, scale=1.0):
     return _Run(**ctx.header(setup, t.seconds), draws=draws)
 
 
-def test_streams_name_the_numbers_they_replace():
+def test_stream_seed_is_offset_plus_index():
     assert STREAMS.seed("heldout") == 1234
     assert STREAMS.seed("data", 7) == 10_007
     ctx = Experiment.make(seed=5, streams=STREAMS)
@@ -58,10 +59,15 @@ def test_friendly_call_equals_context_call():
     assert torch.equal(_run(_Setup(), seed=4, scale=2.0).draws, 2 * a.draws)
 
 
+def test_help_shows_the_friendly_call():
+    shown = list(inspect.signature(_run).parameters)
+    assert shown == ["setup", "ctx", "seed", "device", "progress", "scale"]
+
+
 def test_bad_input_is_refused():
     with pytest.raises(TypeError, match="setup must be a _Setup"):
         _run(3)
-    with pytest.raises(TypeError, match="ctx must be an Experiment"):
+    with pytest.raises(TypeError, match=r"ctx must be an Experiment, got int \(give a seed as"):
         _run(_Setup(), 3)
     with pytest.raises(TypeError, match="not both"):
         _run(_Setup(), Experiment.make(), seed=1)

@@ -16,7 +16,7 @@ from ..core.models import Transformer
 from ..core.seeds import experiment_seed, make_generator
 from ..core.training import History, TrainConfig, train
 from ..core.validate import check_int
-from ..tasks import SETUP, PreviousTokenSetup, evaluate
+from ..tasks import SETUP, STREAMS, PreviousTokenSetup, evaluate
 
 TABLE = ClaimTable(
     "meet_the_model",
@@ -110,15 +110,16 @@ class QuickRun:
 
 def quick_run(setup: PreviousTokenSetup, *, seed: int | None = None) -> QuickRun:
     """Train only the main model of :func:`~seqtheory.tasks.run` on the CPU: the same
-    weights, batches and held-out set for the same ``seed`` (logical seeds 0, 200 and 50),
+    weights, batches and held-out set for the same ``seed`` (streams ``weights``, ``data``,
+    ``heldout`` of ``tasks.STREAMS``),
     without snapshots or extra seeds -- the exercises' one-second run.  It evaluates every
     ``eval_every`` steps, or about 30 times in all for a longer run."""
     if not isinstance(setup, PreviousTokenSetup):
         raise TypeError(f"setup must be a PreviousTokenSetup, got {type(setup).__name__}")
     seed = experiment_seed(seed)
-    eval_x, eval_y = setup.batch(setup.eval_n, make_generator(50, base=seed))
-    model = Transformer(setup.model_config(), seed=0, base=seed)
-    data = make_generator(200, base=seed)
+    eval_x, eval_y = setup.batch(setup.eval_n, make_generator(STREAMS.seed("heldout"), base=seed))
+    model = Transformer(setup.model_config(), seed=STREAMS.seed("weights"), base=seed)
+    data = make_generator(STREAMS.seed("data"), base=seed)
     history = train(
         model,
         lambda step: setup.batch(setup.batch_size, data),

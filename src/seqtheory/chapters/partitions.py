@@ -821,7 +821,7 @@ feedback = LABS.feedback
 def _smaller_embeddings(seed: int) -> float:
     problems = [planted_problem(32, 3, 3, seed=make_rng(r, base=seed)) for r in range(8)]
     data = [
-        sample(pb, samples_for(16, 32), seed=make_rng(20_000 + r, base=seed))
+        sample(pb, samples_for(16, 32), seed=make_rng(STREAMS.seed("gd_samples", r), base=seed))
         for r, pb in enumerate(problems)
     ]
     fit = train_embeddings(

@@ -22,13 +22,14 @@ The decorator :func:`experiment` declares the setup's type and the module's
     run(setup, seed=1, device="cpu", progress=False)   # or run(setup, Experiment.make(seed=1))
 
 A stream's logical seed is its offset plus an index; :func:`~seqtheory.core.seeds.derive_seed`
-maps it under the base seed (base 0 keeps it as written), so a name stands for exactly the
-number it replaces.
+maps it under the base seed (base 0 keeps it as written), so a name and an index stand for
+one fixed logical seed.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -189,7 +190,8 @@ def experiment(setup_type: type | tuple, streams: Streams) -> Callable:
             if ctx is None:
                 ctx = Experiment.make(seed=seed, device=device, progress=progress)
             elif not isinstance(ctx, Experiment):
-                raise TypeError(f"ctx must be an Experiment, got {type(ctx).__name__}")
+                hint = " (give a seed as seed=...)" if isinstance(ctx, int) else ""
+                raise TypeError(f"ctx must be an Experiment, got {type(ctx).__name__}{hint}")
             elif seed is not None or device is not None or progress is not True:
                 raise TypeError(
                     "give seed, device and progress either in ctx or as keywords, not both"
@@ -197,6 +199,25 @@ def experiment(setup_type: type | tuple, streams: Streams) -> Callable:
             return fn(setup, ctx.with_streams(streams), **options)
 
         run.streams = streams
+        run.__signature__ = _friendly_signature(fn)
         return run
 
     return wrap
+
+
+def _friendly_signature(fn: Callable) -> inspect.Signature:
+    """``fn``'s signature as a decorated run is called: ``(setup, ctx=None, *, seed=None,
+    device=None, progress=True, **options)`` (what ``help(run)`` shows)."""
+    sig = inspect.signature(fn)
+    setup, _, *options = sig.parameters.values()
+    kw = inspect.Parameter.KEYWORD_ONLY
+    return sig.replace(
+        parameters=[
+            setup,
+            inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+            inspect.Parameter("seed", kw, default=None),
+            inspect.Parameter("device", kw, default=None),
+            inspect.Parameter("progress", kw, default=True),
+            *options,
+        ]
+    )

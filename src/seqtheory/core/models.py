@@ -337,9 +337,9 @@ class Transformer(nn.Module):
         ``embeds`` (B, T, d_model) may replace token ids: continuous inputs (e.g. points of
         R^D cut into tokens). ``hooks`` maps points of :attr:`hook_points` to a function (or a
         list) of the tensor there that returns a replacement of its shape, or None to keep it;
-        ``{"pattern.0": f}`` acts on layer 0's attention pattern. The cache holds the patterns
-        and residual streams after the hooks.
-        """
+        ``{"pattern.0": f}`` acts on layer 0's attention pattern. Points: ``resid.0`` (the
+        embeddings), then per layer l ``scores.l`` (causally masked), ``pattern.l``, ``heads.l``
+        and ``resid.{l+1}`` (after layer l). The cache holds them after the hooks."""
         if _CHECK_INPUTS.get():
             self.validate_input(idx, embeds=embeds)
         cache = {} if return_cache else None

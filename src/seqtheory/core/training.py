@@ -209,10 +209,11 @@ def train(
 
     ``eval_fn(model, step) -> {name: value}`` runs without gradients at step 0, every
     ``cfg.eval_every`` steps and at the end (:meth:`History.record_eval`).
-    ``callback(step, model, loss)`` after every step and ``stop_when(row)`` after every
-    evaluation stop training by returning True.  Several networks train at once as an
-    Ensemble or through (M,) losses (:class:`LossReduction`); off the CPU the losses reach the
-    host at evaluations (:class:`HostLossBuffer`).  ``overrides`` change fields of ``cfg``."""
+    ``callback(step, model, loss)`` after every step (off the CPU ``loss`` is a device tensor)
+    and ``stop_when(row)`` after each evaluation but step 0's stop training by returning True.
+    Several networks train at once as an Ensemble or through (M,) losses
+    (:class:`LossReduction`); off the CPU the losses reach the host at evaluations
+    (:class:`HostLossBuffer`).  ``overrides`` change fields of ``cfg``."""
     cfg = _checked_config(model, batch_fn, stop_when, cfg, overrides)
     callbacks = list(callbacks)
     params = [p for p in model.parameters() if p.requires_grad]
