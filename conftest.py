@@ -1,11 +1,14 @@
 """pytest glue for the book's notebook tests (nbval).
 
 * Only the paired notebooks of chapters listed in ``_toc.yml`` are collected.
-* Parallel workers (pytest-xdist) get one torch thread each, so they do not oversubscribe.
-* Each chapter that nbval executes without a failure is stored in the book's jupyter-cache
-  (``booktools.cache`` says where), so ``jupyter-book build .`` afterwards reuses the
-  outputs instead of executing the chapter a second time. Progress bars are static text
-  (``SEQTHEORY_STATIC_PROGRESS=1``), so the pages need no widget JavaScript.
+* Parallel workers (pytest-xdist, one per core) get one thread each (torch, BLAS, OpenMP),
+  so they do not oversubscribe the cores.
+* Each chapter that nbval executes without a failure is stored in the book's execution
+  cache, keyed on what the chapter uses (``booktools.cache``), so ``jupyter-book build .``
+  afterwards reuses the outputs instead of executing the chapter a second time; every
+  execution is counted in ``_build/executions.tsv`` (``.ci/run`` checks each chapter ran
+  once). Progress bars are static text (``SEQTHEORY_STATIC_PROGRESS=1``), so the pages
+  need no widget JavaScript.
 * ``_build/chapter_times.tsv`` records how long each chapter took to execute.
 """
 
@@ -18,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from booktools.cache import cache_path
+from booktools.cache import log_execution, read_chapter, store
+from booktools.execute import thread_env
 from booktools.toc import chapter_notebooks
 
 ROOT = Path(__file__).resolve().parent
@@ -38,7 +42,10 @@ def pytest_configure(config):
     os.environ.setdefault("SEQTHEORY_STRICT_CHECKS", "1")
     workers = getattr(config.option, "numprocesses", None)
     if _is_worker(config) or (workers not in (None, 0, 1)):
-        os.environ.setdefault("SEQTHEORY_NUM_THREADS", "1")  # inherited by nbval's kernels
+        # one thread per worker (torch, BLAS, OpenMP), inherited by nbval's kernels: the
+        # workers (one per core) never oversubscribe the cores
+        for key, value in thread_env(1).items():
+            os.environ.setdefault(key, value)
         try:
             import torch
 
@@ -90,13 +97,9 @@ def pytest_runtest_makereport(item, call):
 def _save_executed(nbfile, items, seconds: float) -> None:
     """Merge nbval's outputs into the chapter as myst-nb reads it; save as JSON."""
     import nbformat
-    from myst_nb.core.read import read_myst_markdown_notebook
-    from myst_parser.config.main import MdParserConfig
 
     md = Path(str(nbfile.fspath)).with_suffix(".md")
-    nb = read_myst_markdown_notebook(
-        md.read_text(encoding="utf-8"), config=MdParserConfig(), add_source_map=True, path=str(md)
-    )
+    nb = read_chapter(md, ROOT)  # keyed on what the chapter uses (booktools.cache)
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     if len(code_cells) != len(items):
         return  # out of sync with its .md: test_book reports it; do not cache
@@ -119,6 +122,7 @@ def pytest_runtest_teardown(item, nextitem):
     # Before nbval stops the kernel after a notebook's last cell, save what it produced.
     if _nb_item(item) and (nextitem is None or nextitem.parent is not item.parent):
         state = item.config._nb_state.get(item.parent.nodeid, {})
+        log_execution(ROOT, Path(str(item.parent.fspath)).stem, "pytest")
         kernel = getattr(item.parent, "kernel", None)
         if not state.get("failed") and kernel is not None and kernel.is_alive():
             items = [i for i in item.session.items if i.parent is item.parent]
@@ -136,17 +140,10 @@ def pytest_sessionfinish(session, exitstatus):
     if not records:
         return
     import nbformat
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
 
-    cache = get_cache(str(cache_path(ROOT)))
     rows = []
     for rec in records:
         nb = nbformat.reads(rec["notebook"], as_version=4)
-        cache.cache_notebook_bundle(
-            CacheBundleIn(nb, rec["md"], data={"execution_seconds": rec["seconds"]}),
-            check_validity=False,
-            overwrite=True,
-        )
+        store(nb, Path(rec["md"]), rec["seconds"], ROOT)
         rows.append((Path(rec["md"]).relative_to(ROOT).as_posix(), rec["seconds"]))
     TIMES.write_text("chapter\tseconds\n" + "".join(f"{c}\t{s:.1f}\n" for c, s in rows))

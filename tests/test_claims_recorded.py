@@ -3,7 +3,9 @@
 The margins of the claims come from ``src/seqtheory/chapters/measured/CHAPTER.json``,
 written by ``python -m booktools.robustness --record``: here each recorded run must satisfy
 every claim of the default run size, each claim must have been measured under at least
-``MIN_SEEDS`` base seeds, and each section of a table must be verified by its chapter.
+``MIN_SEEDS`` base seeds, each section of a table must be verified by its chapter, and
+each recorded section must have been computed by the code the chapter has now (its cells,
+its function, its claims' conditions: ``booktools.sections``).
 """
 
 import re
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from booktools.sections import section_fingerprint, stale_sections
 from seqtheory import chapters
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,3 +68,47 @@ def test_glued_names_are_unique_in_a_chapter(name):
                     where.setdefault(key, set()).add(section)
     repeated = {k: sorted(s) for k, s in where.items() if len(s) > 1}
     assert not repeated, f"{name}: values glued by several sections: {repeated}"
+
+
+@pytest.mark.parametrize("name", chapters.names())
+def test_no_recorded_section_is_older_than_its_code(name):
+    stale = stale_sections(name, ROOT)
+    sections = sorted({s.split("section ")[1] for s in stale})
+    seeds = ",".join(sorted({s.split(",")[0].removeprefix("seed ") for s in stale}, key=int))
+    assert not stale, (
+        f"{name}: {len(stale)} recorded section values were computed by other code than the "
+        f"chapter's now (a cell, the section's function or a claim's condition changed): "
+        f"{stale[:6]}. Re-record them: python -m booktools.robustness --sections "
+        + ",".join(f"{name}:{s}" for s in sections)
+        + f" --seeds {seeds}"
+    )
+
+
+def _planted(tmp_path, name, old, new):
+    root = tmp_path / "book_copy"
+    (root / "book").mkdir(parents=True)
+    text = (ROOT / "book" / f"{name}.md").read_text(encoding="utf-8")
+    assert old in text
+    (root / "book" / f"{name}.md").write_text(text.replace(old, new), encoding="utf-8")
+    return root
+
+
+def test_a_changed_cell_makes_its_sections_stale_and_no_other(tmp_path):
+    # the copying chapter's repeat tests: another seed in the cell that computes them
+    root = _planted(tmp_path, "copying", "setup, seed=result.seed)", "setup, seed=result.seed + 1)")
+    assert section_fingerprint("copying", "repeats", root) != section_fingerprint(
+        "copying", "repeats", ROOT
+    )
+    stale = stale_sections("copying", root)
+    assert stale and {s.split("section ")[1] for s in stale} == {"repeats"}
+
+
+def test_a_changed_condition_makes_its_section_stale(monkeypatch):
+    import dataclasses
+
+    table = chapters.table("copying")
+    claim = next(c for c in table.claims if c.section == "lookup")
+    looser = dataclasses.replace(claim, condition=f"({claim.condition}) or True")
+    claims = [looser if c is claim else c for c in table.claims]
+    monkeypatch.setattr(table, "claims", claims)
+    assert {s.split("section ")[1] for s in stale_sections("copying", ROOT)} == {"lookup"}

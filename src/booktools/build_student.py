@@ -16,6 +16,8 @@ Exit status: that of ``jupyter-book build``.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import subprocess
 import sys
 
@@ -37,6 +39,87 @@ def student_config(config: dict) -> dict:
         html.get("extra_footer", "") + " Student edition: the exercises without their solutions."
     ).strip()
     return config
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """Names a cell binds in the notebook's namespace (not inside functions or classes)."""
+    bound: set[str] = set()
+
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            return
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp)):
+            return
+        if isinstance(node, ast.GeneratorExp):
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return bound
+
+
+def _bound_anywhere(tree: ast.Module) -> set[str]:
+    """Every name a cell binds anywhere (locals and parameters included)."""
+    bound = _top_level_names(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+    return bound
+
+
+def solution_only_uses(cells: list[tuple[str, bool]]) -> list[str]:
+    """Where a cell of the student edition uses a name that only a solution cell defines.
+
+    ``cells``: the chapter's code cells in order as ``(source, is_solution)``. A name a cell
+    reads that no earlier cell of the student edition (nor the cell itself) binds, but an
+    earlier solution cell does, works in the lecturer's notebook and fails with a NameError
+    in the student's. Returns one line per such use."""
+    student: set[str] = set(dir(builtins))
+    solution: set[str] = set()
+    found = []
+    for n, (source, is_solution) in enumerate(cells, start=1):
+        plain = "\n".join(
+            "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
+        )
+        try:
+            tree = ast.parse(plain)
+        except SyntaxError:  # a lab's starter cell with blanks: nothing it defines is read
+            continue
+        if is_solution:
+            solution |= _top_level_names(tree)
+            continue
+        own = _bound_anywhere(tree)
+        read = {
+            node.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+        }
+        for name in sorted(read & solution - student - own):
+            found.append(f"code cell {n} reads {name!r}, which only a solution cell defines")
+        student |= _top_level_names(tree)
+    return found
+
+
+def chapter_solution_leaks(md) -> list[str]:
+    """:func:`solution_only_uses` for one chapter's ``.md``."""
+    import jupytext
+
+    cells = [
+        (c.source, "solution" in c.metadata.get("tags", []))
+        for c in jupytext.read(md).cells
+        if c.cell_type == "code"
+    ]
+    return [f"{md.stem}: {line}" for line in solution_only_uses(cells)]
 
 
 def main(argv: list[str] | None = None) -> int:

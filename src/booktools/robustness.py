@@ -22,6 +22,17 @@ its values; the table lists the claims that did not.  ``tests/test_claims_record
 holds every recorded value against its claim::
 
     python -m booktools.robustness --record --seeds 0-9
+
+Every recorded section also stores the fingerprint of the code that computed it
+(:func:`booktools.sections.section_fingerprint`: its cells, its function, its claims'
+conditions); the test fails on a section whose code changed after it was recorded.
+``--sections CHAPTER:SECTION,...`` re-records only those sections (it implies ``--record``):
+each run stops after the last cell that verifies one of them, and their values and
+fingerprints are merged into the record, the other sections' left as they were::
+
+    python -m booktools.robustness --sections copying:lengths --seeds 0-9,11,42,2027,90210
+
+Runs at a time times torch threads each never exceeds the cores (``--jobs``, ``--threads``).
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from booktools import ROOT
+from booktools.execute import thread_env
 from booktools.toc import chapter_notebooks
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -47,7 +59,11 @@ import json, sys, time, nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 path, timeout, out = sys.argv[1], int(sys.argv[2]), sys.argv[4]
+stop = int(sys.argv[5])   # run the code cells up to this index (-1: all)
 nb = nbformat.read(path, as_version=4)
+if stop >= 0:
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    nb.cells = nb.cells[: code[stop] + 1]
 start = time.perf_counter()
 result = {"ok": True}
 try:
@@ -70,13 +86,24 @@ def failing_line(traceback: str) -> str:
     return marked[-1] if marked else ""
 
 
-def run_one(nb: Path, seed: int, threads: int, timeout: int, record: bool = False) -> dict:
+def run_one(
+    nb: Path,
+    seed: int,
+    threads: int,
+    timeout: int,
+    record: bool = False,
+    sections: list[str] | None = None,
+) -> dict:
+    """Execute one chapter under base seed ``seed``; with ``sections``, only up to the last
+    cell that verifies one of them, and only their claims count."""
+    from booktools.sections import last_cell
+
+    stop = last_cell(nb.stem, sections) if sections else -1
     env = {
         **os.environ,
+        **thread_env(threads),
         "SEQTHEORY_SEED": str(seed),
-        "SEQTHEORY_NUM_THREADS": str(threads),
         "SEQTHEORY_STATIC_PROGRESS": "1",
-        "OMP_NUM_THREADS": str(threads),
         "SEQTHEORY_STRICT_CHECKS": "0" if record else "1",
         "MPLBACKEND": "Agg",
     }
@@ -88,7 +115,7 @@ def run_one(nb: Path, seed: int, threads: int, timeout: int, record: bool = Fals
     if record:
         env["SEQTHEORY_CLAIMS_RECORD"] = str(values)
     proc = subprocess.run(
-        [sys.executable, "-c", RUN_ONE, str(nb), str(timeout), str(nb.parent), str(out)],
+        [sys.executable, "-c", RUN_ONE, str(nb), str(timeout), str(nb.parent), str(out), str(stop)],
         env=env,
         capture_output=True,
         text=True,
@@ -107,7 +134,9 @@ def run_one(nb: Path, seed: int, threads: int, timeout: int, record: bool = Fals
         result["line"] = failing_line(result["detail"])
     if record:
         result["sections"] = read_sections(values)
-        failed = failed_claims(nb.stem, result["sections"])
+        if sections:
+            result["sections"] = {k: v for k, v in result["sections"].items() if k in sections}
+        failed = failed_claims(nb.stem, result["sections"], sections)
         if failed and result["ok"]:
             result.update(ok=False, error="claims not held: " + "; ".join(failed), line="")
     return result
@@ -123,14 +152,15 @@ def read_sections(path: Path) -> dict:
     return sections
 
 
-def failed_claims(chapter: str, sections: dict) -> list[str]:
-    """``"id (name = value, ...)"`` for each claim of the default run size that the
-    recorded values do not satisfy, or whose section was not recorded."""
+def failed_claims(chapter: str, sections: dict, only: list[str] | None = None) -> list[str]:
+    """``"id (name = value, ...)"`` for each claim of the default run size (of the sections
+    ``only``, default all) that the recorded values do not satisfy, or whose section was not
+    recorded."""
     from seqtheory.chapters import table
 
     out = []
     for claim in table(chapter).claims:
-        if not claim.applies("cpu"):
+        if not claim.applies("cpu") or (only and claim.section not in only):
             continue
         values = sections.get(claim.section)
         if values is None:
@@ -140,21 +170,26 @@ def failed_claims(chapter: str, sections: dict) -> list[str]:
     return out
 
 
-def write_record(chapter: str, runs: dict[int, dict], threads: int) -> Path:
-    """Merge ``{seed: sections}`` into ``seqtheory/chapters/measured/CHAPTER.json``."""
+def write_record(chapter: str, runs: dict[int, dict], threads: int, partial: bool = False) -> Path:
+    """Merge ``{seed: sections}`` into ``seqtheory/chapters/measured/CHAPTER.json``, with each
+    section's fingerprint; ``partial``: the runs hold some sections only, which replace
+    those of the recorded runs (the others stay)."""
     path = ROOT / "src" / "seqtheory" / "chapters" / "measured" / f"{chapter}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     # several recording processes may merge into one file: read, merge and write under a lock
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _merge_record(path, chapter, runs, threads)
+        return _merge_record(path, chapter, runs, threads, partial)
 
 
-def _merge_record(path: Path, chapter: str, runs: dict[int, dict], threads: int) -> Path:
+def _merge_record(
+    path: Path, chapter: str, runs: dict[int, dict], threads: int, partial: bool = False
+) -> Path:
     import datetime
 
     import torch
 
+    from booktools.sections import section_fingerprint
     from seqtheory.core.runtime import cpu_name
 
     old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -163,6 +198,7 @@ def _merge_record(path: Path, chapter: str, runs: dict[int, dict], threads: int)
         "script": "python -m booktools.robustness --record",
         "runs": dict(old.get("runs", {})),
         "run_info": dict(old.get("run_info", {})),
+        "fingerprints": dict(old.get("fingerprints", {})),
     }
     info = {
         "date": datetime.date.today().isoformat(),
@@ -170,27 +206,40 @@ def _merge_record(path: Path, chapter: str, runs: dict[int, dict], threads: int)
         "torch": torch.__version__,
         "threads": threads,
     }
+    prints = {name: section_fingerprint(chapter, name) for run in runs.values() for name in run}
     for seed, sections in runs.items():
-        record["runs"][str(seed)] = sections
-        record["run_info"][str(seed)] = info
+        key = str(seed)
+        if partial and key in record["runs"]:
+            record["runs"][key] = {**record["runs"][key], **sections}
+            record["fingerprints"][key] = {
+                **record["fingerprints"].get(key, {}),
+                **{name: prints[name] for name in sections},
+            }
+            record["run_info"][key] = {**record["run_info"].get(key, {}), "partial": info}
+        else:
+            record["runs"][key] = sections
+            record["fingerprints"][key] = {name: prints[name] for name in sections}
+            record["run_info"][key] = info
     order = sorted(record["runs"], key=int)
-    record["runs"] = {s: record["runs"][s] for s in order}
-    record["run_info"] = {s: record["run_info"][s] for s in order if s in record["run_info"]}
+    for part in ("runs", "run_info", "fingerprints"):
+        record[part] = {s: record[part][s] for s in order if s in record[part]}
     path.write_text(record_text(record), encoding="utf-8")
     return path
 
 
 def record_text(record: dict) -> str:
     """The record as JSON with one line per run and section (diffs stay readable)."""
-    head = {k: v for k, v in record.items() if k not in ("runs", "run_info")}
+    head = {k: v for k, v in record.items() if k not in ("runs", "run_info", "fingerprints")}
     lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
-    lines.append(' "run_info": {')
-    info = list(record["run_info"].items())
-    lines += [
-        f"  {json.dumps(s)}: {json.dumps(v)}{',' if i < len(info) - 1 else ''}"
-        for i, (s, v) in enumerate(info)
-    ]
-    lines += [" },", ' "runs": {']
+    for part in ("run_info", "fingerprints"):
+        lines.append(f" {json.dumps(part)}: {{")
+        info = list(record.get(part, {}).items())
+        lines += [
+            f"  {json.dumps(s)}: {json.dumps(v)}{',' if i < len(info) - 1 else ''}"
+            for i, (s, v) in enumerate(info)
+        ]
+        lines.append(" },")
+    lines += [' "runs": {']
     runs = list(record["runs"].items())
     for i, (seed, sections) in enumerate(runs):
         lines.append(f"  {json.dumps(seed)}: {{")
@@ -219,6 +268,23 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def parse_sections(text: str, chapters: list[str], error) -> dict[str, list[str]]:
+    """``"copying:lengths,copying:repeats"`` as ``{"copying": ["lengths", "repeats"]}``;
+    ``error(message)`` on an unknown chapter or section."""
+    from seqtheory.chapters import table
+
+    out: dict[str, list[str]] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        chapter, _, section = part.partition(":")
+        if chapter not in chapters or not section:
+            error(f"--sections takes CHAPTER:SECTION with a chapter of {chapters}, got {part!r}")
+        known = table(chapter).sections()
+        if section not in known:
+            error(f"{chapter} has the sections {known}, not {section!r}")
+        out.setdefault(chapter, []).append(section)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
@@ -230,11 +296,16 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--jobs",
         type=int,
-        default=os.cpu_count() or 1,
-        help="runs at the same time (default: the number of CPU cores)",
+        default=None,
+        help="runs at the same time (default and at most: the cores / --threads)",
     )
     ap.add_argument("--chapters", default="", help="comma-separated chapter names (default all)")
     ap.add_argument("--timeout", type=int, default=1800, help="per-cell timeout in seconds")
+    ap.add_argument(
+        "--sections",
+        default="",
+        help="re-record only these sections, CHAPTER:SECTION comma-separated (implies --record)",
+    )
     ap.add_argument(
         "--record",
         action="store_true",
@@ -244,6 +315,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     seeds = parse_seeds(args.seeds)
     nbs = chapter_notebooks(ROOT)
+    only = parse_sections(args.sections, [nb.stem for nb in nbs], ap.error)
+    if only:
+        args.record, args.chapters = True, ",".join(only)
+    cores = os.cpu_count() or 1
+    if args.threads < 1 or args.threads > cores:
+        ap.error(f"--threads must be between 1 and {cores} (the cores), got {args.threads}")
+    args.jobs = min(args.jobs or cores, cores // args.threads)
     if args.chapters:
         wanted = {c.strip() for c in args.chapters.split(",")}
         unknown = wanted - {nb.stem for nb in nbs}
@@ -261,7 +339,7 @@ def main(argv=None) -> int:
 
     def work(job):
         nb, s = job
-        r = run_one(nb, s, args.threads, args.timeout, record=args.record)
+        r = run_one(nb, s, args.threads, args.timeout, args.record, only.get(nb.stem))
         results[job] = r
         status = "pass" if r["ok"] else f"FAIL {r.get('line', '')} -> {r['error']}"
         print(
@@ -313,7 +391,7 @@ def main(argv=None) -> int:
         for nb in nbs:
             runs = {s: results[(nb, s)]["sections"] for s in seeds if results[(nb, s)]["sections"]}
             if runs:
-                path = write_record(nb.stem, runs, args.threads)
+                path = write_record(nb.stem, runs, args.threads, partial=nb.stem in only)
                 print(f"recorded {len(runs)} run(s) into {path.relative_to(ROOT)}")
     failed = sum(not r["ok"] for r in results.values())
     print(f"\n{len(results) - failed} passed, {failed} failed")

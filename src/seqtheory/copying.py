@@ -29,7 +29,7 @@ from .core.decode import greedy_decode
 from .core.ensemble import Ensemble, member_eval
 from .core.experiment import Experiment, RunInfo, Streams, experiment
 from .core.models import Transformer, TransformerConfig
-from .core.runtime import Sizes, evaluating
+from .core.runtime import Sizes, evaluating, smoke_steps
 from .core.seeds import experiment_seed, make_generator, seeded
 from .core.training import IGNORE_INDEX, History, train
 from .core.validate import check_int
@@ -809,7 +809,9 @@ def _copy_tests(setup: CopySetup, seed: int, device: torch.device) -> dict:
 
 
 def _copy_eval(tests: dict, last_step: int):
-    """eval_fn for train(): accuracy at max_len, and at the last step also at test_len."""
+    """eval_fn for train(): accuracy at max_len, and at the last step also at test_len (a
+    smoke run's last step is its step cap, ``SEQTHEORY_SMOKE``)."""
+    last_step = min(last_step, smoke_steps() or last_step)
 
     def evaluate(model, step):
         names = list(tests) if step == last_step else ["acc_train_len"]

@@ -824,7 +824,8 @@ def run_n_sweep(setup: HiddenProgressSetup, ctx: Experiment) -> WaitingTimeResul
 def plot_waiting_times(result: WaitingTimeResult, ax=None, *, color=None, fit: bool = False):
     """Steps to success against k or n: one dot per network, a line through the medians
     (``fit=True``: a least-squares power law ``steps ∝ n^slope`` on log-log axes instead).
-    Returns the slope when ``fit``, else ``None``."""
+    Returns the slope when ``fit``, else ``None`` (also when fewer than two values have a
+    median, as in a run too short for most networks to succeed: then no line is drawn)."""
     import matplotlib.pyplot as plt
 
     from .book.plotting import palette
@@ -838,15 +839,16 @@ def plot_waiting_times(result: WaitingTimeResult, ax=None, *, color=None, fit: b
     x, med = result.values, result.medians
     slope = None
     if fit:
-        slope, icpt = result.power_law()
         ax.plot(x, med, "o", color="black", ms=4, label="median over seeds")
-        ax.plot(
-            x,
-            np.exp(icpt) * x**slope,
-            color="gray",
-            lw=1,
-            label=f"fit: steps ∝ ${result.variable}^{{{slope:.2f}}}$",
-        )
+        if np.isfinite(med).sum() >= 2:
+            slope, icpt = result.power_law()
+            ax.plot(
+                x,
+                np.exp(icpt) * x**slope,
+                color="gray",
+                lw=1,
+                label=f"fit: steps ∝ ${result.variable}^{{{slope:.2f}}}$",
+            )
         ax.set(xscale="log")
         ax.legend(fontsize=8)
     else:

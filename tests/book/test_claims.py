@@ -173,3 +173,22 @@ def test_over_seeds_reads_the_record(monkeypatch):
     assert table.seeds_text() == "0, 4"
     record["runs"] = {str(s): {} for s in (*range(10), 11, 42, 43)}
     assert table.seeds_text() == "0\u20139, 11, 42, 43"
+
+
+def test_a_smoke_run_skips_a_section_it_cannot_compute(monkeypatch, capsys):
+    monkeypatch.setenv("SEQTHEORY_STRICT_CHECKS", "1")
+    table = _table()
+
+    @table.computes("empty")
+    def _empty(curve):
+        return {"first": curve[0]}  # IndexError on the empty curve of a two-step run
+
+    with pytest.raises(IndexError):  # a real run: the error is the chapter's
+        table.claims_for("empty", [])
+    monkeypatch.setenv("SEQTHEORY_SMOKE", "2")
+    measured = verify(table.claims_for("empty", []))
+    assert dict(measured) == {} and "IndexError" in measured.skipped
+    assert "not computed in this smoke run" in capsys.readouterr().out
+    # a section it can compute is still checked (strictly here)
+    with pytest.raises(AssertionError, match="run.every_seed"):
+        verify(table.claims_for("run", 0.01, [0.95, 0.5]))

@@ -9,7 +9,6 @@ import jupytext
 import pytest
 import yaml
 
-from booktools.cache import source_hash
 from booktools.setup_cell import cell_source
 from booktools.sphinx import chapter_header
 from booktools.toc import chapter_notebooks, toc_files
@@ -222,23 +221,6 @@ def test_config_follows_the_conventions():
     assert ex["timeout"] > 0
     if ex["execute_notebooks"] == "cache":  # the cache must be keyed on the library
         assert "booktools.sphinx.bookcache" in CONFIG["sphinx"]["extra_extensions"]
-
-
-def test_cache_key_changes_with_the_library(tmp_path):
-    (tmp_path / "src" / "pkg").mkdir(parents=True)
-    (tmp_path / "src" / "booktools").mkdir()
-    (tmp_path / "requirements.txt").write_text("x\n")
-    module = tmp_path / "src" / "pkg" / "m.py"
-    module.write_text("a = 1\n")
-    before = source_hash(tmp_path)
-    module.write_text("a = 2\n")
-    assert source_hash(tmp_path) != before
-    # the book's tooling executes no chapter: editing it keeps the cache
-    tool = tmp_path / "src" / "booktools" / "t.py"
-    tool.write_text("b = 1\n")
-    after = source_hash(tmp_path)
-    tool.write_text("b = 2\n")
-    assert source_hash(tmp_path) == after
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))

@@ -88,11 +88,22 @@ def _reader(html_root: Path, edition: str, md: Path):
 @pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_colab_notebooks_read_like_the_site_and_run_the_same_code(md):
     """No raw MyST, every glued value filled, forms, guidance (colab_notebooks.problems), and
-    the same code as the chapter: all of it in the lecturer's notebook, all but the solution
-    cells in the student's (so running either runs every check)."""
-    import jupytext
+    the code of the chapter's execution that the site shows: the execution cache holds a
+    run of exactly the chapter's current code and of what it uses (booktools.cache), and
+    the notebooks carry that code changed only by the documented transforms: a form title
+    (``#@title``) on some cells, and the solution cells left out of the student's (so
+    running either runs every check)."""
+    from jupyter_cache import get_cache
 
-    source = [c for c in jupytext.read(md).cells if c.cell_type == "code"]
+    from booktools import cache
+
+    store = get_cache(str(cache.cache_path(ROOT)))
+    record = store.match_cache_notebook(cache.read_chapter(md, ROOT))  # KeyError: not cached
+    executed = store.get_cache_bundle(record.pk).nb
+    source = [c for c in executed.cells if c.cell_type == "code"]
+    assert [c.source for c in source] == [
+        c.source for c in cache.read_chapter(md, ROOT).cells if c.cell_type == "code"
+    ]
     glued = len(re.findall(r"\{glue(?::text)?\}`", md.read_text(encoding="utf-8")))
     for html_root, edition in ((HTML, "lecturer"), (HTML, "student"), (STUDENT_HTML, "student")):
         nb = _reader(html_root, edition, md)

@@ -324,11 +324,12 @@ def plateau_distance(steps, loss, level: float, start: int = 200, stop: int = 50
 
 
 def at_step(runs, step: int) -> np.ndarray:
-    """bits/char of every seed (one History each) at one evaluation step."""
+    """bits/char of every seed (one History each) at one evaluation step (NaN for a run that
+    was not evaluated there)."""
     out = []
     for h in runs:
         steps, bits = h.metric("bits/char")
-        out.append(bits[steps == step][0])
+        out.append(bits[steps == step][0] if (steps == step).any() else np.nan)
     return np.array(out)
 
 
