@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from booktools.cache import log_execution, read_chapter, store
+from booktools.cache import fingerprint, log_execution, read_chapter, store
 from booktools.execute import thread_env
 from booktools.toc import chapter_notebooks
 
@@ -65,6 +65,25 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The chapters first, longest first (CI's last measured times), each chapter's cells in
+    order, then the unit tests: with ``--dist loadfile --no-loadscope-reorder`` the workers
+    take files in this order, so the long chapters start at once and the short tests fill
+    the gaps at the end."""
+    from booktools.execute import TIMES, longest_first
+
+    notebooks = [Path(str(i.parent.fspath)) for i in items if _nb_item(i)]
+    order = {p: k for k, p in enumerate(longest_first(list(dict.fromkeys(notebooks)), TIMES))}
+    position = {id(item): n for n, item in enumerate(items)}
+
+    def key(item):
+        if _nb_item(item):
+            return (0, order[Path(str(item.parent.fspath))], position[id(item)])
+        return (1, 0, position[id(item)])
+
+    items.sort(key=key)
+
+
 def pytest_sessionstart(session):
     if not _is_worker(session.config):
         OUT.mkdir(parents=True, exist_ok=True)
@@ -77,12 +96,18 @@ def _nb_item(item) -> bool:
     return type(item).__name__ == "IPyNbCell"
 
 
+def _md(item) -> Path:
+    return Path(str(item.parent.fspath)).with_suffix(".md")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
+    if _nb_item(item):  # the chapter's cache key as it starts (an edit later is not in it)
+        state = item.config._nb_state.setdefault(item.parent.nodeid, {"seconds": 0.0})
+        state.setdefault("key", fingerprint(_md(item), ROOT))
     start = time.perf_counter()
     yield
     if _nb_item(item):
-        state = item.config._nb_state.setdefault(item.parent.nodeid, {"seconds": 0.0})
         state["seconds"] += time.perf_counter() - start
 
 
@@ -94,12 +119,12 @@ def pytest_runtest_makereport(item, call):
         item.config._nb_state.setdefault(item.parent.nodeid, {"seconds": 0.0})["failed"] = True
 
 
-def _save_executed(nbfile, items, seconds: float) -> None:
+def _save_executed(nbfile, items, seconds: float, key: str) -> None:
     """Merge nbval's outputs into the chapter as myst-nb reads it; save as JSON."""
     import nbformat
 
     md = Path(str(nbfile.fspath)).with_suffix(".md")
-    nb = read_chapter(md, ROOT)  # keyed on what the chapter uses (booktools.cache)
+    nb = read_chapter(md, ROOT, key)  # keyed on what the chapter uses (booktools.cache)
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     if len(code_cells) != len(items):
         return  # out of sync with its .md: test_book reports it; do not cache
@@ -127,7 +152,7 @@ def pytest_runtest_teardown(item, nextitem):
         if not state.get("failed") and kernel is not None and kernel.is_alive():
             items = [i for i in item.session.items if i.parent is item.parent]
             try:
-                _save_executed(item.parent, items, state.get("seconds", 0.0))
+                _save_executed(item.parent, items, state.get("seconds", 0.0), state["key"])
             except Exception as err:  # caching is an optimisation: never fail the test run
                 print(f"\n[conftest] could not cache {item.parent.nodeid}: {err!r}")
     yield

@@ -32,6 +32,23 @@ def test_chapter_page_verifies_every_section(name):
     )
 
 
+def _unmet(table, runs: dict, label: str = "") -> list[str]:
+    problems = []
+    for claim in table.claims:
+        if not claim.applies("cpu"):
+            continue
+        for seed, sections in runs.items():
+            values = sections.get(claim.section)
+            if values is None:
+                problems.append(f"{claim.id}: section not recorded under seed {seed}{label}")
+            elif not claim.holds(values):
+                problems.append(
+                    f"{claim.id} under seed {seed}{label}: {claim.describe(values)} "
+                    f"(needs {claim.condition})"
+                )
+    return problems
+
+
 @pytest.mark.parametrize("name", chapters.names())
 def test_recorded_values_satisfy_every_claim(name):
     table = chapters.table(name)
@@ -40,19 +57,21 @@ def test_recorded_values_satisfy_every_claim(name):
         f"{name}: {len(runs)} recorded base seeds, need {MIN_SEEDS} "
         "(python -m booktools.robustness --record --chapters {name} --seeds 0-9)"
     )
-    problems = []
-    for claim in table.claims:
-        if not claim.applies("cpu"):
-            continue
-        for seed, sections in runs.items():
-            values = sections.get(claim.section)
-            if values is None:
-                problems.append(f"{claim.id}: section not recorded under seed {seed}")
-            elif not claim.holds(values):
-                problems.append(
-                    f"{claim.id} under seed {seed}: {claim.describe(values)} "
-                    f"(needs {claim.condition})"
-                )
+    problems = _unmet(table, runs)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", chapters.names())
+def test_claims_also_hold_with_two_threads(name):
+    """Two torch threads sum in another order: other bits than CI's one-thread run, which
+    the claims' margins must absorb too (CI runs one thread; this record is its other bits)."""
+    table = chapters.table(name)
+    runs = table.recorded(threads=2)["runs"]
+    assert runs, (
+        f"{name}: no run recorded with two threads "
+        f"(python -m booktools.robustness --record --threads 2 --chapters {name} --seeds 0)"
+    )
+    problems = _unmet(table, runs, " with two threads")
     assert not problems, "\n".join(problems)
 
 
@@ -72,16 +91,22 @@ def test_glued_names_are_unique_in_a_chapter(name):
 
 @pytest.mark.parametrize("name", chapters.names())
 def test_no_recorded_section_is_older_than_its_code(name):
-    stale = stale_sections(name, ROOT)
-    sections = sorted({s.split("section ")[1] for s in stale})
-    seeds = ",".join(sorted({s.split(",")[0].removeprefix("seed ") for s in stale}, key=int))
-    assert not stale, (
-        f"{name}: {len(stale)} recorded section values were computed by other code than the "
-        f"chapter's now (a cell, the section's function or a claim's condition changed): "
-        f"{stale[:6]}. Re-record them: python -m booktools.robustness --sections "
-        + ",".join(f"{name}:{s}" for s in sections)
-        + f" --seeds {seeds}"
-    )
+    problems = []
+    for threads in (1, 2):
+        stale = stale_sections(name, ROOT, threads)
+        if not stale:
+            continue
+        sections = sorted({s.split("section ")[1] for s in stale})
+        seeds = ",".join(sorted({s.split(",")[0].removeprefix("seed ") for s in stale}, key=int))
+        problems.append(
+            f"{len(stale)} section values recorded with {threads} thread(s) were computed by "
+            f"other code than the chapter's now (a cell, a run size, the section's function "
+            f"or a claim's condition changed): {stale[:6]}. Re-record them: "
+            f"python -m booktools.robustness --threads {threads} --sections "
+            + ",".join(f"{name}:{s}" for s in sections)
+            + f" --seeds {seeds}"
+        )
+    assert not problems, f"{name}: " + "\n".join(problems)
 
 
 def _planted(tmp_path, name, old, new):

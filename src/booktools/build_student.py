@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import builtins
 import subprocess
+import symtable
 import sys
 
 import yaml
@@ -64,49 +65,49 @@ def _top_level_names(tree: ast.Module) -> set[str]:
     return bound
 
 
-def _bound_anywhere(tree: ast.Module) -> set[str]:
-    """Every name a cell binds anywhere (locals and parameters included)."""
-    bound = _top_level_names(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            bound.add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-    return bound
+def _global_reads(source: str) -> set[str]:
+    """Names a cell reads from the notebook's namespace: at its top level, or inside its
+    functions and comprehensions where no parameter or local of theirs has the name."""
+    found: set[str] = set()
+
+    def visit(table: symtable.SymbolTable, top: bool) -> None:
+        for sym in table.get_symbols():
+            if sym.is_referenced() and (
+                top or sym.is_global() or (sym.is_free() and not sym.is_local())
+            ):
+                found.add(sym.get_name())
+        for child in table.get_children():
+            visit(child, False)
+
+    visit(symtable.symtable(source, "<cell>", "exec"), True)
+    return found
 
 
 def solution_only_uses(cells: list[tuple[str, bool]]) -> list[str]:
     """Where a cell of the student edition uses a name that only a solution cell defines.
 
     ``cells``: the chapter's code cells in order as ``(source, is_solution)``. A name a cell
-    reads that no earlier cell of the student edition (nor the cell itself) binds, but an
-    earlier solution cell does, works in the lecturer's notebook and fails with a NameError
-    in the student's. Returns one line per such use."""
+    reads from the notebook's namespace that no earlier cell of the student edition binds,
+    and the cell itself does not bind at its top level, but an earlier solution cell does,
+    works in the lecturer's notebook and fails with a NameError in the student's. Returns
+    one line per such use."""
+    from booktools.cache import parse_cell
+
     student: set[str] = set(dir(builtins))
     solution: set[str] = set()
     found = []
     for n, (source, is_solution) in enumerate(cells, start=1):
-        plain = "\n".join(
-            "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
-        )
-        try:
-            tree = ast.parse(plain)
-        except SyntaxError:  # a lab's starter cell with blanks: nothing it defines is read
+        tree = parse_cell(source)
+        if tree is None:  # a lab's starter cell with blanks: nothing it defines is read
             continue
         if is_solution:
             solution |= _top_level_names(tree)
             continue
-        own = _bound_anywhere(tree)
-        read = {
-            node.id
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-        }
-        for name in sorted(read & solution - student - own):
+        own = _top_level_names(tree)
+        plain = ast.unparse(tree)  # without IPython's magics
+        for name in sorted(_global_reads(plain) & solution - student - own):
             found.append(f"code cell {n} reads {name!r}, which only a solution cell defines")
-        student |= _top_level_names(tree)
+        student |= own
     return found
 
 

@@ -50,8 +50,9 @@ def code_cells(md_text: str) -> list[str]:
     return cells
 
 
-def _parse(source: str) -> ast.Module | None:
-    # IPython's magics and shell escapes are not Python: left out of the parse
+def parse_cell(source: str) -> ast.Module | None:
+    """A code cell's syntax tree, IPython's magics and shell escapes left out (None when the
+    cell is not Python, e.g. a lab's starter with blanks)."""
     plain = "\n".join(
         "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
     )
@@ -65,7 +66,7 @@ def imported_names(source: str, module: str = "", is_package: bool = False) -> s
     """Every dotted name an ``import`` anywhere in ``source`` asks for (``from a import b``
     gives ``a`` and ``a.b``: ``b`` may be a module); relative imports resolved against
     ``module`` (a package's ``__init__`` when ``is_package``)."""
-    tree = _parse(source)
+    tree = parse_cell(source)
     if tree is None:
         return set()
     names: set[str] = set()
@@ -118,14 +119,16 @@ def library_closure(sources: list[str], src: Path) -> list[Path]:
 
 def data_files(texts: list[str], chapter: str, src: Path) -> list[Path]:
     """The package's data files that a chapter reads: those whose file name appears in its
-    code or its modules, and its recorded claims and lab ranges (``measured/CHAPTER*``)."""
+    code or its modules, and the claims' record and lab ranges its run reads
+    (``measured/CHAPTER.json``, ``measured/CHAPTER.labs.json``)."""
     blob = "\n".join(texts)
+    records = {f"{chapter}.json", f"{chapter}.labs.json"}
     found = []
     for path in sorted((src / PACKAGE).rglob("*")):
-        if not path.is_file() or path.suffix in (".py", ".pyc"):
+        if not path.is_file() or path.suffix in (".py", ".pyc", ".lock"):
             continue
-        if path.parent.name == "measured":
-            if path.name.split(".")[0] == chapter:
+        if path.parent.name == "measured" and path.parent.parent.name == "chapters":
+            if path.name in records:
                 found.append(path)
         elif path.name in blob:
             found.append(path)
@@ -141,55 +144,72 @@ def dependencies(md: Path, root: Path = ROOT) -> list[Path]:
     return modules + data_files(texts, md.stem, src) + [root / "requirements.txt"]
 
 
-def fingerprint(md: Path, root: Path = ROOT) -> str:
-    """Short hash of the files :func:`dependencies` lists (names and contents)."""
+def run_key(env=None) -> str:
+    """The settings of the environment that change a chapter's outputs: its run size, base
+    seed and torch threads (``FULL``, ``SEQTHEORY_SMOKE``, ``SEQTHEORY_SEED``,
+    ``SEQTHEORY_NUM_THREADS``; unset: the defaults)."""
+    env = os.environ if env is None else env
+    smoke = env.get("SEQTHEORY_SMOKE", "").strip() or "0"
+    seed = env.get("SEQTHEORY_SEED", "").strip() or "0"
+    threads = env.get("SEQTHEORY_NUM_THREADS", "").strip() or "1"
+    return f"{run_size(env)} smoke={smoke} seed={seed} threads={threads}"
+
+
+def fingerprint(md: Path, root: Path = ROOT, env=None) -> str:
+    """Short hash of the files :func:`dependencies` lists (names and contents) and of
+    :func:`run_key` (a ``FULL=1`` build does not reuse the CPU-size run)."""
     md, root = Path(md).resolve(), Path(root).resolve()
-    h = hashlib.sha256()
+    h = hashlib.sha256(run_key(env).encode() + b"\0")
     for path in dependencies(md, root):
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
-def keyed(nb, md: Path, root: Path = ROOT):
-    """``nb`` (a chapter read as myst-nb reads it) with its fingerprint in the kernelspec,
-    which jupyter-cache hashes with the code cells."""
-    nb.metadata.setdefault("kernelspec", {})[KEY] = fingerprint(md, root)
+def keyed(nb, key: str):
+    """``nb`` (a chapter read as myst-nb reads it) with ``key`` (its :func:`fingerprint`) in
+    the kernelspec, which jupyter-cache hashes with the code cells."""
+    nb.metadata.setdefault("kernelspec", {})[KEY] = key
     return nb
 
 
-def read_chapter(md: Path, root: Path = ROOT):
-    """A chapter's ``.md`` as the build reads it (myst-nb's reader), keyed for the cache."""
+def read_chapter(md: Path, root: Path = ROOT, key: str | None = None):
+    """A chapter's ``.md`` as the build reads it (myst-nb's reader), keyed for the cache with
+    ``key`` (default: its fingerprint now)."""
     from myst_nb.core.read import read_myst_markdown_notebook
     from myst_parser.config.main import MdParserConfig
 
     nb = read_myst_markdown_notebook(
         md.read_text(encoding="utf-8"), config=MdParserConfig(), add_source_map=True, path=str(md)
     )
-    return keyed(nb, md, root)
+    return keyed(nb, fingerprint(md, root) if key is None else key)
 
 
-def cached(md: Path, root: Path = ROOT) -> bool:
-    """Whether the cache holds this chapter for its current code and fingerprint."""
+def cached(md: Path, root: Path = ROOT, key: str | None = None) -> bool:
+    """Whether the cache holds this chapter for its current code and fingerprint (``key``:
+    the fingerprint, when it is known)."""
     from jupyter_cache import get_cache
 
     path = cache_path(root)
     if not path.exists():
         return False
     try:
-        get_cache(str(path)).match_cache_notebook(read_chapter(md, root))
+        get_cache(str(path)).match_cache_notebook(read_chapter(md, root, key))
     except KeyError:
         return False
     return True
 
 
 def store(nb, md: Path, seconds: float, root: Path = ROOT) -> None:
-    """Put an executed chapter (read with :func:`read_chapter`) into the cache."""
+    """Put an executed chapter into the cache under the key it was read with
+    (:func:`read_chapter` before it ran: an edit while it ran does not reach the key)."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
+    if KEY not in nb.metadata.get("kernelspec", {}):
+        raise ValueError("nb must be read with read_chapter (its kernelspec carries its key)")
     get_cache(str(cache_path(root))).cache_notebook_bundle(
-        CacheBundleIn(keyed(nb, md, root), str(md), data={"execution_seconds": seconds}),
+        CacheBundleIn(nb, str(md), data={"execution_seconds": seconds}),
         check_validity=False,
         overwrite=True,
     )

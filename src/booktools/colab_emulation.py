@@ -30,7 +30,9 @@ and numpy alone.
 every chapter at its CPU size with its checks; it tests the install, the imports, the
 package's data and the order of the notebook's cells, not the numbers. Without it every
 notebook runs in full with strict checks (``python -m booktools.release_check --full``).
-Notebooks at a time times torch threads each never exceeds the cores.
+Notebooks at a time times torch threads each never exceeds the cores; with
+``--one-at-a-time-while FILE`` one notebook runs at a time while FILE exists (CI runs this
+script next to its browser steps, which use about one core, and removes FILE after them).
 
 Install constraints (e.g. torch pinned to a local wheel) come from ``PIP_CONSTRAINT``.
 """
@@ -44,6 +46,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -192,6 +195,31 @@ def run_notebook(
         shutil.rmtree(work, ignore_errors=True)
 
 
+class Gate:
+    """At most ``jobs`` notebooks at a time; only one while the file ``hold`` exists (another
+    step of CI is using the other cores), all ``jobs`` once it is gone."""
+
+    def __init__(self, jobs: int, hold: Path | None = None):
+        held = hold is not None and hold.exists()
+        self._slots = threading.Semaphore(1 if held else jobs)
+        if held and jobs > 1:
+
+            def release_when_gone():
+                while hold.exists():
+                    time.sleep(1)
+                for _ in range(jobs - 1):
+                    self._slots.release()
+
+            threading.Thread(target=release_when_gone, daemon=True).start()
+
+    def __enter__(self):
+        self._slots.acquire()
+
+    def __exit__(self, *exc):
+        self._slots.release()
+        return False
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
@@ -201,6 +229,19 @@ def main(argv=None) -> int:
         type=int,
         default=1,
         help="notebooks at a time (each with its own library install)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads per notebook (default: the cores / --jobs; never more)",
+    )
+    parser.add_argument(
+        "--one-at-a-time-while",
+        type=Path,
+        metavar="FILE",
+        help="run one notebook at a time while FILE exists (CI: while the browser steps run), "
+        "then --jobs",
     )
     parser.add_argument(
         "--smoke",
@@ -216,6 +257,7 @@ def main(argv=None) -> int:
         help="which edition's Colab notebooks to run (default: both)",
     )
     args = parser.parse_args(argv)
+    began = time.perf_counter()
     notebooks = args.notebooks or reader_notebooks(args.edition)
     venv = args.venv or Path(tempfile.mkdtemp(prefix="colab-venv-")) / "venv"
     py = venv / "bin" / "python"
@@ -226,6 +268,10 @@ def main(argv=None) -> int:
     before = versions(py)
     print(f"[colab] torch {before['torch'][0]}, numpy {before['numpy'][0]}", flush=True)
     jobs, threads = plan(args.jobs, len(notebooks))
+    if args.threads is not None:
+        if not 1 <= args.threads <= threads:
+            parser.error(f"--threads must be between 1 and {threads} with {jobs} job(s)")
+        threads = args.threads
     results = []
     if jobs == 1:
         for nb in notebooks:
@@ -264,12 +310,14 @@ def main(argv=None) -> int:
             check=True,
             capture_output=True,
         )
+        gate = Gate(jobs, args.one_at_a_time_while)
+
+        def one(nb: Path):
+            with gate:
+                return run_notebook(nb, venv, threads, wheel, args.smoke)
+
         with ThreadPoolExecutor(jobs) as pool:
-            results += list(
-                pool.map(
-                    lambda nb: run_notebook(nb, venv, threads, wheel, args.smoke), notebooks[1:]
-                )
-            )
+            results += list(pool.map(one, notebooks[1:]))
     after = versions(py)
     failed = [(name, err) for name, _, err in results if err]
     if after != before:
@@ -281,7 +329,8 @@ def main(argv=None) -> int:
         print(f"\n[colab] {name} FAILED:\n{err[-3000:]}")
     print(
         f"\n[colab] {len(results) - len([r for r in results if r[2]])} of {len(results)} "
-        "notebooks ran in the emulated Colab environment" + (" -- FAILED" if failed else "")
+        f"notebooks ran in the emulated Colab environment in {time.perf_counter() - began:.0f} s"
+        + (" -- FAILED" if failed else "")
     )
     return 1 if failed else 0
 

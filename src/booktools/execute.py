@@ -2,9 +2,11 @@
 
 ``jupyter-book build .`` runs this first (:mod:`booktools.sphinx.bookcache`): every chapter
 whose code or whose library modules and data changed since it was cached
-(:mod:`booktools.cache`) executes here, ``jobs`` at a time with ``cores // jobs`` threads
-each, longest first (the CI's table of chapter times), and the build then finds them all in
-the cache.  A chapter that fails stops the build with its traceback.
+(:mod:`booktools.cache`) executes here, longest first (the CI's table of chapter times), as
+many at a time as the cores allow with the book's torch threads each
+(``SEQTHEORY_NUM_THREADS``, default one: the thread count is part of the cache key), and
+the build then finds them all in the cache.  A chapter that fails stops the build with its
+traceback.
 
     python -m booktools.execute                 # the stale chapters, as the build would
     python -m booktools.execute --jobs 1 --chapters copying,partitions
@@ -16,6 +18,7 @@ import argparse
 import copy
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,6 +28,7 @@ from booktools.cache import cached, log_execution, read_chapter, store
 from booktools.toc import chapter_sources
 
 TIMES = ROOT / "benchmarks" / "chapter_times_ci.tsv"  # CI's last measured chapter times
+_STORING = threading.Lock()  # one writer at a time into the cache's database
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -39,10 +43,18 @@ def thread_env(threads: int) -> dict[str, str]:
     }
 
 
+def available_cores() -> int:
+    """The cores this process may use (its CPU affinity, as ``nproc`` counts them)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def plan(jobs: int | None, tasks: int, cores: int | None = None) -> tuple[int, int]:
     """``(jobs, threads per job)`` with ``jobs * threads <= cores`` (default: all cores, one
     job per task at most)."""
-    cores = cores or os.cpu_count() or 1
+    cores = cores or available_cores()
     jobs = max(1, min(jobs or cores, tasks or 1, cores))
     return jobs, max(1, cores // jobs)
 
@@ -80,7 +92,8 @@ def execute_one(md: Path, threads: int, timeout: int = 900, root: Path = ROOT):
         return md.stem, time.perf_counter() - start, f"{type(err).__name__}: {err}"
     seconds = time.perf_counter() - start
     nb.metadata["kernelspec"] = kernelspec  # as read: the cache matches on it
-    store(nb, md, seconds, root)
+    with _STORING:
+        store(nb, md, seconds, root)
     return md.stem, seconds, None
 
 
@@ -101,7 +114,9 @@ def execute_stale(
     todo = longest_first(stale(root, chapters))
     if not todo:
         return []
-    jobs, threads = plan(jobs, len(todo))
+    threads = int(os.environ.get("SEQTHEORY_NUM_THREADS", "").strip() or 1)
+    cores = available_cores()
+    jobs = max(1, min(jobs or cores, len(todo), cores // threads))
     log(
         f"[execute] {len(todo)} chapter(s) to execute, {jobs} at a time with {threads} "
         f"thread(s) each: {', '.join(p.stem for p in todo)}"
@@ -119,7 +134,7 @@ def execute_stale(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--jobs", type=int, default=None, help="chapters at a time (default: cores)"
+        "--jobs", type=int, default=None, help="chapters at a time (default: cores / threads)"
     )
     parser.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     parser.add_argument("--chapters", default="", help="comma-separated names (default: all)")

@@ -38,6 +38,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from booktools import ROOT
+from booktools.execute import available_cores, thread_env
 from booktools.robustness import failing_line
 from booktools.toc import chapter_notebooks
 
@@ -127,7 +128,12 @@ def cell_outcomes(nb_path: Path) -> tuple[list[dict], int]:
 
 
 def run_chapter(
-    nb: Path, timeout: int, out_dir: Path, smoke: int = 0, deadline: float = 0.0
+    nb: Path,
+    timeout: int,
+    out_dir: Path,
+    smoke: int = 0,
+    deadline: float = 0.0,
+    threads: int = 1,
 ) -> dict:
     log = out_dir / f"{nb.stem}.checks.jsonl"
     log.unlink(missing_ok=True)
@@ -135,6 +141,7 @@ def run_chapter(
     values.unlink(missing_ok=True)
     env = {
         **os.environ,
+        **thread_env(threads),  # jobs x threads within the cores
         "FULL": "1",
         "SEQTHEORY_STATIC_PROGRESS": "1",
         "MPLBACKEND": "Agg",
@@ -326,7 +333,13 @@ def main(argv=None) -> int:
                 if admit(list(running.values()), name):
                     pending.remove(name)
                     fut = pool.submit(
-                        run_chapter, by_name[name], args.timeout, out_dir, args.smoke, deadline
+                        run_chapter,
+                        by_name[name],
+                        args.timeout,
+                        out_dir,
+                        args.smoke,
+                        deadline,
+                        max(1, available_cores() // args.jobs),
                     )
                     running[fut] = name
                     results[name] = {"started": time.perf_counter() - t0}

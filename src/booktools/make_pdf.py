@@ -31,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 
 from booktools import ROOT
@@ -175,17 +176,41 @@ def book_title() -> str:
     return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["title"]
 
 
-def missing_titles(pdf_bytes: bytes, titles: list[str]) -> list[str]:
-    """The titles whose text does not appear in the PDF (whitespace-insensitive)."""
+@dataclass
+class Scan:
+    """What one pass over a PDF's pages reads: each page's text, and the light-grey filled
+    boxes (code backgrounds) that hold no text (:func:`empty_code_boxes`)."""
+
+    texts: list[str]
+    empty_boxes: list[tuple[int, int, int]]
+
+
+def scan(pdf: "bytes | Scan", min_width: float = 200.0, min_height: float = 6.0) -> Scan:
+    """Read every page once (text extraction is the slow part of the checks)."""
+    if isinstance(pdf, Scan):
+        return pdf
     from pypdf import PdfReader
 
-    reader = PdfReader(io.BytesIO(pdf_bytes))
+    texts, found = [], []
+    for k, page in enumerate(PdfReader(io.BytesIO(pdf)).pages):
+        seen = _PageBoxes()
+        texts.append(
+            page.extract_text(visitor_operand_before=seen.operand, visitor_text=seen.text) or ""
+        )
+        for x0, y0, x1, y1 in seen.boxes:
+            if (
+                x1 - x0 >= min_width
+                and y1 - y0 >= min_height
+                and not any(x0 - 2 <= x <= x1 and y0 - 2 <= y <= y1 + 2 for x, y in seen.texts)
+            ):
+                found.append((k + 1, round(y0), round(y1)))
+    return Scan(texts, found)
 
-    def norm(text: str) -> str:  # NFKC: ligatures such as "ﬁ" in the PDF's text become "fi"
-        return " ".join(unicodedata.normalize("NFKC", text).split()).lower()
 
-    flat = norm(" ".join((page.extract_text() or "") for page in reader.pages))
-    return [t for t in titles if norm(t) not in flat]
+def missing_titles(pdf: "bytes | Scan", titles: list[str]) -> list[str]:
+    """The titles whose text does not appear in the PDF (whitespace-insensitive)."""
+    flat = _norm(" ".join(scan(pdf).texts))
+    return [t for t in titles if _norm(t) not in flat]
 
 
 def _norm(text: str) -> str:  # NFKC: ligatures such as "ﬁ" in the PDF's text become "fi"
@@ -265,14 +290,14 @@ def print_book(
     Returns ``{"pdf", "titles", "starts"`` (first page of each, 0-based) ``, "clipped"``
     (page -> what is wider than the page) ``, "unprinted"`` (page -> code blocks of its print
     layout whose first line is not in the PDF's text) ``, "chapters"`` (page -> its own
-    PDF)``}``."""
+    PDF) ``, "scan"`` (the PDF read once: :class:`Scan`)``}``."""
     from pypdf import PdfReader, PdfWriter
 
     server, base = serve(html_root)
     profile = tempfile.mkdtemp(prefix="make-pdf-")
     scratch = Path(tempfile.mkdtemp(prefix="make-pdf-pages-", dir=html_root))
     browser = Chromium(binary, profile)
-    pieces, titles, clipped, unprinted = [], [], {}, {}
+    pieces, titles, clipped, codes = [], [], {}, {}
     try:
         tab = Tab(browser)
         # the print layout: measured at the printed width, with print styles
@@ -291,11 +316,7 @@ def print_book(
             if info["clipped"]:
                 clipped[page] = info["clipped"]
             pieces.append(PdfReader(io.BytesIO(_print(tab))))
-            text = _norm(" ".join(pg.extract_text() or "" for pg in pieces[-1].pages))
-            text = text.replace(" ", "")
-            missing = [line for line in info["code"] if _norm(line).replace(" ", "") not in text]
-            if missing:
-                unprinted[page] = missing
+            codes[page] = info["code"]
         lengths = [len(r.pages) for r in pieces]
         front_pages: list = []
         if front:
@@ -375,6 +396,14 @@ def print_book(
     buf = io.BytesIO()
     writer.write(buf)
     pdf = buf.getvalue()
+    read = scan(pdf)
+    unprinted = {}
+    for k, page in enumerate(pages):
+        end = starts[k + 1] if k + 1 < len(starts) else total
+        text = _norm(" ".join(read.texts[starts[k] : end])).replace(" ", "")
+        missing = [line for line in codes[page] if _norm(line).replace(" ", "") not in text]
+        if missing:
+            unprinted[page] = missing
     chapters = {}
     for k, page in enumerate(pages):
         end = starts[k + 1] if k + 1 < len(starts) else total
@@ -391,6 +420,7 @@ def print_book(
         "clipped": clipped,
         "unprinted": unprinted,
         "chapters": chapters,
+        "scan": read,
     }
 
 
@@ -437,56 +467,35 @@ class _PageBoxes:
 
 
 def empty_code_boxes(
-    pdf_bytes: bytes, min_width: float = 200.0, min_height: float = 6.0
+    pdf: "bytes | Scan", min_width: float = 200.0, min_height: float = 6.0
 ) -> list[tuple[int, int, int]]:
     """(page, bottom, top) of the light-grey filled boxes (code backgrounds) wider than
     ``min_width`` points that hold no text: what a code cell split at a page break leaves.
     Measured in the PDF's drawing operations (paths and fills, with their transformations)
     and text positions."""
-    from pypdf import PdfReader
-
-    found = []
-    for k, page in enumerate(PdfReader(io.BytesIO(pdf_bytes)).pages):
-        seen = _PageBoxes()
-        page.extract_text(visitor_operand_before=seen.operand, visitor_text=seen.text)
-        for x0, y0, x1, y1 in seen.boxes:
-            if (
-                x1 - x0 >= min_width
-                and y1 - y0 >= min_height
-                and not any(x0 - 2 <= x <= x1 and y0 - 2 <= y <= y1 + 2 for x, y in seen.texts)
-            ):
-                found.append((k + 1, round(y0), round(y1)))
-    return found
+    return scan(pdf, min_width, min_height).empty_boxes
 
 
-def page_number_problems(pdf_bytes: bytes, first: int) -> list[int]:
+def page_number_problems(pdf: "bytes | Scan", first: int) -> list[int]:
     """The pages (1-based) from ``first`` on whose text lacks "page / pages"."""
-    from pypdf import PdfReader
-
-    reader = PdfReader(io.BytesIO(pdf_bytes))
-    total = len(reader.pages)
-    return [
-        i + 1
-        for i in range(first - 1, total)
-        if f"{i + 1} / {total}" not in (reader.pages[i].extract_text() or "")
-    ]
+    texts = scan(pdf).texts
+    total = len(texts)
+    return [i + 1 for i in range(first - 1, total) if f"{i + 1} / {total}" not in texts[i]]
 
 
 def contents_problems(
-    pdf_bytes: bytes, titles: list[str], starts: list[int], contents_pages: range
+    pdf: "bytes | Scan", titles: list[str], starts: list[int], contents_pages: range
 ) -> list[str]:
     """Each chapter must be in the contents with its first page, and its title on that page."""
-    from pypdf import PdfReader
-
-    reader = PdfReader(io.BytesIO(pdf_bytes))
-    listed = _norm(" ".join(reader.pages[i].extract_text() or "" for i in contents_pages))
+    texts = scan(pdf).texts
+    listed = _norm(" ".join(texts[i] for i in contents_pages))
     found = []
     for title, start in zip(titles, starts, strict=True):
         if _norm(title) not in listed:
             found.append(f"{title!r} is not in the contents")
         elif not re.search(re.escape(_norm(title)) + r"\s*" + str(start + 1) + r"\b", listed):
             found.append(f"{title!r} is not listed at page {start + 1}")
-        if _norm(title)[:40] not in _norm(reader.pages[start].extract_text() or ""):
+        if _norm(title)[:40] not in _norm(texts[start]):
             found.append(f"{title!r} is not on page {start + 1}")
     return found
 
@@ -517,19 +526,18 @@ def main(argv=None) -> int:
     (out.parent / "chapters").mkdir(exist_ok=True)
     for page, data in book["chapters"].items():
         (out.parent / "chapters" / f"{Path(page).name}.pdf").write_bytes(data)
-    from pypdf import PdfReader
-
-    n_pages = len(PdfReader(io.BytesIO(pdf)).pages)
+    n_pages = len(book["scan"].texts)
     print(
         f"make_pdf: {len(titles)} chapters, {n_pages} pages, {len(pdf) / 1e6:.1f} MB -> {out} "
         f"(and one PDF per chapter in {out.parent / 'chapters'})"
     )
-    problems = [f"chapter missing from the PDF's text: {t}" for t in missing_titles(pdf, titles)]
-    unnumbered = page_number_problems(pdf, 2)
+    read = book["scan"]
+    problems = [f"chapter missing from the PDF's text: {t}" for t in missing_titles(read, titles)]
+    unnumbered = page_number_problems(read, 2)
     if unnumbered:
         problems.append(f"{len(unnumbered)} pages without their number, e.g. {unnumbered[:5]}")
-    problems += contents_problems(pdf, titles, book["starts"], range(1, book["starts"][0]))
-    empty = empty_code_boxes(pdf)
+    problems += contents_problems(read, titles, book["starts"], range(1, book["starts"][0]))
+    empty = empty_code_boxes(read)
     if empty:
         problems.append(
             f"{len(empty)} empty code boxes (a cell split at a page break), at "

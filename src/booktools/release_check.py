@@ -94,12 +94,14 @@ def full_runs() -> int:
     from pathlib import Path
 
     from booktools import colab_emulation
+    from booktools.execute import available_cores
 
     venv = Path(tempfile.mkdtemp(prefix="release-colab-")) / "venv"
-    cores = os.cpu_count() or 1
-    student = colab_emulation.main(["--edition", "student", "--jobs", "1", "--venv", str(venv)])
+    student = colab_emulation.main(
+        ["--edition", "student", "--jobs", "1", "--threads", "2", "--venv", str(venv)]
+    )
     lecturer = colab_emulation.main(
-        ["--edition", "lecturer", "--jobs", str(cores), "--venv", str(venv)]
+        ["--edition", "lecturer", "--jobs", str(available_cores()), "--venv", str(venv)]
     )
     return 1 if student or lecturer else 0
 

@@ -33,6 +33,11 @@ fingerprints are merged into the record, the other sections' left as they were::
     python -m booktools.robustness --sections copying:lengths --seeds 0-9,11,42,2027,90210
 
 Runs at a time times torch threads each never exceeds the cores (``--jobs``, ``--threads``).
+A record with more than one thread goes to ``CHAPTER.threadsN.json``: other bits, held
+against the same claims by the same test (the text's spreads come from the one-thread
+record)::
+
+    python -m booktools.robustness --record --threads 2 --seeds 0
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from booktools import ROOT
-from booktools.execute import thread_env
+from booktools.execute import available_cores, thread_env
 from booktools.toc import chapter_notebooks
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -171,10 +176,12 @@ def failed_claims(chapter: str, sections: dict, only: list[str] | None = None) -
 
 
 def write_record(chapter: str, runs: dict[int, dict], threads: int, partial: bool = False) -> Path:
-    """Merge ``{seed: sections}`` into ``seqtheory/chapters/measured/CHAPTER.json``, with each
-    section's fingerprint; ``partial``: the runs hold some sections only, which replace
-    those of the recorded runs (the others stay)."""
-    path = ROOT / "src" / "seqtheory" / "chapters" / "measured" / f"{chapter}.json"
+    """Merge ``{seed: sections}`` into ``seqtheory/chapters/measured/CHAPTER.json`` (runs with
+    more torch threads: ``CHAPTER.threadsN.json``), with each section's fingerprint;
+    ``partial``: the runs hold some sections only, which replace those of the recorded runs
+    (the others stay)."""
+    name = f"{chapter}.json" if threads == 1 else f"{chapter}.threads{threads}.json"
+    path = ROOT / "src" / "seqtheory" / "chapters" / "measured" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     # several recording processes may merge into one file: read, merge and write under a lock
     with open(path.with_suffix(".lock"), "w") as lock:
@@ -318,7 +325,7 @@ def main(argv=None) -> int:
     only = parse_sections(args.sections, [nb.stem for nb in nbs], ap.error)
     if only:
         args.record, args.chapters = True, ",".join(only)
-    cores = os.cpu_count() or 1
+    cores = available_cores()
     if args.threads < 1 or args.threads > cores:
         ap.error(f"--threads must be between 1 and {cores} (the cores), got {args.threads}")
     args.jobs = min(args.jobs or cores, cores // args.threads)

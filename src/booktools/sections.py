@@ -6,12 +6,15 @@ earlier cell that binds (or changes in place: ``x[k] = ...``, ``x.append(...)``)
 cell already in the set reads, transitively; a cell that rebinds a name whole (``x = ...``
 at its top level) ends the search for that name's earlier values.
 :func:`section_fingerprint` hashes those cells' code, the source of the section's function
-in the chapter module (``ClaimTable.computes``) and the conditions of the section's claims.
+in the chapter module (``ClaimTable.computes``) with the module's functions it calls, the
+run sizes (``Sizes``: a topic's ``SETUP``) its cells read, and the conditions of the
+section's claims.
 The record of measured values (``booktools.robustness --record``) stores it per seed and
 section, and ``tests/test_claims_recorded.py`` fails on a section whose fingerprint has
-changed since it was recorded. The library modules the section's code calls are not part
-of it (an edit there would make every section of a chapter stale): the chapter's own run
-checks them under CI.
+changed since it was recorded. Not part of it: the library's topic and engine modules the
+section's code calls (an edit there would make every section of every chapter that uses
+them stale; the chapter's own run checks them under CI), and the order of draws from a
+global random generator (the library's runs draw from their own named streams).
 """
 
 from __future__ import annotations
@@ -23,16 +26,7 @@ import re
 from pathlib import Path
 
 from booktools import ROOT
-
-
-def _parse(source: str) -> ast.Module | None:
-    plain = "\n".join(
-        "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
-    )
-    try:
-        return ast.parse(plain)
-    except SyntaxError:
-        return None
+from booktools.cache import parse_cell
 
 
 def _imported(tree: ast.Module) -> set[str]:
@@ -73,7 +67,7 @@ def binds_and_reads(
 ) -> tuple[set[str], set[str], set[str]]:
     """``(names the cell binds or changes in place, names it reads, names it rebinds whole)``;
     a method called on one of ``modules`` (names the notebook imports) changes nothing."""
-    tree = _parse(source)
+    tree = parse_cell(source)
     if tree is None:
         return set(), set(), set()
     imported = _imported(tree)
@@ -92,6 +86,11 @@ def binds_and_reads(
             owner = _root_name(node.func.value)
             if owner and owner not in modules:  # x.append(...) may change x
                 binds.add(owner)
+    for stmt in tree.body:  # a statement that is a bare call, f(x), may change x
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+            if call.func.id not in ("print", "display", "len", "repr", "str"):
+                binds |= {a.id for a in call.args if isinstance(a, ast.Name)}
     binds.discard("")
     return binds, reads, _kills(tree) - reads
 
@@ -107,7 +106,7 @@ def section_cells(cells: list[str], section: str) -> list[int]:
     found = verify_cells(cells, section)
     if not found:
         raise ValueError(f"section must be verified by a cell of the chapter, got {section!r}")
-    trees = [_parse(c) for c in cells]
+    trees = [parse_cell(c) for c in cells]
     modules = frozenset().union(*(_imported(t) for t in trees if t is not None))
     parsed = [binds_and_reads(c, modules) for c in cells]
     keep = set(found)
@@ -129,18 +128,63 @@ def chapter_code(md: Path) -> list[str]:
     return code_cells(md.read_text(encoding="utf-8"))
 
 
+def _module_functions(fn) -> list:
+    """``fn`` and the functions of its own module it calls, transitively (by name)."""
+    module = inspect.getmodule(fn)
+    found, todo = [], [fn]
+    while todo:
+        f = todo.pop()
+        if f in found:
+            continue
+        found.append(f)
+        tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(f)))
+        for node in ast.walk(tree):
+            g = getattr(module, node.id, None) if isinstance(node, ast.Name) else None
+            if inspect.isfunction(g) and inspect.getmodule(g) is module:
+                todo.append(g)
+    return found
+
+
+def _sizes(cells: list[str], used: list[int]) -> list[str]:
+    """``repr`` of each run size (``Sizes``, e.g. a topic's ``SETUP``) the used cells read
+    under a name the chapter imports from the library."""
+    import importlib
+
+    from seqtheory.core.runtime import Sizes
+
+    imported: dict[str, tuple[str, str]] = {}
+    for tree in filter(None, map(parse_cell, cells)):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("seqtheory"):
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = (node.module, alias.name)
+    read = set().union(*(binds_and_reads(cells[i])[1] for i in used))
+    out = []
+    for name in sorted(read & set(imported)):
+        module, attr = imported[name]
+        value = getattr(importlib.import_module(module), attr, None)
+        if isinstance(value, Sizes):
+            out.append(f"{module}.{attr} = {value!r}")
+    return out
+
+
 def section_fingerprint(chapter: str, section: str, root: Path = ROOT) -> str:
-    """Short hash of what computes ``section``: its cells, its function and its claims'
+    """Short hash of what computes ``section``: its cells, the run sizes they read, its
+    function with the chapter module's functions that it calls, and its claims'
     conditions."""
     from seqtheory import chapters
 
     table = chapters.table(chapter)
     cells = chapter_code(root / "book" / f"{chapter}.md")
+    used = section_cells(cells, section)
     h = hashlib.sha256()
-    for i in section_cells(cells, section):
+    for i in used:
         h.update(cells[i].strip().encode() + b"\0")
+    for size in _sizes(cells, used):
+        h.update(size.encode() + b"\0")
     compute = table._compute.get(section)
-    h.update((inspect.getsource(compute) if compute else "").encode() + b"\0")
+    for fn in _module_functions(compute) if compute else []:
+        h.update(inspect.getsource(fn).encode() + b"\0")
     for claim in table.section(section):
         h.update(f"{claim.id}: {claim.condition} [{claim.scale}]".encode() + b"\0")
     return h.hexdigest()[:16]
@@ -157,12 +201,12 @@ def last_cell(chapter: str, sections: list[str], root: Path = ROOT) -> int:
     return max(found)
 
 
-def stale_sections(chapter: str, root: Path = ROOT) -> list[str]:
+def stale_sections(chapter: str, root: Path = ROOT, threads: int = 1) -> list[str]:
     """``"seed S, section X"`` for each recorded section whose fingerprint is missing or no
-    longer that of the code (``measured/CHAPTER.json``)."""
+    longer that of the code (``measured/CHAPTER.json``; ``CHAPTER.threadsN.json``)."""
     from seqtheory import chapters
 
-    record = chapters.table(chapter).recorded()
+    record = chapters.table(chapter).recorded(threads)
     prints = record.get("fingerprints", {})
     now: dict[str, str] = {}
     out = []

@@ -189,6 +189,14 @@ def test_a_smoke_run_skips_a_section_it_cannot_compute(monkeypatch, capsys):
     measured = verify(table.claims_for("empty", []))
     assert dict(measured) == {} and "IndexError" in measured.skipped
     assert "not computed in this smoke run" in capsys.readouterr().out
+    # a missing file or key is not a short run's statistic: raised as in a full run
+
+    @table.computes("archive")
+    def _archive(data):
+        return {"x": data["missing"]}
+
+    with pytest.raises(KeyError):
+        table.claims_for("archive", {})
     # a section it can compute is still checked (strictly here)
     with pytest.raises(AssertionError, match="run.every_seed"):
         verify(table.claims_for("run", 0.01, [0.95, 0.5]))

@@ -32,6 +32,22 @@ def test_a_name_only_a_solution_defines_is_found():
     ]
 
 
+def test_a_function_of_a_student_cell_reading_a_solution_name_is_found():
+    cells = [
+        ("result = 1", True),  # only the solution computes result
+        ("def f(result):\n    return result + 1\nprint(f(result))", False),
+        ("def g():\n    return answer\ng()", False),
+        ("answer = 2", True),
+    ]
+    assert solution_only_uses(cells) == [
+        "code cell 2 reads 'result', which only a solution cell defines"
+    ]
+    cells.insert(2, ("answer = 0", True))
+    assert solution_only_uses(cells)[-1] == (
+        "code cell 4 reads 'answer', which only a solution cell defines"
+    )
+
+
 def test_names_the_student_edition_binds_itself_are_not_leaks():
     cells = [
         ("answer = ...  # the starter: the student fills it in", False),

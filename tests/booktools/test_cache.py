@@ -51,9 +51,11 @@ def test_imports_are_resolved_relative_and_inside_functions():
     }
 
 
-@pytest.fixture
-def book_copy(tmp_path):
-    """The book's sources in a temporary folder, every chapter in its cache as executed."""
+@pytest.fixture(scope="module")
+def book_copy(tmp_path_factory):
+    """The book's sources in a temporary folder, every chapter in its cache as executed
+    (each test puts back what it edits)."""
+    tmp_path = tmp_path_factory.mktemp("book")
     for name in ("_toc.yml", "_config.yml", "requirements.txt"):
         shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(ROOT / "book", tmp_path / "book", ignore=shutil.ignore_patterns("*.ipynb"))
@@ -65,14 +67,16 @@ def book_copy(tmp_path):
 
 
 def _stale_after(root: Path, relative: str) -> set[str]:
-    """The chapters an edit of one file makes stale (then cached again, as a build would)."""
+    """The chapters an edit of one file makes stale (the edit is then undone)."""
     path = root / relative
+    before = path.read_bytes()
     with open(path, "a", encoding="utf-8") as f:
         f.write("\n# an edit\n" if path.suffix == ".py" else "\n")
-    stale = execute.stale(root)
-    for md in stale:
-        cache.store(cache.read_chapter(md, root), md, 1.0, root)
-    return {p.stem for p in stale}
+    try:
+        return {p.stem for p in execute.stale(root)}
+    finally:
+        path.write_bytes(before)
+        assert execute.stale(root) == []  # the records of the code as it was match again
 
 
 def test_editing_one_topic_module_reexecutes_exactly_the_chapters_importing_it(book_copy):
@@ -93,15 +97,51 @@ def test_a_chapter_module_its_data_and_the_tooling_reexecute_what_uses_them(book
 
 
 def test_the_engine_and_the_requirements_reexecute_every_chapter(book_copy):
-    assert _stale_after(book_copy, "src/seqtheory/core/training.py") == set(
-        chapter_names(book_copy)
+    every = set(chapter_names(book_copy))
+    assert _stale_after(book_copy, "src/seqtheory/core/training.py") == every
+    assert _stale_after(book_copy, "requirements.txt") == every
+
+
+def test_the_run_size_seed_and_threads_are_part_of_the_key(monkeypatch):
+    md = ROOT / "book" / "meet_the_model.md"
+    default = cache.fingerprint(md)
+    assert cache.fingerprint(md, env={"SEQTHEORY_SEED": "0", "SEQTHEORY_NUM_THREADS": "1"}) == (
+        cache.fingerprint(md, env={})
     )
+    for env in ({"FULL": "1"}, {"SEQTHEORY_SEED": "3"}, {"SEQTHEORY_NUM_THREADS": "2"}):
+        assert cache.fingerprint(md, env=env) != cache.fingerprint(md, env={}), env
+    monkeypatch.setenv("FULL", "1")  # a FULL=1 build does not reuse the CPU-size run
+    assert cache.fingerprint(md) != default
+
+
+def test_files_a_run_does_not_read_are_not_in_the_key(book_copy):
+    measured = book_copy / "src" / "seqtheory" / "chapters" / "measured"
+    (measured / "copying.lock").write_text("")  # robustness's lock: not committed
+    (measured / "copying.threads2.json").write_text("{}")  # the two-thread record
+    try:
+        assert execute.stale(book_copy) == []
+    finally:
+        (measured / "copying.lock").unlink()
+        (measured / "copying.threads2.json").unlink()
+
+
+def test_a_chapter_is_stored_under_the_key_it_was_read_with(tmp_path):
+    md = ROOT / "book" / "meet_the_model.md"
+    nb = cache.read_chapter(md, ROOT, key="as-it-started")
+    assert nb.metadata.kernelspec[cache.KEY] == "as-it-started"
+    nb.metadata.kernelspec.pop(cache.KEY)
+    with pytest.raises(ValueError, match="read_chapter"):
+        cache.store(nb, md, 1.0, tmp_path)
 
 
 def test_a_chapter_whose_code_changed_is_stale(book_copy):
     md = book_copy / "book" / "partitions.md"
-    md.write_text(md.read_text(encoding="utf-8").replace("c_anim = 16", "c_anim = 8"))
-    assert {p.stem for p in execute.stale(book_copy)} == {"partitions"}
+    text = md.read_text(encoding="utf-8")
+    md.write_text(text.replace("c_anim = 16", "c_anim = 8"), encoding="utf-8")
+    try:
+        assert {p.stem for p in execute.stale(book_copy)} == {"partitions"}
+    finally:
+        md.write_text(text, encoding="utf-8")
 
 
 def test_the_builds_keyed_front_matter_hashes_as_the_cache_does():

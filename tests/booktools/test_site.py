@@ -101,9 +101,6 @@ def test_colab_notebooks_read_like_the_site_and_run_the_same_code(md):
     record = store.match_cache_notebook(cache.read_chapter(md, ROOT))  # KeyError: not cached
     executed = store.get_cache_bundle(record.pk).nb
     source = [c for c in executed.cells if c.cell_type == "code"]
-    assert [c.source for c in source] == [
-        c.source for c in cache.read_chapter(md, ROOT).cells if c.cell_type == "code"
-    ]
     glued = len(re.findall(r"\{glue(?::text)?\}`", md.read_text(encoding="utf-8")))
     for html_root, edition in ((HTML, "lecturer"), (HTML, "student"), (STUDENT_HTML, "student")):
         nb = _reader(html_root, edition, md)

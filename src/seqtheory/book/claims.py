@@ -252,8 +252,10 @@ class ClaimTable:
         """The values of ``section``: every number its prose quotes and every statistic
         its claims test, computed from the chapter's results.  In a smoke run
         (``SEQTHEORY_SMOKE``) a section whose statistics cannot be computed from the few
-        training steps is returned empty, with the reason in ``skipped``; :func:`verify`
-        then says so instead of checking."""
+        training steps (an empty window, a fit without points, a step never reached: an
+        arithmetic, index, type or value error) is returned empty, with the reason in
+        ``skipped``; :func:`verify` then says so instead of checking. Any other error (a
+        missing file, module or key) is raised as in a full run."""
         if section not in self._compute:
             raise ValueError(
                 f"section must be one of {sorted(self._compute)} for "
@@ -262,7 +264,7 @@ class ClaimTable:
         if smoke_steps() is not None:  # a smoke run's statistics may not exist at all
             try:
                 values = self._compute[section](*args, **kwargs)
-            except Exception as err:
+            except (ArithmeticError, IndexError, TypeError, ValueError) as err:
                 measured = Measured(self, section, {})
                 measured.skipped = f"{type(err).__name__}: {err}"
                 return measured
@@ -273,13 +275,17 @@ class ClaimTable:
         return Measured(self, section, values)
 
     # ----------------------------------------------------------------- recorded values
-    def record_path(self):
-        return resources.files("seqtheory") / "chapters" / "measured" / f"{self.chapter}.json"
+    def record_path(self, threads: int = 1):
+        """``measured/CHAPTER.json``; for runs with more torch threads
+        ``measured/CHAPTER.threadsN.json`` (other bits, held against the same claims)."""
+        name = f"{self.chapter}.json" if threads == 1 else f"{self.chapter}.threads{threads}.json"
+        return resources.files("seqtheory") / "chapters" / "measured" / name
 
-    def recorded(self) -> dict:
+    def recorded(self, threads: int = 1) -> dict:
         """The record written by ``python -m booktools.robustness --record``: ``{"runs": {seed:
-        {section: values}}, ...}``; empty runs when there is none."""
-        path = self.record_path()
+        {section: values}}, ...}``; empty runs when there is none. The text's spreads come
+        from the one-thread record; ``threads=N`` reads the runs recorded with N threads."""
+        path = self.record_path(threads)
         if not path.is_file():
             return {"chapter": self.chapter, "runs": {}}
         return json.loads(path.read_text(encoding="utf-8"))
