@@ -13,11 +13,13 @@ check is skipped with a message and exit status 0; CI does not run it.
 
 ``--full`` (after ``jupyter-book build .`` and ``python -m booktools.build_student``, with the
 build's commit checked out) also runs the checks that CI leaves out because they execute
-every chapter again: the Colab notebooks of both editions in a bare environment, every
-cell at its CPU size with strict claim checks (``booktools.colab_emulation``) -- the
-student's one at a time with two torch threads (other bits than CI's one-thread run), the
-lecturer's with one thread each, as many at a time as there are cores. About 25 minutes on
-two cores.
+every chapter again or take long: the Colab notebooks of both editions in a bare
+environment, every cell at its CPU size with strict claim checks
+(``booktools.colab_emulation``) -- the student's one at a time with two torch threads (other
+bits than CI's one-thread run), the lecturer's with one thread each, as many at a time as
+there are cores -- and the PDF of both editions with its checks (``booktools.make_pdf``:
+``_build/pdf/book.pdf`` and ``_build/pdf/student/book.pdf``). About 30 minutes on two
+cores.
 """
 
 from __future__ import annotations
@@ -89,11 +91,12 @@ def check(url: str, branches: list[str], timeout: float = 60) -> tuple[int, str]
 
 
 def full_runs() -> int:
-    """Both editions' reader notebooks in full in the emulated Colab; non-zero on a failure."""
+    """Both editions' reader notebooks in full in the emulated Colab, and both editions'
+    PDFs; non-zero on a failure."""
     import tempfile
     from pathlib import Path
 
-    from booktools import colab_emulation
+    from booktools import colab_emulation, make_pdf
     from booktools.execute import available_cores
 
     venv = Path(tempfile.mkdtemp(prefix="release-colab-")) / "venv"
@@ -103,7 +106,17 @@ def full_runs() -> int:
     lecturer = colab_emulation.main(
         ["--edition", "lecturer", "--jobs", str(available_cores()), "--venv", str(venv)]
     )
-    return 1 if student or lecturer else 0
+    pdfs = [
+        make_pdf.main([str(ROOT / "_build" / "html"), "--out", str(ROOT / "_build/pdf/book.pdf")]),
+        make_pdf.main(
+            [
+                str(ROOT / "_build" / "student" / "_build" / "html"),
+                "--out",
+                str(ROOT / "_build" / "pdf" / "student" / "book.pdf"),
+            ]
+        ),
+    ]
+    return 1 if student or lecturer or any(pdfs) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
