@@ -53,40 +53,10 @@ from pathlib import Path
 
 from booktools import ROOT
 from booktools.cache import log_execution
+from booktools.colab_env import COLAB_PACKAGES, KERNEL, make_env
 from booktools.execute import plan, thread_env
 from booktools.setup_cell import config
 from booktools.toc import chapter_notebooks
-
-COLAB_PACKAGES = ["torch", "numpy", "matplotlib", "seaborn", "ipywidgets", "ipykernel"]
-KERNEL = "seqtheory-colab-emulation"
-
-
-def make_env(venv: Path) -> Path:
-    """A virtual environment with Colab's packages and a Jupyter kernel spec; its python."""
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    py = venv / "bin" / "python"
-    pip = subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", *COLAB_PACKAGES], capture_output=True, text=True
-    )
-    if pip.returncode:
-        raise SystemExit(f"pip install {' '.join(COLAB_PACKAGES)} failed:\n{pip.stderr}")
-    subprocess.run(
-        [
-            str(py),
-            "-m",
-            "ipykernel",
-            "install",
-            "--prefix",
-            str(venv),
-            "--name",
-            KERNEL,
-            "--display-name",
-            "Colab emulation",
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    return py
 
 
 def git_source() -> str:
