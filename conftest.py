@@ -65,6 +65,25 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The chapters first, longest first (CI's last measured times), each chapter's cells in
+    order, then the unit tests: with ``--dist loadfile --no-loadscope-reorder`` the workers
+    take files in this order, so the long chapters start at once and the short tests fill
+    the gaps at the end."""
+    from booktools.execute import TIMES, longest_first
+
+    notebooks = [Path(str(i.parent.fspath)) for i in items if _nb_item(i)]
+    order = {p: k for k, p in enumerate(longest_first(list(dict.fromkeys(notebooks)), TIMES))}
+    position = {id(item): n for n, item in enumerate(items)}
+
+    def key(item):
+        if _nb_item(item):
+            return (0, order[Path(str(item.parent.fspath))], position[id(item)])
+        return (1, 0, position[id(item)])
+
+    items.sort(key=key)
+
+
 def pytest_sessionstart(session):
     if not _is_worker(session.config):
         OUT.mkdir(parents=True, exist_ok=True)

@@ -118,12 +118,18 @@ def reader_notebooks(edition: str) -> list[Path]:
 
 
 def run_notebook(
-    nb_path: Path, venv: Path, threads: int, source: str | None = None, smoke: int = 0
+    nb_path: Path,
+    venv: Path,
+    threads: int,
+    source: str | None = None,
+    smoke: int = 0,
+    keep: Path | None = None,
 ) -> tuple[str, float, str | None]:
     """Execute one notebook alone in an empty folder; return (name, seconds, error).
 
     ``source`` is what the setup cell installs (default: this checkout); ``smoke``: stop
-    every training loop after that many steps (0: a full run)."""
+    every training loop after that many steps (0: a full run); ``keep``: a folder for the
+    executed notebook (its cells carry their start and end times)."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -154,13 +160,17 @@ def run_notebook(
         client = NotebookClient(
             nb, timeout=900, kernel_name=KERNEL, resources={"metadata": {"path": str(work)}}
         )
-        start = time.perf_counter()
+        start, error = time.perf_counter(), None
         try:
             # the kernel inherits this process's environment: hand it the emulated one
             client.execute(env=env)
         except Exception as err:  # a failing cell: report the notebook and the error
-            return label(nb_path), time.perf_counter() - start, f"{type(err).__name__}: {err}"
-        return label(nb_path), time.perf_counter() - start, None
+            error = f"{type(err).__name__}: {err}"
+        seconds = time.perf_counter() - start
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, keep / (label(nb_path).replace("/", "__") + ".ipynb"))
+        return label(nb_path), seconds, error
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -226,6 +236,12 @@ def main(argv=None) -> int:
         default="both",
         help="which edition's Colab notebooks to run (default: both)",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="write the executed notebooks there (each cell with its start and end times)",
+    )
     args = parser.parse_args(argv)
     began = time.perf_counter()
     notebooks = args.notebooks or reader_notebooks(args.edition)
@@ -249,7 +265,7 @@ def main(argv=None) -> int:
             subprocess.run(
                 [str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"], capture_output=True
             )
-            results.append(run_notebook(nb, venv, threads, smoke=args.smoke))
+            results.append(run_notebook(nb, venv, threads, smoke=args.smoke, keep=args.keep))
             print(
                 f"[colab] {results[-1][0]:33s} {results[-1][1]:6.1f} s  "
                 f"{'ok' if results[-1][2] is None else 'FAILED'}",
@@ -270,7 +286,7 @@ def main(argv=None) -> int:
         )
         wheel = next(wheels.glob("seqtheory-*.whl")).as_uri()
         # through the git URL
-        results.append(run_notebook(notebooks[0], venv, threads, smoke=args.smoke))
+        results.append(run_notebook(notebooks[0], venv, threads, smoke=args.smoke, keep=args.keep))
         # the others find the wheel installed (same version: pip leaves it alone)
         subprocess.run(
             [str(py), "-m", "pip", "uninstall", "-q", "-y", "seqtheory"], capture_output=True
@@ -284,7 +300,7 @@ def main(argv=None) -> int:
 
         def one(nb: Path):
             with gate:
-                return run_notebook(nb, venv, threads, wheel, args.smoke)
+                return run_notebook(nb, venv, threads, wheel, args.smoke, args.keep)
 
         with ThreadPoolExecutor(jobs) as pool:
             results += list(pool.map(one, notebooks[1:]))

@@ -67,6 +67,18 @@ def test_animate_limits_frames_and_returns_html():
         animate([], draw)
 
 
+def test_a_smoke_run_animates_the_first_and_last_frames_only(monkeypatch):
+    seen = []
+
+    def draw(fig, frame):
+        seen.append(frame)
+        fig.add_subplot().plot([0, frame])
+
+    monkeypatch.setenv("SEQTHEORY_SMOKE", "2")
+    animate(range(100), draw, max_frames=5, dpi=40)
+    assert sorted(set(seen)) == [0, 99]
+
+
 def test_animate_snapshots_restores_weights():
     seed_everything(0)
     model = Transformer(vocab_size=5, max_len=8, n_layers=1, d_model=8)

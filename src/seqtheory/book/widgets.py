@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..core.runtime import STATIC_PROGRESS_ENV
+from ..core.runtime import STATIC_PROGRESS_ENV, smoke_steps
 from ..core.validate import check_int
 
 __all__ = [
@@ -580,6 +580,8 @@ def animate(
     ``draw`` clears and redraws the figure for one frame.  At most ``max_frames`` (<= 60)
     evenly spaced frames are kept and images are rendered at ``dpi`` to keep pages small.
     The player is self-contained (see :func:`offline_player`); ``alt`` describes it.
+    A smoke run (``SEQTHEORY_SMOKE``, which tests that cells run, not what they show) draws
+    the first and last frames only.
     """
     from IPython.display import HTML
     from matplotlib import animation
@@ -587,7 +589,7 @@ def animate(
     max_frames = check_int("max_frames", max_frames, minimum=1)
     if max_frames > 60:
         raise ValueError(f"max_frames must be <= 60 to keep pages small, got {max_frames}")
-    frames = subsample(frames, max_frames)
+    frames = subsample(frames, min(max_frames, 2) if smoke_steps() else max_frames)
     if not frames:
         raise ValueError("animate needs at least one frame")
     own = fig is None
