@@ -30,10 +30,14 @@ OUT = ROOT / "_build" / "student"
 
 
 def student_config(config: dict) -> dict:
-    """The book's configuration with solutions hidden and the edition named on every page."""
+    """The book's configuration with solutions hidden, no page sources, and the edition named
+    on every page."""
     config = yaml.safe_load(yaml.safe_dump(config))  # a deep copy
     sphinx = config.setdefault("sphinx", {})
-    sphinx.setdefault("config", {})["hide_solutions"] = True
+    sphinx_config = sphinx.setdefault("config", {})
+    sphinx_config["hide_solutions"] = True
+    # no page sources on the site (they hold every solution), hence no source download
+    sphinx_config["html_copy_source"] = False
     config["title"] = f"{config.get('title', '')} (student edition)".strip()
     html = config.setdefault("html", {})
     html["extra_footer"] = (

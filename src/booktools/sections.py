@@ -121,6 +121,24 @@ def section_cells(cells: list[str], section: str) -> list[int]:
     return sorted(keep)
 
 
+def solution_sections(md: Path) -> set[str]:
+    """The claim sections of a chapter whose values a solution cell computes: a code cell
+    tagged ``solution`` (which the student edition leaves out) verifies the section or
+    computes a value it reads."""
+    from booktools.cache import CODE_CELL, code_cells
+
+    text = md.read_text(encoding="utf-8")
+    cells = code_cells(text)
+    solution = {
+        i
+        for i, body in enumerate(CODE_CELL.findall(text))
+        if re.search(r"^:tags:.*\bsolution\b", body, re.M)
+    }
+    verified = re.compile(r"verify\(chapter\.claims\(\"(\w+)\"")
+    sections = {m for c in cells for m in verified.findall(re.sub(r"\s+", "", c))}
+    return {s for s in sections if solution & set(section_cells(cells, s))}
+
+
 def chapter_code(md: Path) -> list[str]:
     """The code cells of a chapter's ``.md``."""
     from booktools.cache import code_cells

@@ -5,7 +5,9 @@ has a module in ``seqtheory.chapters``, one table per section: each claim's sent
 condition, the result that would make it fail, its values over the base seeds recorded in
 ``seqtheory/chapters/measured/CHAPTER.json`` (with how many of them satisfy it), and this
 build's values, pasted from the chapter's executed notebook (``verify`` glues them as
-``claim.ID``).
+``claim.ID``). The student edition (``hide_solutions``) leaves out the sections whose values
+a solution cell computes (:func:`booktools.sections.solution_sections`): their claims state
+the exercises' answers.
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ def _title(md: Path) -> str:
     return md.stem
 
 
-def overview_markdown(root: Path) -> str:
-    """The page body as MyST Markdown (tables with cross-document glue roles)."""
+def overview_markdown(root: Path, without_solutions: bool = False) -> str:
+    """The page body as MyST Markdown (tables with cross-document glue roles);
+    ``without_solutions``: the sections a solution cell computes are left out."""
+    from booktools.sections import solution_sections
     from seqtheory import chapters
 
     have = set(chapters.names())
@@ -54,16 +58,24 @@ def overview_markdown(root: Path) -> str:
         table = chapters.table(name)
         record = table.recorded()
         seeds = sorted(record["runs"], key=int)
+        left_out = solution_sections(root / "book" / f"{name}.md") if without_solutions else set()
+        shown = [c for c in table.claims if c.section not in left_out]
         lines += [
             f"## {_title(root / 'book' / f'{name}.md')}",
             "",
-            f"{len(table.claims)} claims of the chapter {{doc}}`{name}`, recorded under "
-            f"base seeds {table.seeds_text() if seeds else 'none'}.",
+            f"{len(shown)} claims of the chapter {{doc}}`{name}`, recorded under "
+            f"base seeds {table.seeds_text() if seeds else 'none'}."
+            + (
+                f" The claims of {len(left_out)} section(s) that exercise solutions compute "
+                "are in the lecturer's edition only."
+                if left_out
+                else ""
+            ),
             "",
         ]
         for section in table.sections():
             claims = table.section(section)
-            if not claims:
+            if not claims or section in left_out:
                 continue
             lines += [
                 f"**Section `{section}`**",
@@ -108,7 +120,7 @@ class ClaimsOverview(SphinxDirective):
 
     def run(self):
         root = Path(self.env.srcdir)
-        text = overview_markdown(root)
+        text = overview_markdown(root, without_solutions=bool(self.config.hide_solutions))
         container = nodes.container(classes=["claims-overview"])
         self.state.nested_parse(
             StringList(text.splitlines(), source="claims-overview"),

@@ -1,0 +1,120 @@
+"""The leak check finds each kind of solution planted in what the student edition ships, and
+nothing in a clean copy."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from booktools.leak_check import main, scan, signatures
+from booktools.toc import chapter_sources
+
+CHAPTER = """\
+# A chapter
+
+Some text that the exercise quotes: the loss falls like a power of the data size here.
+
+:::{exercise}
+:label: ex-demo-1
+Why does the loss fall like a power of the data size here? (15 min)
+:::
+
+:::{solution} ex-demo-1
+:class: dropdown
+Because the nearest neighbour of a test point comes closer as the square root of the
+sample count shrinks the typical gap between points on the manifold.
+:::
+
+```{code-cell} ipython3
+:tags: [hide-cell, solution]
+reference_answer = nearest_neighbour_gap(points, manifold_dimension, sample_count=4096)
+```
+"""
+SENTENCE = "the nearest neighbour of a test point comes closer as the square root of the"
+CELL = "reference_answer = nearest_neighbour_gap(points, manifold_dimension, sample_count=4096)"
+
+
+@pytest.fixture
+def book(tmp_path):
+    md = tmp_path / "book" / "demo.md"
+    md.parent.mkdir()
+    md.write_text(CHAPTER, encoding="utf-8")
+    site = tmp_path / "site"
+    (site / "book").mkdir(parents=True)
+    (site / "book" / "demo.html").write_text(
+        "<html><body><p>Why does the loss fall like a power of the data size here?</p>"
+        "<p>Some text that the exercise quotes: the loss falls like a power of the data size"
+        " here.</p></body></html>",
+        encoding="utf-8",
+    )
+    return md, site
+
+
+def test_a_clean_site_has_no_leak_and_quoted_exercise_text_is_not_one(book):
+    md, site = book
+    sigs = signatures([md])
+    assert {s.kind for s in sigs} == {"solution text", "solution cell"}
+    assert scan(site, sigs) == {}
+
+
+@pytest.mark.parametrize(
+    ("where", "content"),
+    [
+        ("_sources/book/demo.md", CHAPTER),  # a page's source, as Sphinx copies it
+        (  # the solution's text on a page, split by tags and entities
+            "book/demo.html",
+            "<p>Because <em>the nearest</em> neighbour of a test point comes closer as the "
+            "square&#32;root of the sample count</p>",
+        ),
+        (  # a solution cell in a notebook
+            "colab/student/demo.ipynb",
+            json.dumps(
+                {"cells": [{"cell_type": "code", "source": [CELL], "outputs": []}]}, indent=1
+            ),
+        ),
+        (  # a solution cell's code in a highlighted HTML block
+            "book/other.html",
+            '<span class="n">reference_answer</span> <span class="o">=</span> '
+            '<span class="n">nearest_neighbour_gap</span>(<span class="n">points</span>, '
+            "manifold_dimension, sample_count=4096)",
+        ),
+        ("searchindex.js", f'Search.setIndex({{"text": "{SENTENCE}"}})'),
+    ],
+)
+def test_each_planted_leak_is_found(book, where, content):
+    md, site = book
+    path = site / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    leaks = scan(site, signatures([md]))
+    assert list(leaks) == [path]
+
+
+def test_every_solution_of_the_book_can_be_seen_and_a_claim_of_a_solution_section_is_found(
+    tmp_path,
+):
+    mds = chapter_sources()
+    sigs = signatures(mds)
+    blocks = sum(len(re.findall(r"\{solution\}", md.read_text(encoding="utf-8"))) for md in mds)
+    seen = {s.where for s in sigs if s.kind == "solution text"}
+    assert len(seen) == blocks  # every solution block has a signature the scan looks for
+    claims = [s for s in sigs if s.kind == "claim of a solution section"]
+    assert any(s.where.startswith("tokenization:") for s in claims)
+    page = tmp_path / "book" / "checks.html"
+    page.parent.mkdir()
+    from seqtheory import chapters
+
+    table = chapters.table("tokenization")
+    claim = next(c for c in table.claims if c.section == "bpe4")
+    page.write_text(f"<td>{claim.sentence}</td>", encoding="utf-8")
+    assert list(scan(tmp_path, sigs)) == [page]
+    assert main([str(tmp_path)]) == 1
+    page.unlink()
+    assert main([str(tmp_path)]) == 0
+
+
+def test_a_missing_folder_is_refused(tmp_path):
+    assert main([str(Path(tmp_path) / "nothing")]) == 2
