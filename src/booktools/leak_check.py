@@ -83,13 +83,12 @@ def signatures(mds: list[Path]) -> list[Signature]:
     from booktools.sections import solution_sections
 
     texts = {md: md.read_text(encoding="utf-8") for md in mds}
-    outside = " ".join(
-        " ".join(words(_strip_solutions(t))) for t in texts.values()
-    )  # all text and code outside solutions
+    outside = " " + " ".join(" ".join(words(_strip_solutions(t))) for t in texts.values()) + " "
+    outside_grams = _grams(outside)  # all text and code outside solutions
     found: list[Signature] = []
 
     def add(kind: str, where: str, runs: list[str]) -> None:
-        kept = [r for r in dict.fromkeys(runs) if f" {r} " not in f" {outside} "]
+        kept = [r for r in dict.fromkeys(runs) if not _holds(outside, outside_grams, r)]
         found.extend(Signature(kind, where, r) for r in kept[:PER_ITEM])
 
     for md, text in texts.items():
@@ -135,6 +134,18 @@ def _strip_solutions(text: str) -> str:
     )
 
 
+def _grams(text: str) -> set[str]:
+    """Every run of ``MIN_WORDS`` words of a space-separated text."""
+    w = text.split()
+    return {" ".join(w[i : i + MIN_WORDS]) for i in range(len(w) - MIN_WORDS + 1)}
+
+
+def _holds(text: str, grams: set[str], run: str) -> bool:
+    """Whether the space-padded ``text`` (with its ``_grams``) holds the run of words."""
+    head = " ".join(run.split()[:MIN_WORDS])
+    return head in grams and f" {run} " in text
+
+
 def file_words(path: Path) -> str:
     """A shipped file as one space-separated run of words."""
     raw = path.read_text(encoding="utf-8", errors="replace")
@@ -166,7 +177,8 @@ def scan(folder: Path, sigs: list[Signature]) -> dict[Path, list[Signature]]:
         if path.suffix not in TEXT_SUFFIXES:
             continue
         text = file_words(path)
-        hits = [s for s in sigs if f" {s.words} " in text]
+        grams = _grams(text)
+        hits = [s for s in sigs if _holds(text, grams, s.words)]
         if hits:
             leaks[path] = hits
     return leaks
