@@ -33,6 +33,7 @@ from booktools.cache import CODE_CELL
 
 MIN_WORDS = 7  # a run of words this long outside solutions is unlikely by chance
 PER_ITEM = 6  # signatures kept per solution block, cell or claim
+SOLUTION_TAG = re.compile(r"^:tags:.*\bsolution\b", re.M)  # a code cell's options
 SOLUTION = re.compile(
     r"^(?P<fence>:{3,}|`{3,})\{solution\}[^\n]*\n(?P<body>.*?)^(?P=fence)\s*$", re.S | re.M
 )
@@ -81,6 +82,7 @@ def _code_runs(code: str) -> list[str]:
 def signatures(mds: list[Path]) -> list[Signature]:
     """The signatures of every solution in the chapters ``mds``."""
     from booktools.sections import solution_sections
+    from seqtheory import chapters
 
     texts = {md: md.read_text(encoding="utf-8") for md in mds}
     outside = " " + " ".join(" ".join(words(_strip_solutions(t))) for t in texts.values()) + " "
@@ -100,36 +102,25 @@ def signatures(mds: list[Path]) -> list[Signature]:
                 _runs(_options_and_directives_out(m.group("body"))),
             )
         for k, body in enumerate(CODE_CELL.findall(text)):
-            if re.search(r"^:tags:.*\bsolution\b", body, re.M):
+            if SOLUTION_TAG.search(body):
                 add("solution cell", f"{md.stem}: code cell {k}", _code_runs(body))
-        sections = _solution_sections(md, solution_sections)
-        if sections:
-            from seqtheory import chapters
-
-            if md.stem in chapters.names():
-                table = chapters.table(md.stem)
-                for claim in table.claims:
-                    if claim.section in sections:
-                        add(
-                            "claim of a solution section",
-                            f"{md.stem}: {claim.id}",
-                            _runs(claim.sentence.replace("\n", " ")),
-                        )
+        if md.stem in chapters.names():
+            sections = solution_sections(md)
+            for claim in chapters.table(md.stem).claims:
+                if claim.section in sections:
+                    add(
+                        "claim of a solution section",
+                        f"{md.stem}: {claim.id}",
+                        _runs(claim.sentence.replace("\n", " ")),
+                    )
     return found
-
-
-def _solution_sections(md: Path, finder) -> set[str]:
-    try:
-        return finder(md)
-    except ValueError:  # a chapter without claims sections
-        return set()
 
 
 def _strip_solutions(text: str) -> str:
     """A chapter's source without its solution blocks and solution cells."""
     text = SOLUTION.sub("", text)
     return CODE_CELL.sub(
-        lambda m: "" if re.search(r"^:tags:.*\bsolution\b", m.group(1), re.M) else m.group(0),
+        lambda m: "" if SOLUTION_TAG.search(m.group(1)) else m.group(0),
         text,
     )
 
