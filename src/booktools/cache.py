@@ -119,10 +119,9 @@ def library_closure(sources: list[str], src: Path) -> list[Path]:
 
 def data_files(texts: list[str], chapter: str, src: Path) -> list[Path]:
     """The package's data files that a chapter reads: those whose file name appears in its
-    code or its modules, and the claims' record and lab ranges its run reads
-    (``measured/CHAPTER.json``, ``measured/CHAPTER.labs.json``)."""
+    code or its modules, and the claims' record its run reads (``measured/CHAPTER.json``)."""
     blob = "\n".join(texts)
-    records = {f"{chapter}.json", f"{chapter}.labs.json"}
+    records = {f"{chapter}.json"}
     found = []
     for path in sorted((src / PACKAGE).rglob("*")):
         if not path.is_file() or path.suffix in (".py", ".pyc", ".lock"):

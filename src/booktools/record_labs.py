@@ -3,12 +3,12 @@
     python -m booktools.record_labs --chapters scaling_laws [--labs ex-scaling-laws-1]
                                     [--seeds 0-7] [--threads 1]
 
-Each chapter module's ``LABS`` (a :class:`seqtheory.book.exercises.LabTable`) registers a
-reference solution per lab (a function of the base seed).  This script runs them and merges
-the answers into ``src/seqtheory/chapters/measured/CHAPTER.labs.json`` (a seed recorded
-before is replaced, others are kept): the spread the lab's
-feedback quotes, and the data a unit test holds against the lab's expected range.  It prints
-each lab's values, its range and the time taken.
+Each lab of a chapter's ``LABS`` (a :class:`seqtheory.book.exercises.LabTable`) has a
+reference solution (a function of the base seed) in ``scripts/lab_solutions/CHAPTER.py``,
+the lecturer's material outside the installed library.  This script runs them and merges
+the answers into ``scripts/lab_solutions/CHAPTER.labs.json`` (a seed recorded before is
+replaced, others are kept): the data a unit test holds against the lab's expected range.
+It prints each lab's values, their spread, its range and the time taken.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
 
+    import numpy as np
     import torch
 
+    from booktools.labs import record_path, table_with_solutions
     from seqtheory.book.claims import plain
-    from seqtheory.chapters import labs as table
     from seqtheory.core.runtime import cpu_name
 
     torch.set_num_threads(args.threads)
@@ -43,8 +44,8 @@ def main(argv=None) -> int:
         parser.error("--seeds must name at least one seed")
     wanted = [s for s in args.labs.split(",") if s]
     for chapter in [c for c in args.chapters.split(",") if c]:
-        labs = table(chapter)
-        path = ROOT / "src" / "seqtheory" / "chapters" / "measured" / f"{chapter}.labs.json"
+        labs = table_with_solutions(chapter)
+        path = record_path(chapter)
         old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"labs": {}}
         record = {
             "chapter": chapter,
@@ -68,6 +69,7 @@ def main(argv=None) -> int:
             print(
                 f"{label}: {lab.quantity} = "
                 + ", ".join(f"{v:.4g}" for v in values)
+                + f" (median {np.median(values):.4g}, from {min(values):.4g} to {max(values):.4g})"
                 + f"; range [{lab.low}, {lab.high}] holds {inside}/{len(values)}; "
                 f"{took:.1f} s per seed"
             )

@@ -11,9 +11,8 @@ Formats for the parity of ``n`` bits ``x_1..x_n`` (tokens 0/1), all ending in th
 
 * ``"none"``: ``x_1..x_n  p``  -- the answer right away (chain length 1);
 * ``"binary"``: the binary digits of the count ``S = x_1 + .. + x_n``, most significant
-  first (length ``ceil(log2(n + 1))``); each digit is a threshold of the bits and the
-  digits before it, ``b_j = [S - sum_{l>j} 2^l b_l >= 2^j]``, and the last one is the
-  parity;
+  first (length ``ceil(log2(n + 1))``): ``b_j = [S - sum_{l>j} 2^l b_l >= 2^j]``, the
+  last one ``b_0`` being the parity;
 * ``"unary"``: ``u_1 .. u_n  p`` with ``u_j = [S >= j]`` and
   ``p = [u_1 - u_2 + u_3 - .. >= 1]`` (length n + 1);
 * ``"running"``: ``x_1..x_n  p_1 .. p_n`` with ``p_i = x_1 xor .. xor x_i`` (length n);

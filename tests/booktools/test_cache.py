@@ -30,7 +30,6 @@ def test_a_chapter_uses_its_modules_its_data_and_its_records():
         "sources/markov.py",
         "data/icl_paper.json",
         "chapters/measured/induction_heads.json",
-        "chapters/measured/induction_heads.labs.json",
     ):
         assert want in uses, want
     for other in ("parity.py", "chapters/copying.py", "data/copying_sweeps.json"):

@@ -118,3 +118,63 @@ def test_every_solution_of_the_book_can_be_seen_and_a_claim_of_a_solution_sectio
 
 def test_a_missing_folder_is_refused(tmp_path):
     assert main([str(Path(tmp_path) / "nothing")]) == 2
+
+
+def test_a_recorded_lab_answer_is_found_at_full_precision(tmp_path):
+    """A lab's recorded answers (the lecturer's scripts/lab_solutions/CHAPTER.labs.json) are
+    found in a copy of the record and in a page that prints one; a share such as 0.5 or a
+    float32 value such as 0.92 is too common to mark anything."""
+    from booktools.labs import record_path
+    from booktools.leak_check import distinctive_digits
+
+    assert distinctive_digits(0.5) is None and distinctive_digits(0.9200000166893005) is None
+    assert distinctive_digits(1.28763734188113) == "28763734188113"
+    sigs = signatures(chapter_sources())
+    answers = [s for s in sigs if s.kind == "recorded lab answer"]
+    labs = {s.where.split(",")[0] for s in answers}
+    assert len(labs) >= 8, labs  # most labs' answers can be recognised
+    copy = tmp_path / "data" / "tokenization.labs.json"
+    copy.parent.mkdir()
+    copy.write_text(record_path("tokenization").read_text(encoding="utf-8"), encoding="utf-8")
+    page = tmp_path / "page.html"
+    one = next(s for s in answers if s.where.startswith("ex-tokenization-8"))
+    value = next(
+        x
+        for x in json.loads(copy.read_text())["labs"]["ex-tokenization-8"].values()
+        if one.words in repr(x)
+    )
+    page.write_text(f"<p>The reference gives {value!r} bits.</p>", encoding="utf-8")
+    leaks = scan(tmp_path, answers)
+    assert set(leaks) == {copy, page}
+
+
+def test_the_installed_package_holds_no_solution_and_a_planted_one_is_found(tmp_path):
+    """The wheel a student's pip install unpacks: the claims of solution sections are its only
+    (known) hits; a reference solution, a solution cell or a lab record planted in it is a
+    leak."""
+    from booktools.labs import record_path, solutions_path
+    from booktools.leak_check import IN_PACKAGE_KNOWN, package_folder
+
+    sigs = signatures(chapter_sources())
+    installed = package_folder(tmp_path)
+    assert (installed / "seqtheory" / "chapters" / "tokenization.py").is_file()
+    found = scan(installed, sigs)
+    assert {s.kind for hits in found.values() for s in hits} <= set(IN_PACKAGE_KNOWN)
+    cell = next(s for s in sigs if s.kind == "solution cell" and s.where.startswith("hidden"))
+    planted = {
+        "seqtheory/chapters/measured/scaling_laws.labs.json": record_path(
+            "scaling_laws"
+        ).read_text(),
+        "seqtheory/chapters/solutions.py": solutions_path("tokenization").read_text()
+        + "\n# "
+        + cell.words,
+    }
+    for where, text in planted.items():
+        (installed / where).write_text(text, encoding="utf-8")
+    found = scan(installed, sigs)
+    leaks = {
+        str(p.relative_to(installed))
+        for p, hits in found.items()
+        if any(s.kind not in IN_PACKAGE_KNOWN for s in hits)
+    }
+    assert leaks == set(planted)

@@ -67,16 +67,22 @@ def _colab_links(page: Path) -> list[str]:
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_colab_links_open_the_generated_notebooks(md):
-    """The lecturer's page offers both notebooks, the student edition's only the student's;
-    each link is the address of a notebook this build wrote (published as the branch
-    colab_branch, whose root is <html>/colab)."""
+    """Both editions open the student notebook in Colab, the address of a notebook the
+    student build wrote (published as the branch colab_branch, whose root is that build's
+    <html>/colab); the lecturer's page also links its own notebook with solutions, a file
+    of its build that is not published."""
     url, branch = CONFIG["repository"]["url"], CONFIG["sphinx"]["config"]["colab_branch"]
-    for html_root, editions in ((HTML, colab_notebooks.EDITIONS), (STUDENT_HTML, ("student",))):
+    want = [colab_notebooks.colab_url(url, branch, "student", md.stem)]
+    for html_root in (HTML, STUDENT_HTML):
         page = html_root / md.relative_to(ROOT).with_suffix(".html")
-        want = [colab_notebooks.colab_url(url, branch, e, md.stem) for e in editions]
-        assert sorted(set(_colab_links(page))) == sorted(want), page
-        for edition in editions:
-            assert (html_root / "colab" / edition / f"{md.stem}.ipynb").is_file(), (edition, md)
+        assert sorted(set(_colab_links(page))) == want, page
+    assert (STUDENT_HTML / "colab" / "student" / f"{md.stem}.ipynb").is_file(), md
+    assert not (STUDENT_HTML / "colab" / "lecturer").exists()
+    page = HTML / md.relative_to(ROOT).with_suffix(".html")
+    local = f"../colab/lecturer/{md.stem}.ipynb"
+    assert local in parse(page).hrefs, page
+    assert (page.parent / local).resolve().is_file(), local
+    assert local not in parse(STUDENT_HTML / md.relative_to(ROOT).with_suffix(".html")).hrefs
 
 
 def _reader(html_root: Path, edition: str, md: Path):

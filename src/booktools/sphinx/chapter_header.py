@@ -127,17 +127,18 @@ def prerequisites_of(src: str) -> list[str]:
 
 
 def colab_links(config, name: str) -> str:
-    """Markdown links to the chapter's Colab notebooks: the lecturer's edition offers both
-    notebooks, the student edition only the student's."""
+    """Markdown links to the chapter's notebooks. Both editions open the student notebook in
+    Colab (the published branch holds only the student notebooks); the lecturer's edition,
+    which is built locally and not published, also links the notebook with solutions that
+    its build wrote, to download or open in Jupyter."""
     from booktools.sphinx import colab_notebooks
 
     url = config.html_theme_options.get("repository_url", "")
-    editions = ("student",) if config.hide_solutions else ("lecturer", "student")
-    label = {"lecturer": "notebook with solutions", "student": "student notebook"}
-    branch = config.colab_branch
-    return " · ".join(
-        f"[{label[e]}]({colab_notebooks.colab_url(url, branch, e, name)})" for e in editions
-    )
+    colab = colab_notebooks.colab_url(url, config.colab_branch, "student", name)
+    link = f"[student notebook]({colab})"
+    if config.hide_solutions:
+        return link
+    return f"{link} · [notebook with solutions](../colab/lecturer/{name}.ipynb) (this build's file)"
 
 
 class ChapterHeader(SphinxDirective):

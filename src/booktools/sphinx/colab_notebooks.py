@@ -23,9 +23,10 @@ site does:
   that a GPU runtime does not speed up the default size, and what ``FULL=1`` needs.
 
 The notebooks go to ``<html>/colab/lecturer/`` and ``<html>/colab/student/`` (the student
-edition's build writes only the student notebooks). The site's workflow publishes that
-folder as the branch ``colab_branch`` (``_config.yml``: ``sphinx.config.colab_branch``), which
-the chapter pages' Colab links open (``colab_url``).
+edition's build writes only the student notebooks). The site's workflow publishes the
+student edition's folder as the branch ``colab_branch`` (``_config.yml``:
+``sphinx.config.colab_branch``), which the chapter pages' Colab links open (``colab_url``);
+the lecturer's notebooks stay in the lecturer's local build.
 """
 
 from __future__ import annotations

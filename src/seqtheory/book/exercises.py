@@ -13,29 +13,31 @@ run lands in and why, and the reference solution as a function of the base seed:
             low=0.2, high=2.0,
             because="larger neighbourhoods reach where the sphere curves ...",
             hint="Use the same points for every K ...",
-            mistakes=(("K in increasing order reversed", [6.1, 6.5, 6.9, 7.3]),)),
     ])
 
-    @LABS.solves("ex-scaling-laws-1")
+The reference solutions are the lecturer's: they live in the repository's
+``scripts/lab_solutions/CHAPTER.py``, outside the installed library, each a function of the
+base seed registered with the typical mistakes its feedback must read as wrong::
+
+    @LABS.solves("ex-scaling-laws-1",
+                 mistakes=(("K in increasing order reversed", [6.1, 6.5, 6.9, 7.3]),))
     def _(seed):
         ...
         return estimates
 
 The ranges come from data: ``python -m booktools.record_labs`` runs every reference solution
-under several base seeds and writes ``seqtheory/chapters/measured/CHAPTER.labs.json``; the
-feedback quotes that spread and a unit test holds every recorded answer inside the range and
-every listed mistake outside it.  A chapter's solution cell calls
+under several base seeds into ``scripts/lab_solutions/CHAPTER.labs.json``, and a unit test
+holds every recorded answer inside the range and every listed mistake outside it.  The
+feedback quotes the range, never the recorded answers.  A chapter's solution cell calls
 ``feedback(label, answer, solution=True)``, which is also a claim check (strict under the
 tests and the book build).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from dataclasses import dataclass, field
-from importlib import resources
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -66,8 +68,7 @@ class Lab:
     one number compared (default: the answer itself as a float); ``low``/``high`` bound a
     correct run's number (set from the recorded spread, with room for other machines);
     ``because`` says why a correct run lands there; ``hint`` what to check when it does
-    not; ``mistakes`` pairs a typical mistake with the answer it gives (the tests check
-    that each lands outside the range).
+    not.
     """
 
     label: str
@@ -78,7 +79,6 @@ class Lab:
     because: str
     hint: str
     measure: Callable[[Any], float] | None = None
-    mistakes: tuple = field(default=())
 
     def __post_init__(self):
         chapter_of(self.label)
@@ -95,12 +95,6 @@ class Lab:
             )
         if self.measure is not None and not callable(self.measure):
             raise TypeError(f"measure of lab {self.label!r} must be callable or None")
-        for item in self.mistakes:
-            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
-                raise TypeError(
-                    f"mistakes of lab {self.label!r} must be (description, "
-                    f"answer) pairs, got {item!r}"
-                )
 
     @property
     def chapter(self) -> str:
@@ -160,7 +154,7 @@ def _unanswered(answer: Any) -> bool:
 
 
 class LabTable:
-    """A chapter's coding labs, their reference solutions and their recorded answers."""
+    """A chapter's coding labs; the lecturer's reference solutions register on it."""
 
     def __init__(self, chapter: str, labs: Iterable[Lab]):
         if not isinstance(chapter, str) or not chapter.isidentifier():
@@ -176,6 +170,7 @@ class LabTable:
                 raise ValueError(f"lab labels must be unique; repeated: {lab.label!r}")
             self.labs[lab.label] = lab
         self._solve: dict[str, Callable[[int], Any]] = {}
+        self._mistakes: dict[str, tuple] = {}
 
     def lab(self, label: str) -> Lab:
         if label not in self.labs:
@@ -184,15 +179,28 @@ class LabTable:
             )
         return self.labs[label]
 
-    def solves(self, label: str) -> Callable:
-        """Decorator: register the reference solution of ``label`` (a function of the seed)."""
+    def solves(self, label: str, mistakes: tuple = ()) -> Callable:
+        """Decorator: register the reference solution of ``label`` (a function of the seed)
+        and ``mistakes``, pairs of a typical mistake and the answer it gives (the tests
+        check that each lands outside the range)."""
         self.lab(label)
+        for item in mistakes:
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+                raise TypeError(
+                    f"mistakes of lab {label!r} must be (description, answer) pairs, got {item!r}"
+                )
 
         def register(fn: Callable[[int], Any]) -> Callable[[int], Any]:
             self._solve[label] = fn
+            self._mistakes[label] = tuple(mistakes)
             return fn
 
         return register
+
+    def mistakes(self, label: str) -> tuple:
+        """The typical mistakes registered with ``label``'s reference solution."""
+        self.lab(label)
+        return self._mistakes.get(label, ())
 
     def solve(self, label: str, seed: int) -> Any:
         """The reference solution's answer under base seed ``seed``."""
@@ -200,21 +208,6 @@ class LabTable:
         if label not in self._solve:
             raise ValueError(f"lab {label!r} has no reference solution (@LABS.solves)")
         return self._solve[label](seed)
-
-    # ------------------------------------------------------------------ recorded answers
-    def record_path(self):
-        return resources.files("seqtheory") / "chapters" / "measured" / f"{self.chapter}.labs.json"
-
-    def recorded(self) -> dict:
-        """``{label: {seed: answer}}`` as written by ``python -m booktools.record_labs``."""
-        path = self.record_path()
-        if not path.is_file():
-            return {}
-        return json.loads(path.read_text(encoding="utf-8"))["labs"]
-
-    def recorded_values(self, label: str) -> dict[str, float]:
-        lab = self.lab(label)
-        return {seed: lab.value(a) for seed, a in self.recorded().get(label, {}).items()}
 
     def record(self, seeds: Iterable[int]) -> dict:
         """Run every reference solution under each seed: ``{label: {seed: answer}}``."""
@@ -247,25 +240,15 @@ class LabTable:
                 check(False, f"[{label}] the reference solution: {err}")
             return fb
         ok = lab.low <= value <= lab.high
-        seen = self.recorded_values(label)
-        ref = ""
-        if seen:
-            vals = np.array(list(seen.values()))
-            ref = (
-                f" (The range holds the reference solution over {len(vals)} base seeds, "
-                f"median {_short(float(np.median(vals)), 3)}, from "
-                f"{_short(float(vals.min()), 3)} to {_short(float(vals.max()), 3)}, with "
-                f"room for other machines and seeds.)"
-            )
         head = (
             f"Your answer gives {lab.quantity} = **{_short(value, 4)}**; a correct run "
             f"lands between {_range(lab.low, lab.high)}"
         )
         if ok:
-            text = f"**Within the expected range.** {head}, because {lab.because}.{ref}"
+            text = f"**Within the expected range.** {head}, because {lab.because}."
         else:
             text = (
-                f"**Outside the expected range.** {head}, because {lab.because}.{ref} "
+                f"**Outside the expected range.** {head}, because {lab.because}. "
                 f"**Check:** {lab.hint}"
             )
         if solution:

@@ -10,17 +10,13 @@ from ..book.exercises import Lab, LabTable
 from ..copying import (
     MODEL_NAMES,
     NUM_LETTERS,
-    SETUP,
-    CopyLSTM,
     accuracy_by_repeats,
     encode,
     max_copy_length,
     repeat_accuracy,
     repeat_probability,
     state_bits,
-    train_copier,
 )
-from ..core.seeds import make_generator, seeded
 
 TABLE = ClaimTable(
     "copying",
@@ -541,24 +537,6 @@ def _lookup(archive: dict) -> dict:
 
 # ------------------------------------------------------------------ coding labs
 #: Lengths of the n-grams whose repeats the lab "When hashing fails" simulates.
-HASH_NS = (2, 3, 4, 5)
-
-
-def lookup_copy_accuracy(strings: torch.Tensor, n: int) -> float:
-    """Fraction of ``strings`` (B, L) of letter ids that an ideal n-gram lookup copies exactly.
-
-    The lookup writes letter ``i >= n`` of the copy as the letter that follows the first
-    occurrence of the n-gram ``s[i-n:i]`` in the string (the first n letters are given). It
-    errs exactly when some n-gram occurs twice followed by different letters.
-    """
-    L = strings.shape[1]
-    grams = strings.long().unfold(1, n, 1)[:, : L - n]  # (B, L - n, n)
-    code = grams @ (NUM_LETTERS ** torch.arange(n))  # (B, L - n)
-    follow = strings[:, n:]  # (B, L - n)
-    clash = (code[:, :, None] == code[:, None, :]) & (
-        follow[:, :, None] != follow[:, None, :]
-    )  # (B, L - n, L - n)
-    return float(1 - clash.flatten(1).any(dim=1).float().mean())
 
 
 LABS = LabTable(
@@ -576,17 +554,6 @@ LABS = LabTable(
             "26^-3, so 1 - exp(-4753 / 17576) = 0.24 of the strings repeat one",
             hint="call repeat_probability(100, n, size=5000, seed=base_seed()) for n = 2, 3, 4, 5 "
             "(a simulation, not the bound L^2 26^-n), and list them in that order.",
-            mistakes=(
-                (
-                    "Lemma 2.4's bound L^2 26^-n instead of a simulation",
-                    [1.0, 10_000 / 26**3, 10_000 / 26**4, 10_000 / 26**5],
-                ),
-                (
-                    "the union bound C(98, 2) / 26^3 instead of a simulation",
-                    [1.0, 4753 / 26**3, 4851 / 26**4, 4656 / 26**5],
-                ),
-                ("the list starts at n = 1 (letters)", [1.0, 0.999, 0.237, 0.0104]),
-            ),
         ),
         Lab(
             "ex-copying-3",
@@ -600,10 +567,6 @@ LABS = LabTable(
             "the string, which the transformer never has to",
             hint="build CopyLSTM(hidden=256) inside the seeded block, and train it with "
             "train_copier at the LSTM's own tuned rate, setup.lr_for('LSTM') (1e-2).",
-            mistakes=(
-                ("the 128-unit LSTM (hidden left at its default)", 0.03),
-                ("trained at the transformer's rate 1e-3", 0.002),
-            ),
         ),
         Lab(
             "ex-copying-4",
@@ -619,33 +582,7 @@ LABS = LabTable(
             "string; count a string as wrong only if a repeated bigram is followed by "
             "different letters (not if it merely repeats, and not the last bigram, which "
             "no letter follows).",
-            mistakes=(
-                ("a lookup on the last letter alone (n = 1)", 0.0),
-                ("a trigram lookup (n = 3) instead of a bigram one", 0.99),
-            ),
         ),
     ],
 )
 feedback = LABS.feedback
-
-
-@LABS.solves("ex-copying-2")
-def _hashing_fails(seed: int) -> list[float]:
-    return [repeat_probability(100, n, size=5000, seed=seed) for n in HASH_NS]
-
-
-@LABS.solves("ex-copying-3")
-def _more_state(seed: int) -> float:
-    setup = SETUP.cpu
-    with seeded(0, base=seed):
-        lstm = CopyLSTM(hidden=256)
-    history = train_copier(lstm, setup, lr=setup.lr_for("LSTM"), progress=False, seed=seed)
-    return history.final("acc_train_len")
-
-
-@LABS.solves("ex-copying-4")
-def _ideal_lookup(seed: int) -> float:
-    strings = torch.randint(
-        NUM_LETTERS, (2000, SETUP.cpu.test_len), generator=make_generator(5, base=seed)
-    )
-    return lookup_copy_accuracy(strings, 2)

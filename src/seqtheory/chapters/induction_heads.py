@@ -9,20 +9,16 @@ from ..book.claims import Claim, ClaimTable
 from ..book.exercises import Lab, LabTable
 from ..book.notebook import spread
 from ..core.runtime import Sizes
-from ..core.seeds import make_generator
 from ..incontext import (
     PAPER,
     TRIGRAM_SETUP,
-    ICLEvaluator,
     ICLSetup,
-    MinimalICL,
     history_from_record,
     phases,
     rise_step,
     switch_step,
 )
 from ..incontext import SETUP as ICL_SETUP
-from ..sources.markov import icl_mc_batch, sequence_loss, strategies
 
 #: the three strategies of the main task, in the order the model should visit them
 STRATS = ("uniform", "unigram", "bigram")
@@ -592,7 +588,6 @@ def layer1_profile(prev_at) -> dict:
 def contrast_share(grad_W) -> float:
     """The cosine between a step ``-grad_W`` on the minimal model's (k, k) layer-2 matrix and
     the bigram direction ``I - 11^T / k`` (1: a pure diagonal contrast, 0: orthogonal)."""
-    import torch
 
     if (
         not isinstance(grad_W, torch.Tensor)
@@ -1247,11 +1242,6 @@ LABS = LabTable(
             "is more often a sticky one, which the bigram rule's uniform 1/k ignores",
             hint="sample the chapter's task (k = 3) with icl_mc_batch, whose first state is "
             "stationary, and count the chains with x[:, 1] == x[:, 0].",
-            mistakes=(
-                ("a uniformly drawn first state instead of the stationary one", 0.3321),
-                ("k = 2 instead of the chapter's k = 3", 0.5912),
-                ("the share of chains with x_2 = 0", 0.3329),
-            ),
         ),
         Lab(
             "ex-induction-heads-7",
@@ -1265,12 +1255,6 @@ LABS = LabTable(
             "its pseudo-counts",
             hint="put the large logit c on distance 1 in net.w, set net.W = c * I, and take c "
             "large enough that e^c dwarfs the ~100 keys (c around 10).",
-            mistakes=(
-                ("layer 1 on distance 0 (the key's own token)", 2.2102),
-                ("W = c 11^T, equal scores for every key (the unigram rule again)", 0.1426),
-                ("layer 1 left uniform (w = 0), only W = c I", 0.4637),
-                ("c = 2, too small for a sharp match", 0.1106),
-            ),
         ),
         Lab(
             "ex-induction-heads-8",
@@ -1285,49 +1269,7 @@ LABS = LabTable(
             hint="subtract the oracle's sequence_loss from the bigram rule's, average over the "
             "chains, multiply column t by t and average columns 50..99 (k = 3, 8,000 "
             "chains).",
-            mistakes=(
-                ("the unigram rule instead of the bigram rule", 12.95),
-                ("the excess without the factor t", 0.0356),
-                ("k = 2 instead of the chapter's k = 3", 0.9295),
-                ("all positions t = 1..99 instead of 50..99", 2.2034),
-            ),
         ),
     ],
 )
 feedback = LABS.feedback
-
-
-def set_circuit(net: MinimalICL, c: float) -> MinimalICL:
-    """The statistical induction head in the minimal model, by hand: layer 1's logit ``c``
-    on distance 1 (the previous token) and layer 2's ``W = c I`` (match the query's token
-    with the token before the key)."""
-    with torch.no_grad():
-        net.w.zero_()
-        net.w[1] = c
-        net.W.copy_(c * torch.eye(net.k))
-    return net.requires_grad_(False)
-
-
-@LABS.solves("ex-induction-heads-6")
-def _first_token(seed: int) -> float:
-    cpu = ICL_SETUP.cpu
-    x2, _ = icl_mc_batch(100_000, cpu.k, 2, cpu.alpha, generator=make_generator(6, base=seed))
-    return (x2[:, 1] == x2[:, 0]).double().mean().item()
-
-
-@LABS.solves("ex-induction-heads-7")
-def _circuit_by_hand(seed: int) -> float:
-    cpu = ICL_SETUP.cpu
-    evaluator = ICLEvaluator(cpu, n=512, base=seed)  # the main run's held-out sequences
-    hand = set_circuit(MinimalICL(cpu.k, cpu.T), c=10.0)
-    return evaluator(hand)["KL(bigram||model) @last"]
-
-
-@LABS.solves("ex-induction-heads-8")
-def _price_of_not_knowing(seed: int) -> float:
-    cpu = ICL_SETUP.cpu
-    x, P = icl_mc_batch(8000, cpu.k, cpu.T, cpu.alpha, generator=make_generator(8, base=seed))
-    rules = strategies(x, P, cpu.alpha)
-    excess = (sequence_loss(rules["bigram"], x) - sequence_loss(rules["oracle"], x)).mean(0)
-    t = np.arange(cpu.T)
-    return float((t[50:] * excess[50:].numpy()).mean())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -11,12 +11,11 @@ import torch
 from ..book.claims import Claim, ClaimTable
 from ..book.exercises import Lab, LabTable
 from ..book.notebook import spread
-from ..core.attention import attention_to_offset
 from ..core.models import Transformer
 from ..core.seeds import experiment_seed, make_generator
 from ..core.training import History, TrainConfig, train
 from ..core.validate import check_int
-from ..tasks import SETUP, STREAMS, PreviousTokenSetup, evaluate
+from ..tasks import STREAMS, PreviousTokenSetup, evaluate
 
 TABLE = ClaimTable(
     "meet_the_model",
@@ -163,10 +162,6 @@ LABS = LabTable(
             "prediction whose cross-entropy is ln 32 = 3.47 nats",
             hint="build the model from replace(small, vocab_size=32), draw the held-out batch "
             "with 32 tokens too, and report the loss, not the accuracy.",
-            mistakes=(
-                ("the 8-token model's loss (vocab_size left at 8)", 2.0855),
-                ("the accuracy instead of the loss", 0.0296),
-            ),
         ),
         Lab(
             "ex-meet-the-model-2",
@@ -179,10 +174,6 @@ LABS = LabTable(
             "model beats 1.54 nats), yet it learns that much (below ln 8 = 2.08)",
             hint="train with pos_encoding='none' (every other setting as in the chapter) and "
             "report the loss after training, not at step 0.",
-            mistakes=(
-                ("positions left on (pos_encoding='learned')", 0.0076),
-                ("the loss at step 0", 2.0844),
-            ),
         ),
         Lab(
             "ex-meet-the-model-3",
@@ -194,10 +185,6 @@ LABS = LabTable(
             "t - 5 as easily as with key t - 1, so one head still suffices",
             hint="train with replace(small, offset=5) and measure attention_to_offset(pattern, 5) "
             "on that model's layer-1 pattern.",
-            mistakes=(
-                ("the attention on offset 1 of the offset-5 model", 0.0165),
-                ("offset 5 measured on a model trained with offset 1", 0.0116),
-            ),
         ),
         Lab(
             "ex-meet-the-model-4",
@@ -213,47 +200,7 @@ LABS = LabTable(
             "turns its modest margin into a confident copy",
             hint="train replace(small, pos_encoding='relative', steps=1000) -- 300 steps are "
             "not enough for its loss to fall -- and report the final loss and attention.",
-            mistakes=(
-                (
-                    "learned positions instead of relative ones",
-                    {"loss": 0.0076, "attention": 0.9497},
-                ),
-                (
-                    "relative positions, but only the chapter's 300 steps",
-                    {"loss": 1.0066, "attention": 0.2116},
-                ),
-            ),
         ),
     ],
 )
 feedback = LABS.feedback
-
-
-@LABS.solves("ex-meet-the-model-1")
-def _predict_before_you_run(seed: int) -> float:
-    wide = replace(SETUP.cpu, vocab_size=32)
-    untrained = Transformer(wide.model_config(), seed=0, base=seed)
-    x32, y32 = wide.batch(512, make_generator(1, base=seed))
-    with torch.no_grad():
-        return evaluate(untrained, x32, y32)["held-out loss"].item()
-
-
-@LABS.solves("ex-meet-the-model-2")
-def _positions_away(seed: int) -> float:
-    return quick_run(replace(SETUP.cpu, pos_encoding="none"), seed=seed).metrics["held-out loss"]
-
-
-@LABS.solves("ex-meet-the-model-3")
-def _further_back(seed: int) -> float:
-    far = quick_run(replace(SETUP.cpu, offset=5), seed=seed)
-    pattern = far.model.attention_patterns(far.eval_x)[0]  # (B, 1, T, T)
-    return attention_to_offset(pattern, 5).mean().item()
-
-
-@LABS.solves("ex-meet-the-model-4")
-def _relative(seed: int) -> dict:
-    rel = quick_run(replace(SETUP.cpu, pos_encoding="relative", steps=1000), seed=seed)
-    return {
-        "loss": rel.metrics["held-out loss"],
-        "attention": rel.metrics["previous-token attention"],
-    }

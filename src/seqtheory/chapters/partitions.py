@@ -9,7 +9,7 @@ import numpy as np
 
 from ..book.claims import Claim, ClaimTable
 from ..book.exercises import Lab, LabTable
-from ..core.seeds import make_generator, make_rng
+from ..core.seeds import make_rng
 from ..partitions import (
     STREAMS,
     adjusted_rand_index,
@@ -17,14 +17,12 @@ from ..partitions import (
     kmeans,
     planted_problem,
     prefix_grid,
-    recovery_threshold,
     same_partition,
     sample,
     samples_for,
     separation_rates,
     single_token_moves,
     solve_partitions,
-    survival_prediction,
     train_embeddings,
 )
 
@@ -708,10 +706,6 @@ LABS = LabTable(
             "stays well above the zero that m = K reaches",
             hint="train the eight N = 32 instances of Experiment 3 at c = 16 with m = 2, the "
             "chapter's steps and learning rate, and take the median of fit.final_loss.",
-            mistakes=(
-                ("m = 6 instead of m = 2", 4.5e-07),
-                ("m = K = 3, Experiment 3's own run", 3.0e-08),
-            ),
         ),
         Lab(
             "ex-partitions-5",
@@ -726,10 +720,6 @@ LABS = LabTable(
             "exp(-mu) as the chance of none is an approximation",
             hint="count only wrong classes (single_token_moves already leaves out the true "
             "class), and evaluate survival_prediction at the number of samples S, not at c.",
-            mistakes=(
-                ("the true class counted as a survivor too (totals)", [[2112], [197.3]]),
-                ("survival_prediction at S = c = 2 instead of S (totals)", [[192], [3717.0]]),
-            ),
         ),
         Lab(
             "ex-partitions-6",
@@ -744,124 +734,7 @@ LABS = LabTable(
             "more (typically 4/9 instead of 2/9)",
             hint="draw binary and ternary instances with the same seeds and the same s_max, and "
             "divide the ternary median by the binary one.",
-            mistakes=(
-                (
-                    "binary over ternary (the ratio inverted)",
-                    [
-                        [
-                            379,
-                            236,
-                            418,
-                            282,
-                            299,
-                            282,
-                            209,
-                            574,
-                            250,
-                            343,
-                            305,
-                            490,
-                            634,
-                            240,
-                            647,
-                            282,
-                        ],
-                        [
-                            379,
-                            330,
-                            609,
-                            444,
-                            480,
-                            462,
-                            1775,
-                            574,
-                            647,
-                            1194,
-                            586,
-                            586,
-                            836,
-                            444,
-                            673,
-                            586,
-                        ],
-                    ],
-                ),
-                (
-                    "binary instances in both lists",
-                    [
-                        [
-                            379,
-                            330,
-                            609,
-                            444,
-                            480,
-                            462,
-                            1775,
-                            574,
-                            647,
-                            1194,
-                            586,
-                            586,
-                            836,
-                            444,
-                            673,
-                            586,
-                        ]
-                    ]
-                    * 2,
-                ),
-            ),
         ),
     ],
 )
 feedback = LABS.feedback
-
-
-@LABS.solves("ex-partitions-4")
-def _smaller_embeddings(seed: int) -> float:
-    problems = [planted_problem(32, 3, 3, seed=make_rng(r, base=seed)) for r in range(8)]
-    data = [
-        sample(pb, samples_for(16, 32), seed=make_rng(STREAMS.seed("gd_samples", r), base=seed))
-        for r, pb in enumerate(problems)
-    ]
-    fit = train_embeddings(
-        [d[0] for d in data],
-        [d[1] for d in data],
-        32,
-        3,
-        m=2,
-        steps=1500,
-        lr=0.03,
-        seed=make_generator(0, base=seed),
-    )
-    return float(np.median(fit.final_loss))
-
-
-@LABS.solves("ex-partitions-5")
-def _survivors(seed: int) -> list:
-    S = samples_for(2, 32)
-    counted, predicted = [], []
-    for r in range(20):
-        pb = planted_problem(32, 3, 3, seed=make_rng(300 + r, base=seed))
-        x, y = sample(pb, S, seed=make_rng(400 + r, base=seed))
-        counted.append(int(single_token_moves(pb, x, y).sum()))
-        predicted.append(float(survival_prediction(pb, S)))
-    return [counted, predicted]
-
-
-@LABS.solves("ex-partitions-6")
-def _ternary(seed: int) -> list:
-    s_max = samples_for(16, 32)
-    out = []
-    for kind in ("binary", "ternary"):
-        out.append(
-            [
-                recovery_threshold(
-                    planted_problem(32, 3, 3, kind=kind, seed=make_rng(100 + r, base=seed)),
-                    s_max,
-                    seed=make_rng(200 + r, base=seed),
-                )
-                for r in range(16)
-            ]
-        )
-    return out

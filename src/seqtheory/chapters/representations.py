@@ -11,12 +11,9 @@ from ..book.claims import Claim, ClaimTable
 from ..book.exercises import Lab, LabTable
 from ..book.notebook import spread
 from ..core.runtime import load_data, to_numpy
-from ..core.seeds import make_generator, make_rng
 from ..representations import SETUP, kinship_task
-from ..similarity import linear_cka, stitch
 from ..sources.knowledge_graphs import (
     KINSHIP,
-    KinshipData,
     accuracy,
     automorphism_count,
     seen_closure,
@@ -605,11 +602,6 @@ LABS = LabTable(
             "d / (n - 1 + d), 0.43 for 44 people at d = 32, although nothing is shared",
             hint="draw two independent embeddings U and V of shape (forest.n, d) for each d, "
             "use linear_cka (not debiased_cka), and list d = 32 last.",
-            mistakes=(
-                ("debiased CKA instead of plain CKA", [-0.005, 0.044, -0.027]),
-                ("the same draw on both sides, linear_cka(U, U)", [1.0, 1.0, 1.0]),
-                ("the list in the opposite order (d = 32 first)", [0.406, 0.188, 0.037]),
-            ),
         ),
         Lab(
             "ex-representations-3",
@@ -625,10 +617,6 @@ LABS = LabTable(
             hint="train size 2 only, with weight_decay=1.0 and the zoo's other settings "
             "(setup.hidden, setup.steps, setup.lr), and score the training pairs: "
             'accuracy(models, data, "train").',
-            mistakes=(
-                ("the zoo's weight decay 0.1 instead of 1.0", [0.989, 0.997, 0.999, 0.999]),
-                ("size d = 1 instead of 2", [0.643, 0.643, 0.629, 0.663]),
-            ),
         ),
         Lab(
             "ex-representations-4",
@@ -642,13 +630,6 @@ LABS = LabTable(
             "gradient and the decoder's answers about p carry no information about p",
             hint="hold out every pair with p on either side: train = (pairs[:, 0] != p) & "
             "(pairs[:, 1] != p); then score the held-out facts of that split.",
-            mistakes=(
-                (
-                    "only the pairs with p first held out (p's inverse facts still seen)",
-                    [1.0, 1.0, 1.0, 1.0],
-                ),
-                ("the chapter's split instead of the new one", [0.929, 0.988, 0.929, 0.976]),
-            ),
         ),
         Lab(
             "ex-representations-5",
@@ -666,10 +647,6 @@ LABS = LabTable(
             hint="project the centred embedding of the next seed on its top 8 right singular "
             "vectors, draw random (forest.n, 8) embeddings for the control, stitch both "
             "into the same models B and put the trained source first.",
-            mistakes=(
-                ("all 32 dimensions kept on both sides", [0.786, 0.583]),
-                ("the random control left at 32 dimensions", [0.881, 0.583]),
-            ),
         ),
     ],
 )
@@ -700,42 +677,3 @@ def _lab_models(seed: int, dims, weight_decay: float, data=None):
         progress=False,
     )
     return models
-
-
-@LABS.solves("ex-representations-2")
-def _cka_baseline(seed: int) -> list[float]:
-    n = kinship_task(SETUP.cpu, seed=seed).forest.n
-    rng = make_rng(1, base=seed)
-    out = []
-    for d in (2, 8, 32):
-        U, V = rng.standard_normal((n, d)), rng.standard_normal((n, d))
-        out.append(linear_cka(U, V))
-    return out
-
-
-@LABS.solves("ex-representations-3")
-def _moving_zone(seed: int) -> np.ndarray:
-    task = kinship_task(SETUP.cpu, seed=seed)
-    return accuracy(_lab_models(seed, 2, 1.0, task.data), task.data, "train")
-
-
-@LABS.solves("ex-representations-4")
-def _facts_vs_people(seed: int) -> np.ndarray:
-    data = kinship_task(SETUP.cpu, seed=seed).data
-    p = 0  # a founder
-    train = (data.pairs[:, 0] != p) & (data.pairs[:, 1] != p)
-    data_p = KinshipData(data.pairs, data.labels, train, data.n_people)
-    return accuracy(_lab_models(seed, 8, 0.1, data_p), data_p)
-
-
-@LABS.solves("ex-representations-5")
-def _surviving_control(seed: int) -> list[float]:
-    setup = SETUP.cpu
-    task = kinship_task(setup, seed=seed)
-    B = _lab_models(seed, 32, 0.1, task.data)
-    m = len(setup.seeds)
-    src = [top_directions(B.embedding((i + 1) % m), 8) for i in range(m)]
-    gen = make_generator(5, base=seed)
-    rnd = [torch.randn(task.forest.n, 8, generator=gen) / np.sqrt(8) for _ in range(m)]
-    res = stitch(src + rnd, B.select(list(range(m)) * 2), task.data, steps=setup.stitch_steps)
-    return [float(np.median(res.test_acc[:m])), float(np.median(res.test_acc[m:]))]

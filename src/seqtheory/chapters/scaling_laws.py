@@ -9,13 +9,10 @@ from ..book.exercises import Lab, LabTable
 from ..book.notebook import spread
 from ..core.seeds import derive_seed, make_rng
 from ..scaling import (
-    TorusTask,
     fit_power_law,
     fit_power_law_floor,
-    learning_curve,
     predicted_exponents,
 )
-from ..sources.dimension import mle_dimension, sample_sphere
 
 TABLE = ClaimTable(
     "scaling_laws",
@@ -621,13 +618,6 @@ LABS = LabTable(
             "within distance r grows more slowly than r^8",
             hint="use the same 5,000 points for every K, and list the estimates in the order "
             "K = 5, 10, 20, 50.",
-            mistakes=(
-                ("the estimates listed from K = 50 down to K = 5", [7.42, 7.55, 7.65, 7.72]),
-                (
-                    "a fresh sample for each K and n = 200 (noise swamps the trend)",
-                    [7.1, 7.9, 7.3, 8.4],
-                ),
-            ),
         ),
         Lab(
             "ex-scaling-laws-2",
@@ -642,10 +632,6 @@ LABS = LabTable(
             hint="build both tasks with max_freq=32 (at 8 the target is smooth at every scale "
             "the samples resolve, and beta hardly matters), fit each curve with "
             "fit_power_law(sizes, errors).exponent, and list beta = 0.5 first.",
-            mistakes=(
-                ("Experiment 2's cutoff M = 8 instead of 32", [0.716, 0.686]),
-                ("the two exponents listed in the opposite order", [0.710, 0.444]),
-            ),
         ),
         Lab(
             "ex-scaling-laws-3",
@@ -659,10 +645,6 @@ LABS = LabTable(
             "at d = 2",
             hint="set noise=0.0 in TorusTask (the errors are always measured against the clean "
             "target) and fit the curve over the sizes n = 128 ... 4,096.",
-            mistakes=(
-                ("the label noise left at 0.5", 0.704),
-                ("the noise-free task at d = 4 instead of d = 2", 0.396),
-            ),
         ),
         Lab(
             "ex-scaling-laws-5",
@@ -676,45 +658,13 @@ LABS = LabTable(
             "it reads far below the exponent 1/3 of the excess loss",
             hint="fit the plain law to the losses themselves with fit_power_law(n, loss) and put "
             "its exponent first; do not subtract any floor for it.",
-            mistakes=(
-                ("the true floor subtracted before the plain fit", [0.333, 0.333]),
-                ("the two exponents listed in the opposite order", [0.33, 0.095]),
-            ),
         ),
     ],
 )
 feedback = LABS.feedback
 
 
-@LABS.solves("ex-scaling-laws-1")
-def _neighbours(seed: int) -> list[float]:
-    points = sample_sphere(5000, 8, D=80, seed=seed)
-    return [mle_dimension(points, K=k) for k in (5, 10, 20, 50)]
-
-
 LAB_SIZES = [2**k for k in range(7, 13)]  # n = 128 ... 4,096, Experiment 2's CPU sizes
-
-
-@LABS.solves("ex-scaling-laws-2")
-def _smoothness(seed: int) -> list[float]:
-    return [
-        fit_power_law(
-            LAB_SIZES,
-            learning_curve(
-                TorusTask(d=2, D=16, beta=beta, max_freq=32, base=seed),
-                LAB_SIZES,
-                "knn",
-                progress=False,
-            ),
-        ).exponent
-        for beta in (0.5, 2.0)
-    ]
-
-
-@LABS.solves("ex-scaling-laws-3")
-def _no_noise(seed: int) -> float:
-    task = TorusTask(d=2, D=16, max_freq=8, noise=0.0, base=seed)
-    return fit_power_law(LAB_SIZES, learning_curve(task, LAB_SIZES, "knn", progress=False)).exponent
 
 
 def floor_losses(seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -724,9 +674,3 @@ def floor_losses(seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     n = 2_000 * 2.0 ** np.arange(6)
     loss = 1.5 + (n / 2_000) ** (-1 / 3) + 0.01 * make_rng(0, base=seed).standard_normal(6)
     return n, loss
-
-
-@LABS.solves("ex-scaling-laws-5")
-def _loss_floor(seed: int) -> list[float]:
-    n, loss = floor_losses(seed)
-    return [fit_power_law(n, loss).exponent, fit_power_law_floor(n, loss).exponent]

@@ -9,7 +9,6 @@ import torch
 
 from ..book.claims import Claim, ClaimTable
 from ..book.exercises import Lab, LabTable
-from ..core.runtime import load_data
 from ..core.seeds import make_generator
 from ..parity import (
     INITS,
@@ -19,7 +18,6 @@ from ..parity import (
     fisher_two_sided,
     lucky_neuron_probability,
     support_coverage,
-    train_offline,
 )
 
 #: the archive's 0.1% binomial band for 24 live runs of its cells at m = 400-800, 6,000 steps:
@@ -694,13 +692,6 @@ LABS = LabTable(
             "search needs, which width does not replace",
             hint="read each width at its own number of steps (width x steps = 640,000), with "
             "chapter.arch_count(arch, init, width, 600, steps), dense first.",
-            mistakes=(
-                (
-                    "every width read after the last step, 20,000",
-                    [[10, 16, 16, 16], [15, 16, 16, 16]],
-                ),
-                ("every width read after 6,000 steps", [[10, 13, 16, 16], [12, 16, 16, 16]]),
-            ),
         ),
         Lab(
             "ex-width-and-luck-3",
@@ -714,10 +705,6 @@ LABS = LabTable(
             "with it the gradient that would amplify the support",
             hint="train the same 16 dense networks twice from the same generator seed, once "
             "with weight_decay=0.01 and once with weight_decay=0.0, for 2,500 steps.",
-            mistakes=(
-                ("weight decay left at 0.01 in both runs", [15, 15]),
-                ("the two runs in swapped order", [0, 15]),
-            ),
         ),
         Lab(
             "ex-width-and-luck-4",
@@ -731,14 +718,6 @@ LABS = LabTable(
             "1 - (1 - p)^128 = 0.47, where p = 0.0049",
             hint="a full ticket is a neuron whose initial inputs include all k = 3 support "
             "coordinates (J == 3); count layers with at least one, not tickets per layer.",
-            mistakes=(
-                (
-                    "neurons that see at least k - 1 support coordinates counted as tickets",
-                    [0.963, 1.0, 1.0],
-                ),
-                ("the mean number of full tickets per layer", [0.153, 0.677, 2.547]),
-                ("dense initialisation (every neuron sees the support)", [1.0, 1.0, 1.0]),
-            ),
         ),
         Lab(
             "ex-width-and-luck-9",
@@ -754,52 +733,10 @@ LABS = LabTable(
             hint="rank each network's neurons by their initial coverage J (largest first) for "
             "networks 0-15, draw 48 random neurons for networks 16-31, and train all 32 "
             "together.",
-            mistakes=(
-                ("the 48 neurons of smallest coverage J instead of the largest", [0, 0]),
-                ("random neurons for both halves", [0, 0]),
-            ),
         ),
     ],
 )
 feedback = LABS.feedback
-
-
-@LABS.solves("ex-width-and-luck-2")
-def _equal_compute(seed: int) -> list[list[int]]:
-    arch = load_data("width_frontier.json")
-    return [equal_compute_counts(arch, init, 600) for init in ("dense", "sparse")]
-
-
-@LABS.solves("ex-width-and-luck-3")
-def _weight_decay(seed: int) -> list[int]:
-    c = WD_LAB
-    out = []
-    for wd in (0.01, 0.0):
-        g = make_generator(13, base=seed)
-        nets = ParityMLPs(c["n"], [c["width"]] * c["networks"], generator=g)
-        run = train_offline(
-            nets,
-            [0, 1, 2],
-            c["m"],
-            steps=c["steps"],
-            weight_decay=wd,
-            eval_every=c["steps"],
-            generator=g,
-            progress=False,
-        )
-        out.append(int((run.accuracy[-1] >= 0.9).sum()))
-    return out
-
-
-@LABS.solves("ex-width-and-luck-4")
-def _count_tickets(seed: int) -> list[float]:
-    g = make_generator(11, base=seed)
-    out = []
-    for w in (32, 128, 512):
-        layers = ParityMLPs(30, [w] * 300, sparsity=6, generator=g)
-        J = support_coverage(layers, [0, 1, 2])  # (300, w)
-        out.append(float((J == 3).any(dim=1).float().mean()))
-    return out
 
 
 def ticket_networks(seed: int):
@@ -813,20 +750,3 @@ def ticket_networks(seed: int):
     tickets = J[:half].argsort(dim=1, descending=True, stable=True)[:, : c["keep"]]
     others = torch.rand(half, c["width"], generator=g).argsort(dim=1)[:, : c["keep"]]
     return subnetwork(wide, torch.cat([tickets, others]), generator=g), g
-
-
-@LABS.solves("ex-width-and-luck-9")
-def _tickets_alone(seed: int) -> list[int]:
-    c = TICKET_LAB
-    nets, g = ticket_networks(seed)
-    run = train_offline(
-        nets,
-        [0, 1, 2],
-        c["m"],
-        steps=c["steps"],
-        eval_every=c["steps"],
-        generator=g,
-        progress=False,
-    )
-    ok = run.accuracy[-1] >= 0.9
-    return [int(ok[: c["networks"]].sum()), int(ok[c["networks"] :].sum())]
