@@ -12,3 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+#: The licences (LICENSE), as every product of the build states them: the site's footer
+#: (_config.yml), the slides' title slide, the PDF's cover and each notebook's first cell.
+LICENCE = "Text and figures: CC BY 4.0. Code: MIT. See the repository's LICENSE file."
+LICENSE_URL = "https://github.com/seqtheory/seqtheory-book/blob/main/LICENSE"

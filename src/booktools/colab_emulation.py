@@ -14,10 +14,10 @@ book's library or anything else from requirements.txt. Each notebook is copied
 alone into an empty folder (a notebook opened from GitHub has no repository next to it)
 and executed top to bottom in that environment with ``SEQTHEORY_INSTALL_FROM`` pointing
 at this checkout in the setup cell's own URL form, ``git+<this repository>@<REF>`` with
-the REF the cell names (the branch the site's Colab links open): the setup cell
+the REF the cell names (the commit the notebook was built from): the setup cell
 pip-installs the library exactly as it would from the remote repository, and a REF this
 repository does not have fails here as it would in Colab. The install takes the committed
-state of REF, so commit before running this script. Before each notebook the library is
+state of REF, so commit before building and running this script. Before each notebook the library is
 uninstalled again, so every chapter starts like a fresh Colab session. With ``--jobs 2``
 or more, notebooks share the environment: the library is uninstalled once, the first
 notebook installs it through the git URL, and the others' setup cells install a wheel
@@ -55,13 +55,14 @@ from booktools import ROOT
 from booktools.cache import log_execution
 from booktools.colab_env import COLAB_PACKAGES, KERNEL, make_env
 from booktools.execute import plan, thread_env
-from booktools.setup_cell import config
+from booktools.setup_cell import config, pinned_ref
 from booktools.toc import chapter_notebooks
 
 
-def git_source() -> str:
-    """The setup cell's install URL with this repository in place of the remote one."""
-    _, ref = config()
+def git_source(ref: str | None = None) -> str:
+    """The setup cell's install URL with this repository in place of the remote one, at
+    ``ref`` (default: ``repository.branch``), which must exist here as it must in Colab."""
+    ref = ref or config()[1]
     known = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
         capture_output=True,
@@ -69,11 +70,18 @@ def git_source() -> str:
     )
     if known.returncode:
         raise SystemExit(
-            f"the setup cells install REF {ref!r} (_config.yml repository.branch), "
-            "which this repository does not have"
+            f"the setup cells install REF {ref!r}, which this repository does not have"
         )
     # file://localhost/...: pip rejects a VCS URL with an empty host (git+file:///...)
     return f"git+file://localhost{ROOT.as_posix()}@{ref}"
+
+
+def notebook_ref(nb) -> str:
+    """The ref that a reader notebook's set-up cell installs the library from."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "# Colab setup" in cell.source:
+            return pinned_ref(cell.source)
+    raise ValueError("the notebook has no set-up cell")
 
 
 def versions(py: Path) -> dict:
@@ -145,7 +153,7 @@ def run_notebook(
         env.update(
             {
                 **thread_env(threads),
-                "SEQTHEORY_INSTALL_FROM": source or git_source(),
+                "SEQTHEORY_INSTALL_FROM": source or git_source(notebook_ref(nb)),
                 # a full run fails on a failed claim check; a smoke run's numbers mean nothing
                 "SEQTHEORY_STRICT_CHECKS": "0" if smoke else "1",
                 "JUPYTER_PATH": str(venv / "share" / "jupyter"),

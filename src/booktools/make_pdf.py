@@ -34,7 +34,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from booktools import ROOT
+from booktools import LICENCE, LICENSE_URL, ROOT
 from booktools.check_site import WAIT_JS, Chromium, Tab, serve
 
 A4 = {
@@ -242,7 +242,9 @@ body {{ font-family: sans-serif; margin: 0; }}
 h1 {{ font-size: 30pt; margin: 0 0 .4em; }} p {{ font-size: 12pt; color: #444; margin: .2em; }}
 </style><div class="c"><h1>{html_lib.escape(title)}</h1>
 <p>An executable book: every number and figure is computed when the book is built.</p>
-<p>{html_lib.escape(subtitle)}</p></div>"""
+<p>{html_lib.escape(subtitle)}</p>
+<p style="font-size: 10pt; margin-top: 2em">{html_lib.escape(LICENCE)}<br>
+{html_lib.escape(LICENSE_URL)}</p></div>"""
 
 
 def contents_html(entries: list[tuple[str, str, int]]) -> str:

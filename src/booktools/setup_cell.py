@@ -74,6 +74,37 @@ CELL = re.compile(
 )
 
 
+PIN = re.compile(r'^(REPO, REF = "[^"]+", )"([^"]*)"[^\n]*$', re.M)
+PINNED = "  # the commit this notebook was built from"
+
+
+def build_ref(root: Path = ROOT) -> str | None:
+    """The tag at ``root``'s checked-out commit, else the commit's hash; None outside a git
+    checkout. A reader notebook's set-up cell installs the library at this ref, so a
+    notebook saved in week 1 keeps week 1's library."""
+    for cmd in (["describe", "--tags", "--exact-match", "HEAD"], ["rev-parse", "HEAD"]):
+        out = subprocess.run(["git", "-C", str(root), *cmd], capture_output=True, text=True)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    return None
+
+
+def pin(source: str, ref: str) -> str:
+    """The set-up cell ``source`` installing the library at ``ref``."""
+    new, n = PIN.subn(lambda m: f'{m.group(1)}"{ref}"{PINNED}', source, count=1)
+    if n != 1:
+        raise ValueError("the set-up cell has no line REPO, REF = ... to pin")
+    return new
+
+
+def pinned_ref(source: str) -> str:
+    """The ref a set-up cell installs from."""
+    m = PIN.search(source)
+    if m is None:
+        raise ValueError("the set-up cell has no line REPO, REF = ...")
+    return m.group(2)
+
+
 def config() -> tuple[str, str]:
     """(repository URL, branch) from _config.yml."""
     repo = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]

@@ -329,3 +329,31 @@ def test_glossary_terms_used_by_chapters_exist():
         for m in re.findall(r"\{term\}`([^`]+)`", page.read_text(encoding="utf-8")):
             used.add(" ".join((m.split("<")[1].rstrip(">") if "<" in m else m).split()).lower())
     assert used and used <= terms, sorted(used - terms)
+
+
+def test_a_reader_notebook_pins_the_library_to_its_commit(tmp_path):
+    """The set-up cell of a reader notebook installs the library at the build's tag or commit
+    (a notebook saved in week 1 keeps week 1's library); a cell without the REF line is
+    refused."""
+    import subprocess
+
+    from booktools import setup_cell
+
+    cell = cell_source()
+    assert setup_cell.pinned_ref(cell) == CONFIG["repository"]["branch"]
+    pinned = setup_cell.pin(cell, "0123abc")
+    assert setup_cell.pinned_ref(pinned) == "0123abc"
+    assert (
+        pinned.replace('"0123abc"' + setup_cell.PINNED, f'"{CONFIG["repository"]["branch"]}"')
+        == cell
+    )
+    with pytest.raises(ValueError, match="REPO, REF"):
+        setup_cell.pin("print(1)", "v1")
+    assert setup_cell.build_ref(tmp_path) is None  # not a git checkout
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert setup_cell.build_ref(tmp_path) == sha.strip()
+    subprocess.run([*git, "tag", "course-2027"], check=True)
+    assert setup_cell.build_ref(tmp_path) == "course-2027"

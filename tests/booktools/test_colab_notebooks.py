@@ -97,7 +97,7 @@ def test_links_to_the_books_pages_point_to_the_site():
     nb = nbformat.v4.new_notebook(
         cells=[
             nbformat.v4.new_markdown_cell(
-                "Run all free Colab CPU GPU runtime FULL=1 book's own run"
+                "Run all free Colab CPU GPU runtime FULL=1 book's own run CC BY"
             ),
             nbformat.v4.new_markdown_cell("see [x](checks.md)"),
         ]
@@ -172,8 +172,8 @@ The main run.
         "> <details>\n> <summary>More detail</summary>\n>\n> Folded 2.\n>\n> </details>"
         in out.source
     )
-    assert "![A (plot) of things.](attachment:key_figure.png)\n\n*The main run.*" in out.source
-    assert out.attachments == {"key_figure.png": {"image/png": "iVBORw0K"}}
+    # the figure inline (Colab does not render a cell's attachments)
+    assert "![A (plot) of things.](data:image/png;base64,iVBORw0K)\n\n*The main run.*" in out.source
     assert "my-target" not in out.source and "comment" not in out.source
 
 
@@ -208,7 +208,16 @@ def _chapter_notebook():
 
 @pytest.mark.parametrize("edition", ["lecturer", "student"])
 def test_reader_notebook_forms_guidance_and_checks(edition):
-    text = cn.guidance("A chapter", "https://example.org/c.html", edition, 75.0, None, "built")
+    exercises = [("Exercise 3", "A question", "★★ · 15 min · lab")]
+    text = cn.guidance(
+        "A chapter", "https://example.org/c.html", edition, 75.0, None, "built", exercises
+    )
+    # the first screen: what to do, how long, where the exercises are; paper scale folded
+    assert "**Your exercises** are in the section *Exercises*" in text
+    assert (
+        "Exercise 3 (A question, ★★ · 15 min · lab)" in text and "In the lab, replace every" in text
+    )
+    assert "<details><summary>Paper scale" in text and "CC BY 4.0" in text
     nb = cn.reader_notebook(
         _chapter_notebook(),
         {},
@@ -275,7 +284,7 @@ def test_dropdown_titles_are_plain_html():
     nb = nbformat.v4.new_notebook(
         cells=[
             nbformat.v4.new_markdown_cell(
-                "Run all free Colab CPU GPU runtime FULL=1 book's own run"
+                "Run all free Colab CPU GPU runtime FULL=1 book's own run CC BY"
             ),
             nbformat.v4.new_markdown_cell("<details><summary>the $k$ puzzle</summary>x</details>"),
         ]
@@ -381,3 +390,75 @@ def test_release_check_is_skipped_offline():
     assert status == 0 and message.startswith("skipped")
     url, branches = release_check.configured()
     assert url.startswith("https://github.com/") and len(branches) == 2
+
+
+def test_a_check_joins_the_collapsed_cell_before_it():
+    """A check cell right after a collapsed code cell runs as part of it (same code, same
+    order, its title says so); after visible code or text it stays a form of its own."""
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("fig = plot()", metadata={"tags": ["hide-input"]}),
+            nbformat.v4.new_code_cell(
+                "verify(chapter.claims('a'))", metadata={"tags": ["remove-cell"]}
+            ),
+            nbformat.v4.new_code_cell(
+                "verify(chapter.claims('b'))", metadata={"tags": ["remove-cell"]}
+            ),
+            nbformat.v4.new_markdown_cell("Some text."),
+            nbformat.v4.new_code_cell(
+                "verify(chapter.claims('c'))", metadata={"tags": ["remove-cell"]}
+            ),
+        ]
+    )
+    out = cn.reader_notebook(nb, {}, refs(), "student", header_line="", guidance_md="x")
+    code = [c for c in out.cells if c.cell_type == "code"]
+    assert len(code) == 2
+    assert code[0].source == (
+        "#@title Code of the output below" + cn.CHECKED + "\nfig = plot()\n\n"
+        "verify(chapter.claims('a'))\n\nverify(chapter.claims('b'))"
+    )
+    assert code[1].source.startswith("#@title Check the chapter's claims")
+
+
+def test_a_written_exercise_gets_an_answer_cell_in_the_student_notebook():
+    out = {}
+    for edition in ("student", "lecturer"):
+        nb = cn.reader_notebook(
+            _chapter_notebook(),
+            {},
+            refs(n="30"),
+            edition,
+            header_line="",
+            guidance_md="x",
+            kinds={"ex-1": "derivation"},
+        )
+        out[edition] = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    student = out["student"]
+    at = next(i for i, c in enumerate(student) if "**Exercise 3" in c)
+    assert student[at + 1].startswith("**Your answer to Exercise 3** (double-click")
+    assert not any(c.startswith("**Your answer") for c in out["lecturer"])
+    lab = cn.reader_notebook(
+        _chapter_notebook(),
+        {},
+        refs(n="30"),
+        "student",
+        header_line="",
+        guidance_md="x",
+        kinds={"ex-1": "lab"},
+    )
+    assert not any(c.source.startswith("**Your answer") for c in lab.cells)
+
+
+def test_a_starter_cell_names_its_exercise_by_number():
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(":::{exercise} T\n:label: ex-1\n\nQ?\n:::"),
+            nbformat.v4.new_code_cell(
+                'answer = ...\nchapter.feedback("ex-1", answer)', metadata={"tags": ["starter"]}
+            ),
+        ]
+    )
+    out = cn.reader_notebook(nb, {}, refs(), "student", header_line="", guidance_md="x")
+    code = [c.source for c in out.cells if c.cell_type == "code"]
+    assert code == ['answer = ...\nchapter.feedback("ex-1", answer)  # Exercise 3']
+    assert cn.NUMBER_COMMENT.sub("", code[0]) == nb.cells[1].source

@@ -14,7 +14,9 @@ from urllib.parse import unquote, urlparse
 import pytest
 import yaml
 
+from booktools import setup_cell
 from booktools.sphinx import colab_notebooks
+from booktools.sphinx.teaching_kit import exercises_of
 from booktools.toc import toc_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,8 +99,10 @@ def test_colab_notebooks_read_like_the_site_and_run_the_same_code(md):
     the code of the chapter's execution that the site shows: the execution cache holds a
     run of exactly the chapter's current code and of what it uses (booktools.cache), and
     the notebooks carry that code changed only by the documented transforms: a form title
-    (``#@title``) on some cells, and the solution cells left out of the student's (so
-    running either runs every check)."""
+    (``#@title``) on some cells, the exercise's number after a lab's feedback call, the
+    set-up cell pinned to the build's commit, a check cell
+    joined to the collapsed cell before it, and the solution cells left out of the
+    student's (so running either runs every check)."""
     from jupyter_cache import get_cache
 
     from booktools import cache
@@ -111,17 +115,30 @@ def test_colab_notebooks_read_like_the_site_and_run_the_same_code(md):
     for html_root, edition in ((HTML, "lecturer"), (HTML, "student"), (STUDENT_HTML, "student")):
         nb = _reader(html_root, edition, md)
         assert colab_notebooks.problems(nb, edition) == [], (html_root, edition)
-        code = [re.sub(r"^#@title.*\n", "", c.source) for c in nb.cells if c.cell_type == "code"]
+        code = [
+            colab_notebooks.NUMBER_COMMENT.sub("", re.sub(r"^#@title.*\n", "", c.source))
+            for c in nb.cells
+            if c.cell_type == "code"
+        ]
         want = [
             c.source
             for c in source
             if edition == "lecturer" or "solution" not in c.metadata.get("tags", [])
         ]
-        assert code == want, (edition, md.stem)
+        # the set-up cell installs the library at the commit the notebook was built from
+        assert want[0].startswith("# Colab setup"), md.stem
+        assert setup_cell.pinned_ref(code[0]) == setup_cell.build_ref(ROOT), md.stem
+        want[0] = setup_cell.pin(want[0], setup_cell.build_ref(ROOT))
+        # a check cell may join the collapsed cell before it: the same code in the same order
+        assert "\n\n".join(code) == "\n\n".join(want), (edition, md.stem)
         roles = nb.metadata["seqtheory"]["roles"]
         assert roles.get("glue:text", 0) + roles.get("glue", 0) == glued, (edition, md.stem)
         text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
         assert "[](" not in text and "]()" not in text, "a link without text or address"
+        written = [e for e in exercises_of(md.read_text(encoding="utf-8"), md.stem) if e.homework]
+        answers = text.count("**Your answer to Exercise")
+        assert answers == (len(written) if edition == "student" else 0), (edition, md.stem)
+        assert "](attachment:" not in text and not any(c.get("attachments") for c in nb.cells)
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=[p.stem for p in CHAPTERS])

@@ -16,9 +16,15 @@ site does:
   (student's notebook, which also drops the code cells tagged ``solution``);
 - the summary box's key figure is an image attached to its cell, figure captions follow
   their code cells;
+- a lab's starter cell names its exercise as the page numbers it, in a comment after the
+  ``feedback("ex-...")`` call;
+- the set-up cell installs the library at the commit the notebook was built from (its tag
+  when the commit has one: :func:`booktools.setup_cell.build_ref`), so a saved notebook
+  keeps the library it was written for;
 - the set-up cell and every check cell (``verify``), and the cells the site folds
-  (``hide-input``), are collapsed Colab forms (``#@title``); the code itself is unchanged,
-  so running the notebook runs every check;
+  (``hide-input``), are collapsed Colab forms (``#@title``); a check cell that follows such
+  a form joins it (its title says so), so the checks do not interrupt the text; the code
+  itself is unchanged and runs in the same order, so running the notebook runs every check;
 - the first cell says how to run the notebook: time on a free Colab CPU (the CI's table),
   that a GPU runtime does not speed up the default size, and what ``FULL=1`` needs.
 
@@ -41,7 +47,8 @@ from pathlib import Path
 
 import nbformat
 
-from booktools import ROOT
+from booktools import LICENCE, ROOT, setup_cell
+from booktools.sphinx import teaching_kit
 from booktools.sphinx.chapter_header import chapter_times, header_line, prerequisites_of
 from booktools.toc import chapter_names
 
@@ -69,7 +76,7 @@ ADMONITIONS = {
 RAW_DIRECTIVE = re.compile(r"^\s*(:{3,}|`{3,})\{[\w:-]+\}", re.M)
 RAW_OPTION = re.compile(r"^\s*:(label|class|name|alt|prerequisites|tags):", re.M)
 RAW_TARGET = re.compile(r"^\([\w-]+\)=\s*$", re.M)
-GUIDANCE_WORDS = ("Run all", "free Colab CPU", "GPU runtime", "FULL=1", "book's own run")
+GUIDANCE_WORDS = ("Run all", "free Colab CPU", "GPU runtime", "FULL=1", "book's own run", "CC BY")
 
 
 def colab_url(repository_url: str, branch: str, edition: str, chapter: str) -> str:
@@ -298,10 +305,9 @@ def details(summary: str, body: str) -> str:
 
 @dataclass
 class Converted:
-    """A Markdown cell's reader form, its attachments, and what it held."""
+    """A Markdown cell's reader form and what it held."""
 
     source: str
-    attachments: dict = field(default_factory=dict)
     exercises: list[str] = field(default_factory=list)  # labels, in order
 
 
@@ -380,15 +386,12 @@ class MarkdownConverter:
             bundle = refs.glue.get(arg)
             if bundle is None or "image/png" not in bundle.get("data", {}):
                 raise KeyError(f"{refs.docname}: no glued figure {arg!r}")
-            png = bundle["data"]["image/png"]
-            out.attachments[f"{arg}.png"] = {"image/png": png}
+            # inline, as a data: URI: Colab does not render a cell's attachments
+            png = "".join(str(bundle["data"]["image/png"]).split())
             alt = options.get("alt", arg).replace("[", "(").replace("]", ")")
             caption = self._block(body, out).strip()
-            return (
-                f"![{alt}](attachment:{arg}.png)\n\n*{caption}*"
-                if caption
-                else f"![{alt}](attachment:{arg}.png)"
-            )
+            image = f"![{alt}](data:image/png;base64,{png})"
+            return f"{image}\n\n*{caption}*" if caption else image
         inner = self._block(body, out).strip()
         if name == "chapter-header":
             line = roles_to_markdown(self.header_line, refs)
@@ -415,6 +418,16 @@ class MarkdownConverter:
         raise ValueError(f"{refs.docname}: the directive {{{name}}} has no Colab form")
 
 
+CHECKED = ", and the check of its claims"
+FEEDBACK_CALL = re.compile(r'^(.*\bfeedback\("(ex-[\w-]+)".*?)$', re.M)
+NUMBER_COMMENT = re.compile(r"  # Exercise \d+$", re.M)  # what FEEDBACK_CALL's use appends
+ANSWER = "**Your answer to {number}** (double-click this cell to write; Markdown and $maths$ work):"
+
+
+def answer_cell(number: str) -> str:
+    return ANSWER.format(number=number) + "\n\n…"
+
+
 def form(title: str, source: str) -> str:
     return f"#@title {title}\n{source}"
 
@@ -438,39 +451,62 @@ def guidance(
     run_seconds: float | None,
     full: dict | None,
     built: str,
+    exercises: list[tuple[str, str, str]] = (),
 ) -> str:
-    """The first cell: the chapter's title and how to run its notebook."""
+    """The first cell: what the notebook is, what to do, how long it runs and where the
+    exercises are (``exercises``: (number, title, tag line) rows, e.g. ("Exercise 21",
+    "Why BPE-4 hurts", "★★ · 15 min · lab")); what ``FULL=1`` needs is folded."""
     which = (
         "**Lecturer's notebook**: every exercise with its solution (collapsed)."
         if edition == "lecturer"
-        else "**Student notebook**: the exercises without their solutions."
+        else "**Student notebook**: the chapter and its exercises, without solutions."
     )
     if run_seconds is None:
-        cpu = "Its run time has not been measured yet."
+        cpu = "Its run time has not been measured yet"
     else:
-        cpu = (
-            f"It takes about {_duration(run_seconds)} on a free Colab CPU runtime (the "
-            "book's CI measures it on a 2-core CPU, as Colab's), plus the library's "
-            "install in the first code cell."
-        )
-    return "\n".join(
-        [
-            f"# {title}",
+        cpu = f"It takes about {_duration(run_seconds)} on a free Colab CPU runtime"
+    lines = [
+        f"# {title}",
+        "",
+        f"{which} The same chapter on the book's site: [{title}]({chapter_url}).",
+        "",
+        "**What to do.** *Runtime → Run all* (Colab asks you to confirm a notebook from "
+        f"GitHub: *Run anyway*). {cpu}, after the first code cell installs the book's library. "
+        "Keep the CPU runtime: a GPU runtime does not make the default size faster. Then "
+        "read from the top; the collapsed cells hold the code of each figure.",
+    ]
+    if exercises:
+        labs = [e for e in exercises if e[2].endswith("lab")]
+        lines += [
             "",
-            f"{which} The same chapter on the book's site: [{title}]({chapter_url}).",
-            "",
-            f"> **Running this notebook.** *Runtime → Run all* (Colab asks you to confirm a "
-            f"notebook from GitHub: *Run anyway*). {cpu} A GPU runtime does not make the "
-            "default size faster: keep the CPU runtime.",
-            ">",
-            f"> **Paper scale.** {full_scale_text(full)}",
-            ">",
-            f"> **The numbers in the text are the book's own run** ({built}). Yours may differ "
-            "in the last digits (another CPU, thread count or PyTorch build). The collapsed "
-            "*Check the chapter's claims* cells test every claim against its measured range and "
-            "print a note if one fails.",
+            "**Your exercises** are in the section *Exercises*, near the end "
+            "(the table of contents on the left goes there): "
+            + "; ".join(f"{n} ({t}, {tag})" for n, t, tag in exercises)
+            + ".",
         ]
-    )
+        if labs:
+            lines.append(
+                ("In the lab" if len(labs) == 1 else f"In each of the {len(labs)} labs")
+                + ", replace every `...` in the cell under "
+                "the question with your code and run it: the cell then says whether your "
+                "answer lands in the range a correct run gives, and why."
+            )
+    lines += [
+        "",
+        f"The numbers in the text are the book's own run ({built}); yours may differ in the "
+        "last digits (another CPU or PyTorch build). The collapsed *Check the chapter's "
+        "claims* cells test each claim against its measured range and print a note only "
+        "if one fails.",
+        "",
+        "<details><summary>Paper scale (FULL=1, a GPU runtime)</summary>",
+        "",
+        full_scale_text(full),
+        "",
+        "</details>",
+        "",
+        f"<small>{LICENCE}</small>",
+    ]
+    return "\n".join(lines)
 
 
 def _duration(seconds: float) -> str:
@@ -531,12 +567,24 @@ def full_scale_text(row: dict | None) -> str:
 
 
 def reader_notebook(
-    nb, glue: dict, refs: Refs, edition: str, *, header_line: str, guidance_md: str
+    nb,
+    glue: dict,
+    refs: Refs,
+    edition: str,
+    *,
+    header_line: str,
+    guidance_md: str,
+    ref: str | None = None,
+    kinds: dict[str, str] | None = None,
 ):
-    """The reader notebook of one executed chapter notebook."""
+    """The reader notebook of one executed chapter notebook; ``ref``: the git ref its set-up
+    cell installs the library from (default: the one the chapter's cell names); ``kinds``:
+    each exercise's kind, so that the student's notebook gives every written exercise
+    (concept, derivation) a cell for the answer."""
     conv = MarkdownConverter(refs, edition, header_line)
     cells = [nbformat.v4.new_markdown_cell(guidance_md)]
     first_markdown, imports_seen = True, False
+    host_at = None  # the collapsed code cell a check cell right after it joins
     for cell in nb.cells:
         tags = cell_tags(cell)
         if cell.cell_type == "markdown":
@@ -545,11 +593,12 @@ def reader_notebook(
                 src = re.sub(r"^\s*# .*\n?", "", src, count=1)
                 first_markdown = False
             done = conv.convert(src)
-            if done.source or done.attachments:
-                new = nbformat.v4.new_markdown_cell(done.source)
-                if done.attachments:
-                    new["attachments"] = done.attachments
-                cells.append(new)
+            if done.source:
+                cells.append(nbformat.v4.new_markdown_cell(done.source))
+                host_at = None
+            for label in done.exercises if edition == "student" else ():
+                if (kinds or {}).get(label) in ("concept", "derivation"):
+                    cells.append(nbformat.v4.new_markdown_cell(answer_cell(refs.numbers[label])))
             continue
         if cell.cell_type != "code":
             continue
@@ -557,10 +606,20 @@ def reader_notebook(
         if solution and edition == "student":
             continue
         source, title = cell.source, None
+        if "starter" in tags:  # the lab's call names the exercise as the page numbers it
+            source = FEEDBACK_CALL.sub(
+                lambda m: (
+                    m.group(0)
+                    + (f"  # {refs.numbers[m.group(2)]}" if m.group(2) in refs.numbers else "")
+                ),
+                source,
+            )
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
         number = refs.numbers.get(figure.get("name", ""), "")
         if is_setup(cell):
             title = "Set-up: installs the book's library in Colab (run this cell first)"
+            if ref:
+                source = setup_cell.pin(source, ref)
         elif solution:
             title = (
                 f"Solution to {refs.numbers.get(conv.last_exercise, 'the exercise')}: "
@@ -586,12 +645,22 @@ def reader_notebook(
                 title = "Code: " + source.lstrip().splitlines()[0].lstrip("# ").rstrip(".")
             else:
                 title = "Code of the output below"
+        host = cells[host_at] if host_at is not None else None
+        if is_check(cell) and not solution and host is not None:
+            # the check joins the collapsed code cell it checks: no form of its own in the text
+            head, _, rest = host.source.partition("\n")
+            if not head.endswith(CHECKED):
+                head += CHECKED
+            host.source = f"{head}\n{rest}\n\n{source}"
+            continue
         new = nbformat.v4.new_code_cell(form(title, source) if title else source)
         if title:
             new.metadata["cellView"] = "form"
         if tags:
             new.metadata["tags"] = tags
         cells.append(new)
+        mergeable = title is not None and not is_setup(cell) and not solution
+        host_at = len(cells) - 1 if mergeable else None
         if figure.get("caption"):
             caption = roles_to_markdown(" ".join(str(figure["caption"]).split()), refs)
             label = f"**{number}.** " if number else ""
@@ -648,9 +717,8 @@ def problems(nb, edition: str) -> list[str]:
                     )
             if edition == "student" and re.search(r"<summary>\s*Solution", cell.source):
                 found.append(f"{where}: a solution in the student notebook")
-            for name in re.findall(r"attachment:([^)\s]+)", cell.source):
-                if name not in cell.get("attachments", {}):
-                    found.append(f"{where}: image {name} is not attached")
+            if cell.get("attachments") or "](attachment:" in cell.source:
+                found.append(f"{where}: an attached image, which Colab does not render")
         elif cell.cell_type == "code":
             tags = cell.get("metadata", {}).get("tags", [])
             if edition == "student" and "solution" in tags:
@@ -742,6 +810,7 @@ def write_notebooks(app, exception) -> None:
     full, _ = read_full_table()
     editions = ("student",) if app.config.hide_solutions else EDITIONS
     built = f"built {datetime.date.today().isoformat()}"
+    ref = setup_cell.build_ref(srcdir)
     report = ["chapter\tedition\tcells\tforms\tglued values filled\troles resolved"]
     for name in chapters:
         docname = f"book/{name}"
@@ -759,10 +828,24 @@ def write_notebooks(app, exception) -> None:
             refs = sphinx_refs(app, docname, glue)
             src = (srcdir / "book" / f"{name}.md").read_text(encoding="utf-8")
             line = header_line(srcdir, name, prerequisites_of(src), times)
+            exercises = [
+                (refs.numbers[e.label], e.title, f"{'★' * e.stars} · {e.minutes} min · {e.kind}")
+                for e in teaching_kit.exercises_of(src, name)
+                if e.label in refs.numbers
+            ]
             text = guidance(
-                title, refs.page(docname), edition, times.get(name), full.get(name), built
+                title,
+                refs.page(docname),
+                edition,
+                times.get(name),
+                full.get(name),
+                built,
+                exercises,
             )
-            reader = reader_notebook(nb, glue, refs, edition, header_line=line, guidance_md=text)
+            kinds = {e.label: e.kind for e in teaching_kit.exercises_of(src, name)}
+            reader = reader_notebook(
+                nb, glue, refs, edition, header_line=line, guidance_md=text, ref=ref, kinds=kinds
+            )
             found = problems(reader, edition)
             if found:
                 raise ValueError(f"{docname} ({edition}'s Colab notebook): " + "; ".join(found))

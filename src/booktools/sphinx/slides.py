@@ -28,6 +28,7 @@ import re
 import shutil
 from pathlib import Path
 
+from booktools import LICENCE
 from booktools.toc import chapter_names
 
 MAX_FIGURES = 6
@@ -192,7 +193,8 @@ class Deck:
         self.slides.append(
             f'<section class="slide title"><h1>{title}</h1><div class="body">{learn}'
             f'<p class="small">From the book <em>{html.escape(self.book)}</em>: '
-            f'<a href="../book/{self.name}.html">the chapter\'s page</a>.</p></div></section>'
+            f'<a href="../book/{self.name}.html">the chapter\'s page</a>.</p>'
+            f'<p class="small">{html.escape(LICENCE)}</p></div></section>'
         )
 
         tip = self.article.select_one("div.admonition.tip")
@@ -421,7 +423,8 @@ def write_decks(html_root: Path, chapters: list[str], book: str = "") -> list[Pa
 def _build_finished(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    write_decks(Path(app.outdir), chapter_names(Path(app.srcdir)), app.config.project)
+    book = re.sub(r"\s*\(student edition\)$", "", app.config.html_title or "")
+    write_decks(Path(app.outdir), chapter_names(Path(app.srcdir)), book or app.config.project)
 
 
 def setup(app):

@@ -217,9 +217,19 @@ def reading(src_dir: Path, item: dict) -> tuple[str, int]:
     words = section_words(src, start, stop, folds)
     mins = max(1, math.ceil(words / ch.WORDS_PER_MINUTE))
     if start or stop:
-        part = (f"from “{start}”" if start else "from the start") + (
-            f" to “{stop}”" if stop else " to the end"
-        )
+        heads = _heading_lines(src)
+        full = {
+            prefix: next(t for _, t in heads if t.startswith(prefix))
+            for prefix in (start, stop)
+            if prefix
+        }
+        nxt = [t for i, t in heads if start and i > _line_of(src, start)]
+        if start and stop and nxt and nxt[0] == full[stop]:
+            part = f"the section “{full[start]}”"
+        else:
+            part = (f"from “{full[start]}”" if start else "from the start") + (
+                f" to “{full[stop]}”" if stop else " to the end"
+            )
         text = f"{{doc}}`{_title(src, chapter)} <{chapter}>`, {part}"
     else:
         text = f"{{doc}}`{_title(src, chapter)} <{chapter}>`"
@@ -240,13 +250,20 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
     """The MyST of the ``sessions``-session plan."""
     plan = load_syllabus(src_dir)[f"sessions_{sessions}"]
     exs = all_exercises(src_dir)
+    times = plan_times()
     minutes_class = plan.get("session_minutes", 90)
     out: list[str] = []
     total = {"reading": 0, "lab": 0, "homework": 0}
     for n, session in enumerate(plan["sessions"], start=1):
         out += [f"**Session {n}. {session['title']}**", ""]
         out += ["*You will be able to:*", ""]
-        out += [f"{i}. {o}" for i, o in enumerate(session["objectives"], start=1)] + [""]
+        for i, o in enumerate(session["objectives"], start=1):
+            practice = ", ".join(
+                "the mini-project" if label == "project" else f"{{numref}}`{label}`"
+                for label in o.get("practice", [])
+            )
+            out.append(f"{i}. {o['text']}" + (f" (practised in {practice})" if practice else ""))
+        out.append("")
         items = [reading(src_dir, r) for r in session["reading"]]
         read = sum(m for _, m in items)
         out.append(
@@ -255,7 +272,19 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
             + "."
         )
         lab_minutes = sum(exs[label].minutes for label in session.get("labs", []))
-        plan_text = session["in_class"].rstrip(".")
+        parts = []
+        for m, chapter, text in class_items(session, times):
+            if text == "run":
+                title = _title(
+                    (src_dir / "book" / f"{chapter}.md").read_text(encoding="utf-8"), chapter
+                )
+                parts.append(
+                    f"run {{doc}}`{title} <{chapter}>` ({m} min planned: it ran in "
+                    f"{times[chapter] / 60:.1f} min in a CI run of the notebook tests)"
+                )
+            else:
+                parts.append(f"{text} ({m} min)")
+        plan_text = "; ".join(parts)
         if lab_minutes:
             plan_text += f"; the labs below ({lab_minutes} min)"
         if session.get("homework"):
@@ -297,12 +326,195 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
     return out
 
 
-def in_class_minutes(session: dict, exercises: dict) -> int:
-    """The minutes a session's in-class plan states, its labs and setting the homework
-    included."""
-    stated = sum(int(m) for m in re.findall(r"\((\d+) min\)", session["in_class"]))
+def plan_times() -> dict[str, float]:
+    """The chapters' run times a plan is made with: the committed table of a CI run
+    (``benchmarks/chapter_times_ci.tsv``), so a plan does not change with the machine that
+    builds it."""
+    return ch.read_times(ch.CI_TIMES)
+
+
+def run_minutes(chapter: str, times: dict[str, float]) -> int:
+    """Class minutes to run a chapter's notebook: its measured run time, rounded up."""
+    if chapter not in times:
+        raise ValueError(f"no measured run time for chapter {chapter!r}")
+    return math.ceil(times[chapter] / 60)
+
+
+def class_items(session: dict, times: dict[str, float]) -> list[tuple[int, str | None, str]]:
+    """A session's in-class plan as (minutes, chapter or None, what) rows: ``{run: CHAPTER}``
+    runs the chapter's notebook (minutes from its measured run time), ``{minutes: N, text:
+    ..., chapter: CHAPTER}`` is taught, ``presentations: true`` marks the mini-projects'
+    slot."""
+    items = session.get("in_class")
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"session {session.get('title')!r}: in_class must be a list of items")
+    rows = []
+    for item in items:
+        if "run" in item:
+            if set(item) != {"run"}:
+                raise ValueError(
+                    f"in_class item {item!r}: a run's minutes come from the chapter's measured "
+                    "run time; give only {run: CHAPTER}"
+                )
+            rows.append((run_minutes(item["run"], times), item["run"], "run"))
+            continue
+        if not isinstance(item.get("minutes"), int) or not str(item.get("text", "")).strip():
+            raise ValueError(f"in_class item {item!r} needs minutes (an int) and text")
+        rows.append((item["minutes"], item.get("chapter"), item["text"]))
+    return rows
+
+
+def in_class_minutes(session: dict, exercises: dict, times: dict[str, float]) -> int:
+    """The minutes of a session's in-class plan, its labs and setting the homework included."""
+    items = sum(m for m, _, _ in class_items(session, times))
     brief = HOMEWORK_BRIEF if session.get("homework") else 0
-    return stated + brief + sum(exercises[label].minutes for label in session.get("labs", []))
+    return items + brief + sum(exercises[label].minutes for label in session.get("labs", []))
+
+
+def _heading_lines(src: str) -> list[tuple[int, str]]:
+    return [
+        (i, line.lstrip("#").strip())
+        for i, line in enumerate(src.splitlines())
+        if re.match(r"^#{2,3} ", line)
+    ]
+
+
+def _line_of(src: str, prefix: str) -> int:
+    for i, text in _heading_lines(src):
+        if text.startswith(prefix):
+            return i
+    raise ValueError(f"no heading starting {prefix!r}")
+
+
+def needs(ex: Exercise, src: str) -> list[tuple[str, int, str]]:
+    """What an exercise's text refers to in its chapter, as (chapter, source line, what)
+    rows: its variations (the numbered sections of *Going further*), its experiments, the
+    dropdowns it names, *Going further* itself; and (``"exercise"``, 0, label) for every
+    exercise it builds on."""
+    text = " ".join(f"{ex.title} {ex.body}".split())
+    lines = src.splitlines()
+    found = []
+    going = next((i for i, t in _heading_lines(src) if t.startswith("Going further")), None)
+    for group in re.findall(r"\b[Vv]ariations? (\d+(?:(?:, | and | or )\d+)*)", text):
+        for n in re.findall(r"\d+", group):
+            line = next(
+                (
+                    i
+                    for i, t in _heading_lines(src)
+                    if going and i > going and t.startswith(f"{n}.")
+                ),
+                None,
+            )
+            if line is None:
+                raise ValueError(f"{ex.label}: names variation {n}, which the chapter lacks")
+            found.append((ex.chapter, line, f"variation {n}"))
+    for n in re.findall(r"\bExperiment (\d+)\b", text):
+        found.append((ex.chapter, _line_of(src, f"Experiment {n}:"), f"Experiment {n}"))
+    for title in re.findall(r'dropdown ["“]([^"”]+)["”]', text):
+        line = next(
+            (
+                i
+                for i, ln in enumerate(lines)
+                if re.match(r"^:{3,}\{dropdown\} " + re.escape(title), ln)
+            ),
+            None,
+        )
+        if line is None:
+            raise ValueError(f"{ex.label}: names the dropdown {title!r}, which the chapter lacks")
+        found.append((ex.chapter, line, f"the dropdown “{title}”"))
+    if "Going further" in text and going is not None:
+        found.append((ex.chapter, going, "Going further"))
+    for label in re.findall(r"\{numref\}`(ex-[a-z-]+-\d+)`", text):
+        found.append(("exercise", 0, label))
+    return found
+
+
+def _covered(src: str, item: dict) -> tuple[int, int]:
+    """The source lines a reading item covers: from its ``from`` heading (or the start) to
+    its ``to`` heading (or the end)."""
+    a = _line_of(src, item["from"]) if item.get("from") else 0
+    b = _line_of(src, item["to"]) if item.get("to") else len(src.splitlines())
+    return a, b
+
+
+def plan_problems(src_dir: Path, plan: dict, times: dict[str, float]) -> list[str]:
+    """Where a course plan does not hold: an exercise that needs a part of a chapter (a
+    variation, an experiment, a dropdown) that no reading up to its session assigns, or an
+    exercise it builds on that is not set by then; an objective that no exercise of its
+    session practises; a chapter with labs in a session that is not run in class, or has
+    less teaching than half its labs' minutes; an in-class plan that does not fill the
+    session; a mini-project without a presentation slot."""
+    exs = all_exercises(src_dir)
+    sources = {
+        c: (src_dir / "book" / f"{c}.md").read_text(encoding="utf-8")
+        for c in chapter_names(src_dir)
+    }
+    found: list[str] = []
+    read: list[tuple[str, int, int]] = []
+    set_so_far: set[str] = set()
+    minutes = plan.get("session_minutes", 90)
+    slots = 0
+    for n, session in enumerate(plan["sessions"], start=1):
+        where = f"session {n} ({session['title']})"
+        for item in session["reading"]:
+            if item["chapter"] in sources:
+                read.append((item["chapter"], *_covered(sources[item["chapter"]], item)))
+        chosen = session.get("labs", []) + session.get("homework", [])
+        set_so_far |= set(chosen)
+        for label in chosen:
+            ex = exs[label]
+            for chapter, line, what in needs(ex, sources[ex.chapter]):
+                if chapter == "exercise":
+                    if what not in set_so_far:
+                        found.append(f"{where}: {label} builds on {what}, which is not set by then")
+                elif not any(c == chapter and a <= line < b for c, a, b in read):
+                    found.append(
+                        f"{where}: {label} needs {what} of {chapter}, which no reading up to "
+                        "this session assigns"
+                    )
+        presents = any(item.get("presentations") for item in session["in_class"])
+        for k, objective in enumerate(session["objectives"], start=1):
+            practice = objective.get("practice", []) if isinstance(objective, dict) else []
+            if not practice:
+                found.append(f"{where}: objective {k} names no exercise that practises it")
+            for label in practice:
+                if label == "project" and presents:  # practised by the mini-project shown
+                    continue
+                if label not in chosen:
+                    found.append(
+                        f"{where}: objective {k} is practised by {label}, which the session "
+                        "does not set"
+                    )
+        try:
+            items = class_items(session, times)
+        except ValueError as err:
+            found.append(f"{where}: {err}")
+            continue
+        for _, _, text in items:
+            if re.search(r"\d+(\.\d+)?\s*min", text):
+                found.append(
+                    f"{where}: a time typed into the text ({text!r}): minutes go in `minutes`, "
+                    "a chapter's run time comes from {run: CHAPTER}"
+                )
+        slots += sum(1 for item in session["in_class"] if item.get("presentations"))
+        for chapter in {exs[label].chapter for label in session.get("labs", [])}:
+            lab_min = sum(exs[x].minutes for x in session["labs"] if exs[x].chapter == chapter)
+            if not any(c == chapter and t == "run" for _, c, t in items):
+                found.append(f"{where}: labs of {chapter} but its notebook is not run in class")
+            taught = sum(m for m, c, t in items if c == chapter and t != "run")
+            if 2 * taught < lab_min:
+                found.append(
+                    f"{where}: {taught} min of class on {chapter} for {lab_min} min of its labs "
+                    "(at least half as much teaching as lab time)"
+                )
+        total = in_class_minutes(session, exs, times)
+        if not minutes - 10 <= total <= minutes:
+            found.append(f"{where}: the in-class plan and its labs take {total} of {minutes} min")
+    if plan.get("project") and not slots:
+        found.append(
+            "the mini-projects have no presentation slot (an item with presentations: true)"
+        )
+    return found
 
 
 def _wpm() -> int:

@@ -36,6 +36,7 @@ tests and the book build).
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -45,9 +46,19 @@ import numpy as np
 from .claims import _short, plain
 from .notebook import check
 
-__all__ = ["Lab", "LabTable", "Feedback", "KINDS", "LABEL", "chapter_of"]
+__all__ = ["Lab", "LabTable", "Feedback", "KINDS", "LABEL", "chapter_of", "graded"]
 
 KINDS = ("concept", "derivation", "lab")
+GRADING_ENV = "SEQTHEORY_GRADING"
+
+
+def graded() -> bool:
+    """Whether the labs' feedback is in grading mode: ``SEQTHEORY_GRADING=1`` in the
+    environment (a lecturer sets it for an assessed lab, for example in the notebook's
+    first cell: ``%env SEQTHEORY_GRADING=1``)."""
+    return os.environ.get(GRADING_ENV, "0").strip().lower() in ("1", "true", "yes", "on")
+
+
 LABEL = re.compile(r"^ex-([a-z][a-z-]*[a-z])-(\d+)$")
 
 
@@ -218,6 +229,9 @@ class LabTable:
 
     # ------------------------------------------------------------------ feedback
     def feedback(self, label: str, answer: Any, *, solution: bool = False) -> Feedback:
+        """What an answer to lab ``label`` shows. In a course's graded labs (``GRADING``
+        set in the environment, or :func:`grading`), a student's answer is only said to be
+        inside or outside the expected range: no range, reason or hint."""
         lab = self.lab(label)
         if _unanswered(answer):
             return Feedback(
@@ -240,6 +254,15 @@ class LabTable:
                 check(False, f"[{label}] the reference solution: {err}")
             return fb
         ok = lab.low <= value <= lab.high
+        if graded() and not solution:
+            return Feedback(
+                lab,
+                value,
+                ok,
+                f"**{'Within' if ok else 'Outside'} the expected range.** Your answer gives "
+                f"{lab.quantity} = **{_short(value, 4)}**. (Graded lab: the range and the "
+                "reasons are not shown.)",
+            )
         head = (
             f"Your answer gives {lab.quantity} = **{_short(value, 4)}**; a correct run "
             f"lands between {_range(lab.low, lab.high)}"

@@ -627,7 +627,7 @@ def _bpe4(tokenizer, ids) -> dict:
         others = "not recorded"
     return {
         "bpe4_over_seeds": others,
-        "bpe4_tokens": ", ".join(f"`{tokenizer.token_string(i)}`" for i in range(len(freq))),
+        "bpe4_tokens": ", ".join(f"“{tokenizer.token_string(i)}”" for i in range(len(freq))),
         "bpe4_freqs": ", ".join(f"{f:.2f}" for f in freq),
         "bits_per_token": per_token,
         "chars_per_token": chars,
