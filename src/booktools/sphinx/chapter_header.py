@@ -127,18 +127,14 @@ def prerequisites_of(src: str) -> list[str]:
 
 
 def colab_links(config, name: str) -> str:
-    """Markdown links to the chapter's notebooks. Both editions open the student notebook in
-    Colab (the published branch holds only the student notebooks); the lecturer's edition,
-    which is built locally and not published, also links the notebook with solutions that
-    its build wrote, to download or open in Jupyter."""
+    """The Markdown link that opens the chapter's student notebook in Colab (the published
+    branch holds only the student notebooks); the lecturer's edition adds a link to its own
+    notebook with solutions (:class:`ChapterHeader`)."""
     from booktools.sphinx import colab_notebooks
 
     url = config.html_theme_options.get("repository_url", "")
     colab = colab_notebooks.colab_url(url, config.colab_branch, "student", name)
-    link = f"[student notebook]({colab})"
-    if config.hide_solutions:
-        return link
-    return f"{link} · [notebook with solutions](../colab/lecturer/{name}.ipynb) (this build's file)"
+    return f"[student notebook]({colab})"
 
 
 class ChapterHeader(SphinxDirective):
@@ -162,6 +158,16 @@ class ChapterHeader(SphinxDirective):
             StringList([line, ""], source=env.docname), self.content_offset, box
         )
         first = next(iter(box.findall(nodes.paragraph)), None)
+        if first is not None and not env.config.hide_solutions:
+            # the lecturer's edition is built locally: its notebook with solutions is a file
+            # of this build (booktools.sphinx.colab_notebooks), not a published one
+            first += [
+                nodes.Text(" · "),
+                nodes.reference(
+                    text="notebook with solutions", refuri=f"../colab/lecturer/{name}.ipynb"
+                ),
+                nodes.Text(" (this build's file)"),
+            ]
         if first is not None:  # the deck that booktools.sphinx.slides writes after the build
             first += [
                 nodes.Text(" · "),

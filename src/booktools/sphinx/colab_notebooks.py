@@ -464,7 +464,10 @@ def guidance(
     if run_seconds is None:
         cpu = "Its run time has not been measured yet"
     else:
-        cpu = f"It takes about {_duration(run_seconds)} on a free Colab CPU runtime"
+        cpu = (
+            f"It takes about {_duration(run_seconds)} on a free Colab CPU runtime (the book's "
+            "CI measured it on a 2-core CPU, as Colab's)"
+        )
     lines = [
         f"# {title}",
         "",
@@ -494,9 +497,9 @@ def guidance(
     lines += [
         "",
         f"The numbers in the text are the book's own run ({built}); yours may differ in the "
-        "last digits (another CPU or PyTorch build). The collapsed *Check the chapter's "
-        "claims* cells test each claim against its measured range and print a note only "
-        "if one fails.",
+        "last digits (another CPU or PyTorch build). The claim checks, inside the collapsed "
+        "cells whose titles name them, test each claim against its measured range and "
+        "print a note only if one fails.",
         "",
         "<details><summary>Paper scale (FULL=1, a GPU runtime)</summary>",
         "",
