@@ -219,6 +219,12 @@ def test_the_plan_check_finds_a_lab_that_needs_an_unread_section():
     found = _problems(plan)
     assert "ex-induction-heads-7 needs variation 4 of induction_heads" in found
     assert "ex-induction-heads-5 needs variation 1 of induction_heads" in found
+    plan = _plan()  # the variations read with their folds closed: the details are missing
+    for item in plan["sessions"][1]["reading"]:
+        item.pop("folds", None)
+    assert "ex-induction-heads-7 needs variation 4 of induction_heads, which is folded" in (
+        _problems(plan)
+    )
     plan = _plan()
     plan["sessions"][0]["homework"].append("ex-meet-the-model-6")  # builds on exercise 2
     plan["sessions"][0]["labs"].remove("ex-meet-the-model-2")

@@ -214,10 +214,12 @@ def test_reader_notebook_forms_guidance_and_checks(edition):
     )
     # the first screen: what to do, how long, where the exercises are; paper scale folded
     assert "**Your exercises** are in the section *Exercises*" in text
-    assert (
-        "Exercise 3 (A question, ★★ · 15 min · lab)" in text and "In the lab, replace every" in text
-    )
-    assert "<details><summary>Paper scale" in text and "CC BY 4.0" in text
+    assert "- Exercise 3: A question (★★ · 15 min · lab)" in text
+    assert "In the lab, replace every" in text
+    assert "CC BY 4.0" in text and "about 15 min in all" in text
+    # the archived paper-scale run's bookkeeping is for the lecturer, folded
+    assert ("<details><summary>Paper scale" in text) == (edition == "lecturer")
+    assert "[Running the book](https://example.org/running.html)" in text or edition == "lecturer"
     nb = cn.reader_notebook(
         _chapter_notebook(),
         {},
@@ -458,7 +460,23 @@ def test_a_starter_cell_names_its_exercise_by_number():
             ),
         ]
     )
-    out = cn.reader_notebook(nb, {}, refs(), "student", header_line="", guidance_md="x")
+    out = cn.reader_notebook(
+        nb, {}, refs(), "student", header_line="", guidance_md="x", titles={"ex-1": "T"}
+    )
     code = [c.source for c in out.cells if c.cell_type == "code"]
-    assert code == ['answer = ...\nchapter.feedback("ex-1", answer)  # Exercise 3']
+    assert code == ['# Exercise 3: T\nanswer = ...\nchapter.feedback("ex-1", answer)']
     assert cn.NUMBER_COMMENT.sub("", code[0]) == nb.cells[1].source
+
+
+def test_an_answer_cell_comes_right_under_its_exercise():
+    """Two written exercises in one Markdown cell, then a heading: each answer cell sits
+    under its own exercise, and the text after the last one stays after it."""
+    src = (
+        '<a id="ex-1"></a>**Exercise 3 (A).**\n\nWhy?\n\n'
+        '<a id="ex-2"></a>**Exercise 4 (B).**\n\nHow?\n\n## Takeaways\n\nDone.'
+    )
+    pieces = cn.split_after_exercises(src, ["ex-1", "ex-2"])
+    assert [label for _, label in pieces] == ["ex-1", "ex-2", None]
+    assert pieces[0][0].endswith("Why?") and pieces[1][0].endswith("How?")
+    assert pieces[2][0].startswith("## Takeaways")
+    assert cn.split_after_exercises(src, []) == [(src, None)]

@@ -16,8 +16,9 @@ site does:
   (student's notebook, which also drops the code cells tagged ``solution``);
 - the summary box's key figure is an image attached to its cell, figure captions follow
   their code cells;
-- a lab's starter cell names its exercise as the page numbers it, in a comment after the
-  ``feedback("ex-...")`` call;
+- a lab's starter cell starts with a comment naming its exercise as the page numbers it
+  (``# Exercise 21: its title``); a written exercise has a cell for the answer under it
+  (student's notebook);
 - the set-up cell installs the library at the commit the notebook was built from (its tag
   when the commit has one: :func:`booktools.setup_cell.build_ref`), so a saved notebook
   keeps the library it was written for;
@@ -420,8 +421,35 @@ class MarkdownConverter:
 
 CHECKED = ", and the check of its claims"
 FEEDBACK_CALL = re.compile(r'^(.*\bfeedback\("(ex-[\w-]+)".*?)$', re.M)
-NUMBER_COMMENT = re.compile(r"  # Exercise \d+$", re.M)  # what FEEDBACK_CALL's use appends
+NUMBER_COMMENT = re.compile(r"\A# Exercise \d+(: .*)?\n")  # a starter cell's first line
 ANSWER = "**Your answer to {number}** (double-click this cell to write; Markdown and $maths$ work):"
+
+
+def split_after_exercises(source: str, labels: list[str]) -> list[tuple[str, str | None]]:
+    """A converted Markdown cell cut right after each exercise of ``labels``: (piece, the
+    exercise it ends with, or None). An exercise ends where the next exercise or heading
+    starts."""
+    if not source.strip():
+        return []
+    starts = sorted(m.start() for m in re.finditer(r'<a id="ex-[\w-]+"></a>', source))
+    cuts = []
+    for label in labels:
+        at = source.find(f'<a id="{label}"></a>')
+        if at < 0:
+            continue
+        ends = [x for x in starts if x > at]
+        heading = re.search(r"^#{1,6} ", source[at:], re.M)
+        if heading:
+            ends.append(at + heading.start())
+        cuts.append((min(ends) if ends else len(source), label))
+    pieces, last = [], 0
+    for end, label in sorted(cuts):
+        pieces.append((source[last:end].strip("\n"), label))
+        last = end
+    rest = source[last:].strip("\n")
+    if rest:
+        pieces.append((rest, None))
+    return [(piece, label) for piece, label in pieces if piece or label]
 
 
 def answer_cell(number: str) -> str:
@@ -465,8 +493,8 @@ def guidance(
         cpu = "Its run time has not been measured yet"
     else:
         cpu = (
-            f"It takes about {_duration(run_seconds)} on a free Colab CPU runtime (the book's "
-            "CI measured it on a 2-core CPU, as Colab's)"
+            f"It takes about {_duration(run_seconds)} on a free Colab CPU runtime (measured "
+            "on a 2-core CPU, as Colab's)"
         )
     lines = [
         f"# {title}",
@@ -480,12 +508,15 @@ def guidance(
     ]
     if exercises:
         labs = [e for e in exercises if e[2].endswith("lab")]
+        total = sum(int(m) for _, _, tag in exercises for m in re.findall(r"(\d+) min", tag))
         lines += [
             "",
-            "**Your exercises** are in the section *Exercises*, near the end "
-            "(the table of contents on the left goes there): "
-            + "; ".join(f"{n} ({t}, {tag})" for n, t, tag in exercises)
-            + ".",
+            "**Your exercises** are in the section *Exercises*, near the end (the table of "
+            "contents on the left goes there; the book numbers its exercises from its first "
+            f"chapter on), about {total} min in all:",
+            "",
+            *(f"- {n}: {t} ({tag})" for n, t, tag in exercises),
+            "",
         ]
         if labs:
             lines.append(
@@ -501,11 +532,22 @@ def guidance(
         "cells whose titles name them, test each claim against its measured range and "
         "print a note only if one fails.",
         "",
-        "<details><summary>Paper scale (FULL=1, a GPU runtime)</summary>",
-        "",
-        full_scale_text(full),
-        "",
-        "</details>",
+    ]
+    if edition == "lecturer":
+        lines += [
+            "<details><summary>Paper scale (FULL=1, a GPU runtime)</summary>",
+            "",
+            full_scale_text(full),
+            "",
+            "</details>",
+        ]
+    else:
+        lines.append(
+            "`FULL=1` (a cell `%env FULL=1` above the set-up cell) runs the paper's "
+            "configuration, which needs a GPU runtime; the book's page [Running the book]"
+            f"({chapter_url.rsplit('/', 1)[0]}/running.html) says what it takes."
+        )
+    lines += [
         "",
         f"<small>{LICENCE}</small>",
     ]
@@ -579,11 +621,13 @@ def reader_notebook(
     guidance_md: str,
     ref: str | None = None,
     kinds: dict[str, str] | None = None,
+    titles: dict[str, str] | None = None,
 ):
     """The reader notebook of one executed chapter notebook; ``ref``: the git ref its set-up
     cell installs the library from (default: the one the chapter's cell names); ``kinds``:
     each exercise's kind, so that the student's notebook gives every written exercise
-    (concept, derivation) a cell for the answer."""
+    (concept, derivation) a cell for the answer, right under it; ``titles``: each
+    exercise's title, for the first line of its lab's starter cell."""
     conv = MarkdownConverter(refs, edition, header_line)
     cells = [nbformat.v4.new_markdown_cell(guidance_md)]
     first_markdown, imports_seen = True, False
@@ -596,12 +640,16 @@ def reader_notebook(
                 src = re.sub(r"^\s*# .*\n?", "", src, count=1)
                 first_markdown = False
             done = conv.convert(src)
-            if done.source:
-                cells.append(nbformat.v4.new_markdown_cell(done.source))
-                host_at = None
-            for label in done.exercises if edition == "student" else ():
-                if (kinds or {}).get(label) in ("concept", "derivation"):
+            written = [
+                label
+                for label in (done.exercises if edition == "student" else [])
+                if (kinds or {}).get(label) in ("concept", "derivation")
+            ]
+            for piece, label in split_after_exercises(done.source, written):
+                cells.append(nbformat.v4.new_markdown_cell(piece))
+                if label:  # the answer cell right under its written exercise
                     cells.append(nbformat.v4.new_markdown_cell(answer_cell(refs.numbers[label])))
+                host_at = None
             continue
         if cell.cell_type != "code":
             continue
@@ -609,13 +657,11 @@ def reader_notebook(
         if solution and edition == "student":
             continue
         source, title = cell.source, None
-        if "starter" in tags:  # the lab's call names the exercise as the page numbers it
-            source = FEEDBACK_CALL.sub(
-                lambda m: (
-                    m.group(0)
-                    + (f"  # {refs.numbers[m.group(2)]}" if m.group(2) in refs.numbers else "")
-                ),
-                source,
+        call = FEEDBACK_CALL.search(source) if "starter" in tags else None
+        if call and call.group(2) in refs.numbers:  # the lab as the page numbers it
+            name = (titles or {}).get(call.group(2), "")
+            source = (
+                f"# {refs.numbers[call.group(2)]}" + (f": {name}" if name else "") + (f"\n{source}")
             )
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
         number = refs.numbers.get(figure.get("name", ""), "")
@@ -845,9 +891,17 @@ def write_notebooks(app, exception) -> None:
                 built,
                 exercises,
             )
-            kinds = {e.label: e.kind for e in teaching_kit.exercises_of(src, name)}
+            found = teaching_kit.exercises_of(src, name)
             reader = reader_notebook(
-                nb, glue, refs, edition, header_line=line, guidance_md=text, ref=ref, kinds=kinds
+                nb,
+                glue,
+                refs,
+                edition,
+                header_line=line,
+                guidance_md=text,
+                ref=ref,
+                kinds={e.label: e.kind for e in found},
+                titles={e.label: e.title for e in found},
             )
             found = problems(reader, edition)
             if found:
