@@ -466,6 +466,8 @@ def test_a_starter_cell_names_its_exercise_by_number():
     code = [c.source for c in out.cells if c.cell_type == "code"]
     assert code == ['# Exercise 3: T\nanswer = ...\nchapter.feedback("ex-1", answer)']
     assert cn.NUMBER_COMMENT.sub("", code[0]) == nb.cells[1].source
+    # the lab's explanation goes in a cell right under its starter cell
+    assert out.cells[-1].source.startswith("**Your notes on Exercise 3**")
 
 
 def test_an_answer_cell_comes_right_under_its_exercise():

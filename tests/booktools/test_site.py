@@ -135,9 +135,15 @@ def test_colab_notebooks_read_like_the_site_and_run_the_same_code(md):
         assert roles.get("glue:text", 0) + roles.get("glue", 0) == glued, (edition, md.stem)
         text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
         assert "[](" not in text and "]()" not in text, "a link without text or address"
-        written = [e for e in exercises_of(md.read_text(encoding="utf-8"), md.stem) if e.homework]
+        found = exercises_of(md.read_text(encoding="utf-8"), md.stem)
+        written = sum(e.homework for e in found)
         answers = text.count("**Your answer to Exercise")
-        assert answers == (len(written) if edition == "student" else 0), (edition, md.stem)
+        notes = text.count("**Your notes on Exercise")
+        student = edition == "student"
+        assert (answers, notes) == ((written, len(found) - written) if student else (0, 0)), (
+            edition,
+            md.stem,
+        )
         assert "](attachment:" not in text and not any(c.get("attachments") for c in nb.cells)
 
 

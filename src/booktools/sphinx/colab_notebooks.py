@@ -452,6 +452,16 @@ def split_after_exercises(source: str, labels: list[str]) -> list[tuple[str, str
     return [(piece, label) for piece, label in pieces if piece or label]
 
 
+NOTES = (
+    "**Your notes on {number}** (double-click this cell to write): what the feedback said, "
+    "and the explanation or report the exercise asks for."
+)
+
+
+def notes_cell(number: str) -> str:
+    return NOTES.format(number=number) + "\n\n…"
+
+
 def answer_cell(number: str) -> str:
     return ANSWER.format(number=number) + "\n\n…"
 
@@ -470,6 +480,12 @@ def is_setup(cell) -> bool:
 
 def is_check(cell) -> bool:
     return cell.cell_type == "code" and re.search(r"^\s*verify\(", cell.source, re.M) is not None
+
+
+def only_checks(cell) -> bool:
+    """A check cell that shows nothing of its own (no print, display, figure or table)."""
+    shows = r"\b(print|display|markdown_table|explorer|animate\w*)\(|\bplt\.|\.plot\("
+    return is_check(cell) and re.search(shows, cell.source) is None
 
 
 def guidance(
@@ -525,16 +541,19 @@ def guidance(
                 "the question with your code and run it: the cell then says whether your "
                 "answer lands in the range a correct run gives, and why."
             )
-    lines += [
-        "",
+        if edition == "student":
+            lines.append("Write your answers in the cells marked *Your answer* or *Your notes*.")
+    numbers = (
         f"The numbers in the text are the book's own run ({built}); yours may differ in the "
         "last digits (another CPU or PyTorch build). The claim checks, inside the collapsed "
         "cells whose titles name them, test each claim against its measured range and "
-        "print a note only if one fails.",
-        "",
-    ]
+        "print a note only if one fails."
+    )
     if edition == "lecturer":
         lines += [
+            "",
+            numbers,
+            "",
             "<details><summary>Paper scale (FULL=1, a GPU runtime)</summary>",
             "",
             full_scale_text(full),
@@ -542,11 +561,18 @@ def guidance(
             "</details>",
         ]
     else:
-        lines.append(
+        lines += [
+            "",
+            "<details><summary>About the numbers, the checks and paper scale</summary>",
+            "",
+            numbers,
+            "",
             "`FULL=1` (a cell `%env FULL=1` above the set-up cell) runs the paper's "
             "configuration, which needs a GPU runtime; the book's page [Running the book]"
-            f"({chapter_url.rsplit('/', 1)[0]}/running.html) says what it takes."
-        )
+            f"({chapter_url.rsplit('/', 1)[0]}/running.html) says what it takes.",
+            "",
+            "</details>",
+        ]
     lines += [
         "",
         f"<small>{LICENCE}</small>",
@@ -659,7 +685,7 @@ def reader_notebook(
         source, title = cell.source, None
         call = FEEDBACK_CALL.search(source) if "starter" in tags else None
         if call and call.group(2) in refs.numbers:  # the lab as the page numbers it
-            name = (titles or {}).get(call.group(2), "")
+            name = (titles or {}).get(call.group(2), "").replace("$", "")
             source = (
                 f"# {refs.numbers[call.group(2)]}" + (f": {name}" if name else "") + (f"\n{source}")
             )
@@ -674,9 +700,11 @@ def reader_notebook(
                 f"Solution to {refs.numbers.get(conv.last_exercise, 'the exercise')}: "
                 "the computation" + (" and its check" if is_check(cell) else "")
             )
-        elif is_check(cell):
+        elif only_checks(cell):
             title = "Check the chapter's claims (prints a note if one fails)"
-        elif "hide-input" in tags or "hide-cell" in tags or "remove-input" in tags:
+        elif (
+            "hide-input" in tags or "hide-cell" in tags or "remove-input" in tags or is_check(cell)
+        ):
             if number:
                 title = f"Code of {number}"
             elif "markdown_table(" in source:
@@ -694,8 +722,10 @@ def reader_notebook(
                 title = "Code: " + source.lstrip().splitlines()[0].lstrip("# ").rstrip(".")
             else:
                 title = "Code of the output below"
+            if is_check(cell):  # it also checks claims
+                title += CHECKED
         host = cells[host_at] if host_at is not None else None
-        if is_check(cell) and not solution and host is not None:
+        if only_checks(cell) and not solution and host is not None:
             # the check joins the collapsed code cell it checks: no form of its own in the text
             head, _, rest = host.source.partition("\n")
             if not head.endswith(CHECKED):
@@ -710,6 +740,9 @@ def reader_notebook(
         cells.append(new)
         mergeable = title is not None and not is_setup(cell) and not solution
         host_at = len(cells) - 1 if mergeable else None
+        if call and call.group(2) in refs.numbers and edition == "student":
+            # a lab also asks to explain or report: a cell for that under its starter cell
+            cells.append(nbformat.v4.new_markdown_cell(notes_cell(refs.numbers[call.group(2)])))
         if figure.get("caption"):
             caption = roles_to_markdown(" ".join(str(figure["caption"]).split()), refs)
             label = f"**{number}.** " if number else ""

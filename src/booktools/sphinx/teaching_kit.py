@@ -133,6 +133,8 @@ class ExerciseTable(SphinxDirective):
 
     def run(self):
         src_dir = Path(self.env.srcdir)
+        for c in chapter_names(src_dir):
+            self.env.note_dependency(str(src_dir / "book" / f"{c}.md"))
         rows = [
             "| chapter | homework (explain, derive) | lab (change the code and run) |",
             "|---|---|---|",
@@ -538,9 +540,15 @@ class Syllabus(SphinxDirective):
     required_arguments = 1
 
     def run(self):
+        src_dir = Path(self.env.srcdir)
+        # an incremental build re-renders the plans when their data or a chapter changes
+        for path in [src_dir / "book" / "syllabus.yml", ch.CI_TIMES] + [
+            src_dir / "book" / f"{c}.md" for c in chapter_names(src_dir)
+        ]:
+            self.env.note_dependency(str(path))
         try:
             sessions = int(self.arguments[0])
-            rows = syllabus_rows(Path(self.env.srcdir), sessions)
+            rows = syllabus_rows(src_dir, sessions)
         except (KeyError, ValueError) as err:
             raise self.error(f"syllabus {self.arguments[0]}: {err}") from None
         box = nodes.container(classes=["syllabus"])
