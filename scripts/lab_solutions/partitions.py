@@ -71,74 +71,16 @@ def _survivors(seed: int) -> list:
     return [counted, predicted]
 
 
+# the thresholds of base seed 0's instances (recovery_threshold), for the mistakes below
+_TERNARY = [379, 236, 418, 282, 299, 282, 209, 574, 250, 343, 305, 490, 634, 240, 647, 282]
+_BINARY = [379, 330, 609, 444, 480, 462, 1775, 574, 647, 1194, 586, 586, 836, 444, 673, 586]
+
+
 @LABS.solves(
     "ex-partitions-6",
     mistakes=(
-        (
-            "binary over ternary (the ratio inverted)",
-            [
-                [
-                    379,
-                    236,
-                    418,
-                    282,
-                    299,
-                    282,
-                    209,
-                    574,
-                    250,
-                    343,
-                    305,
-                    490,
-                    634,
-                    240,
-                    647,
-                    282,
-                ],
-                [
-                    379,
-                    330,
-                    609,
-                    444,
-                    480,
-                    462,
-                    1775,
-                    574,
-                    647,
-                    1194,
-                    586,
-                    586,
-                    836,
-                    444,
-                    673,
-                    586,
-                ],
-            ],
-        ),
-        (
-            "binary instances in both lists",
-            [
-                [
-                    379,
-                    330,
-                    609,
-                    444,
-                    480,
-                    462,
-                    1775,
-                    574,
-                    647,
-                    1194,
-                    586,
-                    586,
-                    836,
-                    444,
-                    673,
-                    586,
-                ]
-            ]
-            * 2,
-        ),
+        ("binary over ternary (the ratio inverted)", [_TERNARY, _BINARY]),
+        ("binary instances in both lists", [_BINARY, _BINARY]),
     ),
 )
 def _ternary(seed: int) -> list:
