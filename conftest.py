@@ -40,6 +40,8 @@ def pytest_configure(config):
     os.environ.setdefault("SEQTHEORY_STATIC_PROGRESS", "1")
     # a failed claim check (seqtheory.book.notebook.check) raises in the tests, as assert does
     os.environ.setdefault("SEQTHEORY_STRICT_CHECKS", "1")
+    # each figure also as SVG, for the lecture decks (seqtheory.book.plotting.set_style)
+    os.environ.setdefault("SEQTHEORY_SVG_FIGURES", "1")
     workers = getattr(config.option, "numprocesses", None)
     if _is_worker(config) or (workers not in (None, 0, 1)):
         # one thread per worker (torch, BLAS, OpenMP), inherited by nbval's kernels: the

@@ -346,20 +346,70 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 # putting the control back must bring the default figure back; then, when there are at most
 # 64, it sets every combination of the controls' positions.  Errors thrown by the
 # player's script reach the page's exception events, which network_report collects.
-# A slide deck (booktools.sphinx.slides): how many slides, which one shows, and whether the arrow
-# keys move through them.
+# A lecture deck (booktools.slides, reveal.js): once reveal.js is ready and MathJax has typeset,
+# its slides' titles, which carry speaker notes, which slide shows, and its images' sizes
+# (an image must be SVG or have twice the pixels it is shown at, to be sharp on a projector).
 SLIDES_JS = r"""
-(() => {
-  const slides = [...document.querySelectorAll('section.slide')];
-  const current = () => slides.findIndex(s => s.classList.contains('current'));
-  const key = k => document.dispatchEvent(new KeyboardEvent('keydown', {key: k}));
-  const first = current();
-  key('ArrowRight');
-  const next = current();
-  key('ArrowLeft');
-  const shown = slides.filter(s => getComputedStyle(s).display !== 'none').length;
-  return JSON.stringify({count: slides.length, first, next, back: current(), shown,
-                         titles: slides.map(s => (s.querySelector('h1, h2') || {}).textContent)});
+(async () => {
+  const sleep = ms => new Promise(r => setTimeout(r, ms));
+  for (let i = 0; i < 150 && !(window.Reveal && Reveal.isReady()); i++) await sleep(100);
+  if (!(window.Reveal && Reveal.isReady())) return JSON.stringify({ready: false});
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  const notesOf = s => ((s.querySelector('aside.notes') || {}).textContent || '').trim();
+  const slides = Reveal.getSlides();
+  const scale = Reveal.getScale();
+  const images = [], clipped = [];
+  for (const [n, s] of slides.entries()) {
+    Reveal.slide(n);
+    await sleep(30);
+    const box = document.querySelector('.reveal .slides').getBoundingClientRect();
+    for (const el of s.querySelectorAll('h1, h2, p, li, table, img, mjx-container')) {
+      if (el.closest('aside')) continue;
+      const r = el.getBoundingClientRect();
+      // an equation wider than its box (MathJax lets it run past the slide's edge)
+      const inner = el.tagName === 'MJX-CONTAINER' && el.scrollWidth > el.clientWidth + 2;
+      if (r.width > 0 && (inner || r.right > box.right + 2 || r.left < box.left - 2 ||
+                          r.bottom > box.bottom + 2)) {
+        clipped.push({slide: n, what: el.tagName.toLowerCase() + ': ' +
+          (el.textContent || el.getAttribute('alt') || '').trim().slice(0, 50)});
+      }
+    }
+    for (const img of s.querySelectorAll('img')) {
+      images.push({slide: n, src: img.getAttribute('src'), natural: img.naturalWidth,
+                   // its width in deck pixels (1280 x 720)
+                   shown: Math.round(img.getBoundingClientRect().width / scale)});
+    }
+  }
+  Reveal.slide(0);
+  await sleep(30);
+  return JSON.stringify({
+    ready: true, count: slides.length, index: Reveal.getIndices().h,
+    shown: document.querySelectorAll('.reveal .slides > section.present').length,
+    titles: slides.map(s => (s.querySelector('h1, h2') || {}).textContent || ''),
+    notes: slides.map(s => notesOf(s).length),
+    exercises: slides.map(s => s.classList.contains('exercise')),
+    images, clipped});
+})()
+"""
+# The speaker view (reveal.js's notes plugin, key S): it opens, connects to the deck and shows
+# the current slide's notes.
+NOTES_JS = r"""
+(async () => {
+  const sleep = ms => new Promise(r => setTimeout(r, ms));
+  Reveal.slide(1);
+  const aside = Reveal.getCurrentSlide().querySelector('aside.notes');
+  const want = ((aside || {}).textContent || '').trim();
+  Reveal.getPlugin('notes').open();
+  const w = window.open('', 'reveal.js - Notes');
+  let got = '';
+  for (let i = 0; i < 100 && !got; i++) {
+    await sleep(100);
+    const el = w && w.document && w.document.querySelector('.speaker-controls-notes .value');
+    got = el ? el.textContent.trim() : '';
+  }
+  if (w) w.close();
+  Reveal.slide(0);
+  return JSON.stringify({opened: !!w, want: want.slice(0, 60), got: got.slice(0, 60)});
 })()
 """
 
@@ -499,27 +549,77 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
     return problems
 
 
-def deck_problems(deck: dict) -> list[str]:
-    """What is wrong with a chapter's slide deck as the browser shows it."""
+def deck_report(tab) -> tuple[dict, dict | None]:
+    """Run SLIDES_JS, press the arrow keys as a presenter does, then open the speaker view."""
+    deck = json.loads(tab.evaluate(SLIDES_JS, timeout=120))
+    if not deck.get("ready"):
+        return deck, None
+    for key, code, field in (("ArrowRight", 39, "next"), ("ArrowLeft", 37, "back")):
+        for kind in ("keyDown", "keyUp"):
+            tab.call(
+                "Input.dispatchKeyEvent",
+                {"type": kind, "key": key, "code": key, "windowsVirtualKeyCode": code},
+            )
+        time.sleep(0.2)
+        deck[field] = tab.evaluate("Reveal.getIndices().h")
+    result = tab.call(
+        "Runtime.evaluate",
+        {"expression": NOTES_JS, "awaitPromise": True, "returnByValue": True, "userGesture": True},
+        timeout=60,
+    )
+    if "exceptionDetails" in result:
+        return deck, {"opened": False, "got": "", "want": str(result["exceptionDetails"])[:80]}
+    return deck, json.loads(result["result"]["value"])
+
+
+def deck_problems(deck: dict, notes: dict | None = None) -> list[str]:
+    """What is wrong with a chapter's lecture deck as the browser shows it: ``deck`` from
+    SLIDES_JS (with ``next`` and ``back``: the slide shown after the right and then the left
+    arrow key), ``notes`` from NOTES_JS."""
+    if not deck.get("ready"):
+        return ["reveal.js did not start (no Reveal, or not ready after 15 s)"]
     problems = []
-    if deck["count"] < 5:
-        problems.append(
-            f"slide deck has {deck['count']} slides (a chapter's deck has at "
-            "least the title, question, key figure, takeaways and exercises)"
-        )
-    if deck["shown"] != 1 or deck["first"] != 0:
+    if deck["count"] < 8:
+        problems.append(f"slide deck has {deck['count']} slides (a lecture has at least 8)")
+    if deck["shown"] != 1 or deck["index"] != 0:
         problems.append(
             f"slide deck shows {deck['shown']} slides at once, first shown "
-            f"{deck['first']} (want slide 0 alone)"
+            f"{deck['index']} (want slide 0 alone)"
         )
-    if deck["count"] > 1 and (deck["next"] != 1 or deck["back"] != 0):
+    if deck["count"] > 1 and (deck.get("next") != 1 or deck.get("back") != 0):
         problems.append(
             "the arrow keys do not move through the slides "
-            f"(right: {deck['next']}, left: {deck['back']})"
+            f"(right: {deck.get('next')}, left: {deck.get('back')})"
         )
-    for want in ("Question and result", "Takeaways", "Exercise"):
-        if not any((t or "").startswith(want) for t in deck["titles"]):
-            problems.append(f"slide deck has no {want!r} slide")
+    silent = [n + 1 for n, k in enumerate(deck["notes"]) if n > 0 and k == 0]
+    if silent:
+        problems.append(f"slides without speaker notes: {silent}")
+    if not any(t.startswith("Takeaways") for t in deck["titles"]):
+        problems.append("slide deck has no 'Takeaways' slide")
+    n_ex = sum(deck["exercises"])
+    if not n_ex or n_ex > deck["count"] / 3:
+        problems.append(f"{n_ex} of {deck['count']} slides are exercise slides (1 to a third)")
+    for c in deck.get("clipped", []):
+        problems.append(f"slide {c['slide'] + 1}: cut off at the slide's edge: {c['what']!r}")
+    figures = [im for im in deck["images"] if im["slide"] > 0]
+    if not figures:
+        problems.append("slide deck shows no figure")
+    for im in figures:
+        svg = im["src"].split("?")[0].endswith(".svg")
+        if not svg and im["natural"] < 2 * im["shown"]:
+            problems.append(
+                f"slide {im['slide'] + 1}: {im['src']} is {im['natural']} px wide, shown at "
+                f"{im['shown']} px (want SVG or at least twice the pixels)"
+            )
+        if im["natural"] == 0:
+            problems.append(f"slide {im['slide'] + 1}: {im['src']} did not load")
+    if notes is not None and (
+        not notes["opened"] or not notes["got"] or notes["got"][:40] != notes["want"][:40]
+    ):
+        problems.append(
+            "the speaker view (key S) does not show the slide's notes "
+            f"(opened: {notes['opened']}, shows {notes['got'][:40]!r}, want {notes['want'][:40]!r})"
+        )
     return problems
 
 
@@ -614,6 +714,8 @@ def check_links(pages: dict, html_root: Path, base: str) -> list[str]:
             if not target.is_file():
                 broken.append(f"{rel}: link to missing {path}")
                 continue
+            if frag.startswith("/") and path.startswith("slides/"):
+                continue  # a reveal.js deck's own route to a slide (#/3), not an anchor
             if frag and path.endswith(".html"):
                 known = ids.get(path)
                 if known is None:
@@ -772,7 +874,7 @@ def browse(
             pages[rel] = info
             problems = page_checks(rel, info, net, html_root)
             if rel.startswith("slides/") and rel != "slides/index.html":
-                problems += deck_problems(json.loads(tab.evaluate(SLIDES_JS)))
+                problems += deck_problems(*deck_report(tab))
             problems += [f"{e['title']}: {p}" for e in explorers for p in e["problems"]]
             if problems:
                 failures[rel] = problems

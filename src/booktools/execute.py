@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     chapters = [c for c in args.chapters.split(",") if c] or None
     os.environ.setdefault("SEQTHEORY_STATIC_PROGRESS", "1")  # as the build sets them
     os.environ.setdefault("SEQTHEORY_STRICT_CHECKS", "1")
+    os.environ.setdefault("SEQTHEORY_SVG_FIGURES", "1")  # figures also as SVG, for the decks
     results = execute_stale(ROOT, args.jobs, args.timeout, chapters)
     for name, _, error in results:
         if error:

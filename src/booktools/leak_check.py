@@ -50,7 +50,19 @@ SOLUTION = re.compile(
     r"^(?P<fence>:{3,}|`{3,})\{solution\}[^\n]*\n(?P<body>.*?)^(?P=fence)\s*$", re.S | re.M
 )
 WORD = re.compile(r"[a-z0-9]+")
-TEXT_SUFFIXES = {".html", ".js", ".txt", ".md", ".json", ".ipynb", ".xml", ".csv", ".tsv", ".py"}
+TEXT_SUFFIXES = {
+    ".html",
+    ".js",
+    ".txt",
+    ".md",
+    ".json",
+    ".ipynb",
+    ".xml",
+    ".csv",
+    ".tsv",
+    ".py",
+    ".pdf",
+}
 
 
 @dataclass(frozen=True)
@@ -248,7 +260,16 @@ def _holds(text: str, grams: set[str], run: str) -> bool:
 
 
 def file_words(path: Path) -> str:
-    """A shipped file as one space-separated run of words."""
+    """A shipped file as one space-separated run of words (a PDF: its text, page by page)."""
+    if path.suffix == ".pdf":
+        import unicodedata
+
+        from pypdf import PdfReader
+
+        pages = [page.extract_text() or "" for page in PdfReader(path).pages]
+        raw = unicodedata.normalize("NFKC", "\n".join(pages))
+        raw = re.sub(r"(\w)-\n(\w)", r"\1\2", raw)  # words hyphenated at a line's end
+        return " " + " ".join(words(raw)) + " "
     raw = path.read_text(encoding="utf-8", errors="replace")
     if path.suffix == ".ipynb":
         try:

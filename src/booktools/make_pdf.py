@@ -63,6 +63,7 @@ PRINT_CSS = r"""
   .sqx-controls, .sqx-note { display: none !important; }
   *, *::before, *::after { animation: none !important; transition: none !important; }
   div.tag_hide-input > details.hide { display: none !important; }
+  details.hide > summary, button.toggle-button, .headerlink, .copybtn { display: none !important; }
   table { font-size: 8pt; max-width: 100%; }
   th, td { overflow-wrap: anywhere; }
   .table-wrapper, .pst-scrollable-table-container { overflow: visible !important; }
@@ -77,6 +78,21 @@ PREPARE_JS = r"""
   document.querySelectorAll('details').forEach(d => d.open = true);
   // exercise solutions are collapsed admonitions (sphinx-togglebutton): show them
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  // web furniture out of print: a lab's "Not answered yet" (its cell is printed with the
+  // blanks a reader fills in), and the header's Colab and slides links (no target on paper)
+  document.querySelectorAll('div.cell_output').forEach(out => {
+    if (out.textContent.replace(/\s+/g, ' ').trim().startsWith('Not answered yet')) out.remove();
+  });
+  document.querySelectorAll('.chapter-header p').forEach(p => {
+    const s = [...p.querySelectorAll('strong')].find(e => e.textContent.trim() === 'Colab:');
+    if (!s) return;
+    const before = s.previousSibling;
+    if (before && before.nodeType === 3) {
+      before.textContent = before.textContent.replace(/\s*·\s*$/, '');
+    }
+    while (s.nextSibling) s.nextSibling.remove();
+    s.remove();
+  });
   const style = document.createElement('style');
   style.textContent = %(css)s;
   document.head.appendChild(style);
@@ -129,6 +145,31 @@ PREPARE_JS = r"""
                          clipped, code});
 })()
 """.replace("%(css)s", json.dumps(PRINT_CSS))
+
+
+# What must not print: the web's fold buttons, a lab's unanswered feedback, link lines
+# whose targets paper cannot carry (the PDF's text, with typographic apostrophes as ASCII).
+FURNITURE = (
+    "Hide code cell",
+    "Show code cell",
+    "Not answered yet. Replace",
+    "Colab: student notebook",
+    "Slides: this chapter's deck",
+    "Click to show",
+)
+# Left out of the student edition's PDF (its handout): the lecturer's appendix of claim checks.
+NOT_IN_HANDOUT = ("book/checks",)
+
+
+def furniture_problems(pdf: "bytes | Scan", first: int = 1) -> list[str]:
+    """``"page N: 'string'"`` for each page (numbered from ``first``) that prints web
+    furniture (:data:`FURNITURE`)."""
+    read = pdf if isinstance(pdf, Scan) else scan(pdf)
+    out = []
+    for n, text in enumerate(read.texts, start=first):
+        flat = " ".join(_norm(text).replace("\u2019", "'").split())
+        out += [f"page {n}: {s!r}" for s in FURNITURE if s.lower() in flat]
+    return out
 
 
 def toc_pages(toc: Path = ROOT / "_toc.yml") -> list[str]:
@@ -520,7 +561,8 @@ def main(argv=None) -> int:
         else "Lecturer's edition: every exercise with its solution."
     )
     subtitle = f"{edition} Printed {datetime.date.today().isoformat()} from the built site."
-    book = print_book(html_root, toc_pages(), binary, subtitle=subtitle)
+    pages = [p for p in toc_pages() if not (student and p in NOT_IN_HANDOUT)]
+    book = print_book(html_root, pages, binary, subtitle=subtitle)
     pdf, titles = book["pdf"], book["titles"]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -545,6 +587,9 @@ def main(argv=None) -> int:
             f"{len(empty)} empty code boxes (a cell split at a page break), at "
             f"pages {sorted({e[0] for e in empty})[:10]}"
         )
+    furniture = furniture_problems(read)
+    if furniture:
+        problems.append(f"web furniture printed on {len(furniture)} page(s), e.g. {furniture[:3]}")
     for page, lines in book["unprinted"].items():
         problems.append(
             f"{page}: {len(lines)} code block(s) missing from the PDF's text "

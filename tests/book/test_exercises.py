@@ -285,6 +285,10 @@ def test_grading_mode_says_only_inside_or_outside(monkeypatch):
         assert "because" not in fb.text and "look again" not in fb.text
         assert "between" not in fb.text and "0.5" not in fb.text  # the range is 0.1 to 0.5
     assert "Within the expected range" in good.text and "Outside" in bad.text
+    assert "with base seed **0**" in good.text
+    monkeypatch.setenv("SEQTHEORY_SEED", "5831")  # a student's own variant
+    assert "with base seed **5831**" in table.feedback("ex-scaling-laws-99", [0.6, 0.2]).text
+    monkeypatch.delenv("SEQTHEORY_SEED")
     assert "between" in table.feedback("ex-scaling-laws-99", [0.6, 0.2], solution=True).text
     monkeypatch.setenv("SEQTHEORY_GRADING", "0")
     assert "because reasons" in table.feedback("ex-scaling-laws-99", [0.6, 0.2]).text

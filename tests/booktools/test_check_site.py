@@ -186,19 +186,38 @@ def test_reader_budgets_and_notes():
 
 def test_deck_problems_name_what_is_wrong():
     good = {
-        "count": 8,
-        "first": 0,
+        "ready": True,
+        "count": 9,
+        "index": 0,
         "next": 1,
         "back": 0,
         "shown": 1,
-        "titles": ["Demo", "Question and result", "Setup", "Takeaways", "Exercise 1 (Think)"],
+        "titles": ["Demo", "Q", "Setup", "Theory", "Fig", "Fig 2", "Ko", "Takeaways", "Ex"],
+        "notes": [0, 40, 40, 40, 40, 40, 40, 40, 40],
+        "exercises": [False] * 8 + [True],
+        "images": [
+            {"slide": 4, "src": "demo_files/fig-a.svg", "natural": 540, "shown": 900},
+            {"slide": 5, "src": "demo_files/fig-b.png", "natural": 1800, "shown": 900},
+        ],
     }
-    assert check_site.deck_problems(good) == []
+    notes = {"opened": True, "want": "Point at the plateau", "got": "Point at the plateau"}
+    assert check_site.deck_problems(good, notes) == []
+    assert "did not start" in check_site.deck_problems({"ready": False})[0]
     stuck = dict(good, next=0, back=0)
     assert any("arrow keys" in p for p in check_site.deck_problems(stuck))
-    all_shown = dict(good, shown=8)
-    assert any("shows 8 slides at once" in p for p in check_site.deck_problems(all_shown))
-    short = dict(good, count=3, titles=["Demo", "Setup", "Exercise 2"])
+    all_shown = dict(good, shown=9)
+    assert any("shows 9 slides at once" in p for p in check_site.deck_problems(all_shown))
+    silent = dict(good, notes=[0, 40, 0, 40, 40, 40, 40, 40, 40])
+    assert any("without speaker notes: [3]" in p for p in check_site.deck_problems(silent))
+    drill = dict(good, exercises=[False] * 5 + [True] * 4)
+    assert any("4 of 9 slides are exercise" in p for p in check_site.deck_problems(drill))
+    soft = dict(good, images=[dict(good["images"][1], natural=1000)])
+    assert any("1000 px wide, shown at 900" in p for p in check_site.deck_problems(soft))
+    cut = dict(good, clipped=[{"slide": 6, "what": "mjx-container: H = h(p)"}])
+    assert any("slide 7: cut off" in p for p in check_site.deck_problems(cut))
+    mute = dict(notes, got="")
+    assert any("speaker view" in p for p in check_site.deck_problems(good, mute))
+    short = dict(good, count=3, titles=["Demo", "Setup", "Ex"])
     problems = check_site.deck_problems(short)
     assert any("has 3 slides" in p for p in problems)
-    assert any("'Question and result'" in p for p in problems)
+    assert any("'Takeaways'" in p for p in problems)

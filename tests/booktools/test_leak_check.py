@@ -37,6 +37,32 @@ SENTENCE = "the nearest neighbour of a test point comes closer as the square roo
 CELL = "reference_answer = nearest_neighbour_gap(points, manifold_dimension, sample_count=4096)"
 
 
+def text_pdf(lines: list[str]) -> bytes:
+    """A one-page PDF that prints ``lines`` in Helvetica (what a PDF's text extraction reads)."""
+    stream = (
+        "BT /F1 11 Tf 72 720 Td 14 TL "
+        + " ".join("(" + line.replace("(", "[").replace(")", "]") + ") '" for line in lines)
+        + " ET"
+    )
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        "/Resources << /Font << /F1 5 0 R >> >> >>",
+        f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = "%PDF-1.4\n", []
+    for n, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{n} 0 obj\n{body}\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n"
+    out += "".join(f"{o:010d} 00000 n \n" for o in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    return out.encode("latin-1")
+
+
 @pytest.fixture
 def book(tmp_path):
     md = tmp_path / "book" / "demo.md"
@@ -82,13 +108,27 @@ def test_a_clean_site_has_no_leak_and_quoted_exercise_text_is_not_one(book):
             "manifold_dimension, sample_count=4096)",
         ),
         ("searchindex.js", f'Search.setIndex({{"text": "{SENTENCE}"}})'),
+        (  # a deck's speaker notes
+            "slides/demo.html",
+            f'<section><h2>Why?</h2><aside class="notes"><p>{SENTENCE}</p></aside></section>',
+        ),
+        (  # the student handout, the sentence broken over two lines with a hyphen
+            "pdf/chapters/demo.pdf",
+            [
+                "Because the nearest neighbour of a test point comes clo-",
+                "ser as the square root of the sample count shrinks",
+            ],
+        ),
     ],
 )
 def test_each_planted_leak_is_found(book, where, content):
     md, site = book
     path = site / where
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content, encoding="utf-8")
+    if isinstance(content, list):
+        path.write_bytes(text_pdf(content))
+    else:
+        path.write_text(content, encoding="utf-8")
     leaks = scan(site, signatures([md]))
     assert list(leaks) == [path]
 

@@ -142,3 +142,35 @@ def test_empty_code_boxes_are_found_in_the_pdf(tmp_path):
     assert [page for page, _, _ in found] == [2]
     # a code block in the print layout whose text is not in the PDF (printed empty)
     assert book["unprinted"] == {"book/faded": ["faded_code = compute(1)"]}
+
+
+FURNISHED = """<html><head><meta charset="utf-8"></head><body><h1>Tokenization</h1>
+<div class="chapter-header"><p><strong>Reading:</strong> about 14 min · <strong>Colab:</strong>
+<a class="reference external" href="https://colab.example/x.ipynb">student notebook</a> ·
+<strong>Slides:</strong> <a href="../slides/x.html">this chapter's deck</a></p></div>
+<div class="cell tag_hide-cell"><details class="hide above-input"><summary>
+<span class="collapsed">Show code cell content</span><span class="expanded">Hide code cell
+content</span></summary><pre>x = 1</pre></details></div>
+<div class="cell"><pre>answer = ...</pre><div class="cell_output"><p><strong>Not answered
+yet.</strong> Replace each ... in the cell above.</p></div></div>
+<p>The text goes on.</p>{planted}</body></html>"""
+
+
+def test_web_furniture_does_not_print_and_the_check_finds_it_when_it_does(tmp_path):
+    """The fold buttons, a lab's "Not answered yet" and the header's Colab and slides links
+    are left out of print; the same strings in print are found, with their page."""
+    pytest.importorskip("pypdf")
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.skip("no chromium on this machine (CI installs it for the browser check)")
+    html = tmp_path / "html" / "book"
+    html.mkdir(parents=True)
+    (html / "one.html").write_text(FURNISHED.format(planted=""), encoding="utf-8")
+    (html / "two.html").write_text(
+        FURNISHED.format(planted="<p>Not answered yet. Replace the blanks.</p>"), encoding="utf-8"
+    )
+    pdf, _ = make_pdf.print_pages(tmp_path / "html", ["book/one", "book/two"], binary)
+    read = make_pdf.scan(pdf)
+    text = " ".join(read.texts)
+    assert "about 14 min" in text and "x = 1" in text and "The text goes on." in text
+    assert make_pdf.furniture_problems(read) == ["page 2: 'Not answered yet. Replace'"]

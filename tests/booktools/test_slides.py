@@ -1,92 +1,161 @@
-"""booktools.sphinx.slides: a chapter's deck has the question and result, the key figure, the setup,
-the experiments' figures, the takeaways and the exercises' prompts -- and no solution."""
+"""booktools.slides: a deck is its Markdown source rendered with reveal.js, with the chapter's
+figures (SVG), glued numbers and exercises filled in from the build, speaker notes on every
+slide; a source that names what the chapter does not have fails."""
 
+import json
 import re
 
+import nbformat
 import pytest
 
-from booktools.sphinx import slides
+from booktools import slides
+from booktools.toc import chapter_names
 
-PAGE = """<html><head><script>window.MathJax = {"options": {}}</script></head><body>
-<article class="bd-article"><section id="demo">
+PAGE = """<html><body><article class="bd-article"><section id="demo">
 <h1>Demo: a chapter<a class="headerlink" href="#demo">#</a></h1>
-<div class="chapter-header"><p>Prerequisites</p><ul><li><p>one idea</p></li></ul></div>
-<div class="tip admonition"><p class="admonition-title">Question and result</p>
-<p><strong>Question.</strong> Why? See <a href="bibliography.html#x">Someone (2024)</a>.</p>
-<p><strong>Result.</strong> Because.</p></div>
-<figure class="align-default"><img alt="key" src="../_images/key.png">
-<figcaption><p>Fig. 1 The key figure.</p></figcaption></figure>
-<section id="setup"><h2>Setup<a class="headerlink" href="#setup">#</a></h2>
-<p>Inputs are bits \\(x\\).</p><div class="math notranslate nohighlight">\\[y = x\\]</div></section>
-<section id="theory"><h2>Theory</h2><section id="the-rule"><h3>The rule</h3>
-<p>The rule is</p><div class="math notranslate nohighlight">\\[z = 2x\\]</div></section></section>
-<section id="experiment-1"><h2>Experiment 1: a run</h2>
-<div class="cell tag_hide-input"><details><summary>code</summary><pre>code</pre></details>
-<div class="cell_output"><figure class="align-default"><img alt="run" src="../_images/run.png">
-<figcaption><p>Fig. 2 The run.</p></figcaption></figure></div></div>
-<details><figure><img alt="folded" src="../_images/folded.png"></figure></details></section>
-<section id="exercises"><h2>Exercises</h2>
 <div class="exercise admonition" id="ex-demo-1"><p class="admonition-title">
-<span class="caption-number">Exercise 1 </span> (Think)</p><section id="exercise-content">
+<span class="caption-number">Exercise 7 </span> (Think)</p><section id="exercise-content">
 <p>★ · 5 min · concept</p><p>Explain the run.</p></section></div>
-<div class="solution admonition"><p>SECRET ANSWER</p></div></section>
-<section id="takeaways"><h2>Takeaways</h2><ul><li><p>It works.</p></li></ul></section>
+<div class="solution admonition"><p>SECRET ANSWER</p></div>
 </section></article></body></html>"""
+
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>'
+
+SOURCE = """Note:
+Plan of the lecture.
+
+---
+
+# The question
+
+- Why does $x$ grow?
+
+$$y = 2x$$
+
+Note:
+Ask the room. See [the setup](demo.md#setup).
+
+---
+
+# The run switches at step {glue}`switch:.0f`
+
+![](fig-run)
+
+Note:
+Point at the switch.
+
+---
+
+# In class
+
+- {ex}`ex-demo-1`: explain it
+
+Note:
+Five minutes.
+"""
 
 
 @pytest.fixture
-def site(tmp_path):
-    from PIL import Image
+def built(tmp_path):
+    html_root, executed, sources = tmp_path / "html", tmp_path / "jupyter_execute", tmp_path / "src"
+    (html_root / "book").mkdir(parents=True)
+    (html_root / "_static" / "mathjax").mkdir(parents=True)
+    (html_root / "_static" / "mathjax" / "tex-chtml-full.js").write_text("//", encoding="utf-8")
+    (html_root / "book" / "demo.html").write_text(PAGE, encoding="utf-8")
+    (executed / "book").mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("plot()")
+    cell.metadata["mystnb"] = {"figure": {"name": "fig-run"}, "image": {"alt": "The run's loss."}}
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data", data={"image/svg+xml": SVG, "image/png": "iVBORw0KGgo="}
+        )
+    ]
+    nb.cells = [cell]
+    nbformat.write(nb, executed / "book" / "demo.ipynb")
+    glue = {"switch": {"data": {"text/plain": "1234.4"}, "output_type": "display_data"}}
+    (executed / "book" / "demo.glue.json").write_text(json.dumps(glue), encoding="utf-8")
+    sources.mkdir()
+    (sources / "demo.md").write_text(SOURCE, encoding="utf-8")
+    return html_root, executed, sources
 
-    (tmp_path / "book").mkdir()
-    (tmp_path / "_images").mkdir()
-    for i, name in enumerate(("key", "run", "folded")):
-        im = Image.new("RGB", (40, 30), "white")
-        im.putpixel((i * 10, 5), (0, 0, 0))
-        for x in range(40):
-            im.putpixel((x, 10 + 5 * i), (200 * (i == 1), 0, 200 * (i == 2)))
-        im.save(tmp_path / "_images" / f"{name}.png")
-    (tmp_path / "book" / "demo.html").write_text(PAGE, encoding="utf-8")
-    (tmp_path / "_static" / "mathjax").mkdir(parents=True)
-    (tmp_path / "_static" / "mathjax" / "tex-chtml-full.js").write_text("//", encoding="utf-8")
-    return tmp_path
+
+def write(built, source=None):
+    html_root, executed, sources = built
+    if source is not None:
+        (sources / "demo.md").write_text(source, encoding="utf-8")
+    return slides.write_decks(
+        html_root, executed, ["demo"], "The Book", "https://example.org/book/", sources
+    )
 
 
-def test_deck_has_the_chapters_story_and_no_solution(site):
-    [path] = slides.write_decks(site, ["demo"], "The Book")
+def test_deck_renders_the_source_with_the_chapters_figures_numbers_and_exercises(built):
+    [path] = write(built)
     text = path.read_text(encoding="utf-8")
-    assert "<em>The Book</em>" in text
-    titles = re.findall(r"<h2>(.*?)</h2>", text)
-    assert titles == [
-        "Question and result: the question",
-        "Question and result: the result",
-        "The result in one figure",
-        "Setup",
-        "Theory: The rule",
-        "Experiment 1: a run",
-        "Takeaways",
-        "Exercise 1 (Think)",
-    ]
-    assert "<h1>Demo: a chapter</h1>" in text and "one idea" in text
-    assert "SECRET" not in text and "folded" not in text.replace("folded blocks", "")
-    assert "★ · 5 min · concept" in text and "Explain the run." in text
-    # figures copied next to the deck, links pointed at the site, MathJax local
-    assert sorted(p.name for p in (site / "slides" / "demo_files").iterdir()) == [
-        "fig1.png",
-        "fig2.png",
-    ]
-    assert 'href="../book/bibliography.html#x"' in text
-    assert 'src="mathjax/tex-chtml-full.js"' in text
-    assert (site / "slides" / "mathjax" / "tex-chtml-full.js").is_file()
-    assert not re.search(r'(src|href)="https?://', text)
-    index = (site / "slides" / "index.html").read_text(encoding="utf-8")
-    assert 'href="demo.html"' in index and "9 slides" in index
+    sections = re.findall(r"<section.*?</section>", text, re.S)
+    assert len(sections) == 4
+    assert "<h1>Demo: a chapter</h1>" in sections[0] and "<em>The Book</em>" in sections[0]
+    assert "CC BY 4.0" in sections[0] and "Plan of the lecture." in sections[0]
+    assert "\\(x\\)" in sections[1] and "\\[y = 2x\\]" in sections[1]
+    assert 'href="https://example.org/book/book/demo.html#setup"' in sections[1]
+    assert "<h2>The run switches at step 1234</h2>" in sections[2]
+    assert 'src="demo_files/fig-run.svg"' in sections[2] and 'alt="The run&#x27;s loss."' in text
+    assert "r-stretch" in sections[2]
+    assert "Exercise 7 (Think) · ★ · 5 min · concept" in sections[3]
+    assert 'class="exercise"' in sections[3]
+    assert all('<aside class="notes">' in s for s in sections)
+    assert "SECRET" not in text
+    out = path.parent
+    assert (out / "demo_files" / "fig-run.svg").read_text(encoding="utf-8") == SVG
+    for rel in (
+        "reveal/dist/reveal.js",
+        "reveal/plugin/notes/notes.js",
+        "reveal/plugin/math/math.js",
+        "reveal/book.css",
+        "mathjax/tex-chtml-full.js",
+    ):
+        assert (out / rel).is_file(), rel
+    assert "demo.html" in (out / "index.html").read_text(encoding="utf-8")
+    assert "https://" not in re.sub(r'href="https://[^"]*"', "", text)  # nothing loads online
 
 
-def test_a_figure_shown_twice_is_one_slide(site):
-    from shutil import copyfile
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("fig-run", "fig-gone"), "no figure named 'fig-gone'"),
+        (("switch:.0f", "swtich:.0f"), "glues no value 'swtich'"),
+        (("ex-demo-1", "ex-demo-9"), "no exercise 'ex-demo-9'"),
+        (("Point at the switch.", ""), "slide 3 (The run switches"),
+        (
+            (
+                "# In class",
+                "# In class {ex}`ex-demo-1`\n\nNote:\nGo.\n\n---\n\n# Again {ex}`ex-demo-1`",
+            ),
+            "are exercise slides",
+        ),
+        (("# The question", "The question"), "not '# title'"),
+    ],
+)
+def test_a_source_that_does_not_match_the_chapter_fails(built, edit, message):
+    source = SOURCE.replace(*edit)
+    if edit[0] == "Point at the switch.":
+        source = source.replace("Note:\n\n---", "---")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        write(built, source)
 
-    copyfile(site / "_images" / "key.png", site / "_images" / "run.png")
-    [path] = slides.write_decks(site, ["demo"])
-    titles = re.findall(r"<h2>(.*?)</h2>", path.read_text(encoding="utf-8"))
-    assert "Experiment 1: a run" not in titles
+
+def test_every_chapter_has_a_deck_source_that_names_only_what_the_chapter_has():
+    names = chapter_names(slides.ROOT)
+    missing = [n for n in names if not (slides.SOURCES / f"{n}.md").is_file()]
+    assert missing == []
+    problems = [p for n in names for p in slides.lint(n)]
+    assert problems == []
+
+
+def test_lint_catches_a_renamed_figure(tmp_path):
+    source = (slides.SOURCES / "induction_heads.md").read_text(encoding="utf-8")
+    figure = re.search(r"!\[[^\]]*\]\((fig-[\w-]+)\)", source)[1]
+    (tmp_path / "induction_heads.md").write_text(
+        source.replace(figure, figure + "-old"), encoding="utf-8"
+    )
+    assert any(f"{figure}-old" in p for p in slides.lint("induction_heads", tmp_path))

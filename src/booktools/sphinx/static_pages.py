@@ -48,6 +48,7 @@ def _configure(app, config) -> None:
     os.environ.setdefault("SEQTHEORY_STATIC_PROGRESS", "1")
     # the build's kernels inherit this: a failed claim check fails the build
     os.environ.setdefault("SEQTHEORY_STRICT_CHECKS", "1")
+    os.environ.setdefault("SEQTHEORY_SVG_FIGURES", "1")  # figures also as SVG, for the decks
 
 
 def _copy_mathjax(app, exception) -> None:

@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from ..core.seeds import base_seed
 from .claims import _short, plain
 from .notebook import check
 
@@ -255,13 +256,15 @@ class LabTable:
             return fb
         ok = lab.low <= value <= lab.high
         if graded() and not solution:
+            # the base seed names the student's variant: the lecturer's notebook run with it
+            # gives the same data, so the exact answer can be reproduced
             return Feedback(
                 lab,
                 value,
                 ok,
                 f"**{'Within' if ok else 'Outside'} the expected range.** Your answer gives "
-                f"{lab.quantity} = **{_short(value, 4)}**. (Graded lab: the range and the "
-                "reasons are not shown.)",
+                f"{lab.quantity} = **{_short(value, 4)}** with base seed **{base_seed()}**. "
+                "(Graded lab: the range and the reasons are not shown.)",
             )
         head = (
             f"Your answer gives {lab.quantity} = **{_short(value, 4)}**; a correct run "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -43,6 +44,21 @@ def set_style(context: str = "notebook", dpi: int = 100) -> None:
             "image.cmap": SEQUENTIAL_CMAP,
         }
     )
+    if os.environ.get("SEQTHEORY_SVG_FIGURES", "").strip() == "1":
+        _svg_too()
+
+
+def _svg_too() -> None:
+    """In a kernel, each figure's output also carries an SVG copy: the book's build sets
+    ``SEQTHEORY_SVG_FIGURES=1`` so the lecture decks (booktools.slides) show sharp figures,
+    while the pages keep the PNG (the build's mime priority)."""
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        set_matplotlib_formats("png", "svg")
 
 
 def palette(n: int = 10) -> list:
