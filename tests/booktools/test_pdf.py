@@ -9,6 +9,16 @@ import pytest
 from booktools import make_pdf
 
 
+@pytest.fixture
+def binary():
+    """The Chromium the PDF is printed with (skips where there is none, or no pypdf)."""
+    pytest.importorskip("pypdf")
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.skip("no chromium on this machine (CI installs it for the browser check)")
+    return found
+
+
 def test_toc_pages_follow_the_table_of_contents():
     pages = make_pdf.toc_pages()
     assert pages[0] == "book/intro" and "book/induction_heads" in pages
@@ -16,11 +26,7 @@ def test_toc_pages_follow_the_table_of_contents():
     assert len(pages) == len(set(pages)) >= 12
 
 
-def test_pages_are_printed_joined_and_checked(tmp_path):
-    pytest.importorskip("pypdf")
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    if binary is None:
-        pytest.skip("no chromium on this machine (CI installs it for the browser check)")
+def test_pages_are_printed_joined_and_checked(tmp_path, binary):
     html = tmp_path / "html" / "book"
     html.mkdir(parents=True)
     for name, title in [("one", "Copying with transformers"), ("two", "Hidden progress")]:
@@ -49,14 +55,10 @@ PNG = (
 )
 
 
-def test_the_book_gets_a_cover_contents_page_numbers_and_chapter_pdfs(tmp_path):
+def test_the_book_gets_a_cover_contents_page_numbers_and_chapter_pdfs(tmp_path, binary):
     """Cover, contents with the chapters' first pages, "page / pages" on every page but the
     cover, an explorer printed as a grid of its views, wrapped code, one PDF per chapter; the
     checks fail on a missing number, a wrong contents entry and a too-wide element."""
-    pytest.importorskip("pypdf")
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    if binary is None:
-        pytest.skip("no chromium on this machine (CI installs it for the browser check)")
     html = tmp_path / "html" / "book"
     html.mkdir(parents=True)
     long_line = "x = " + " + ".join(f"value_{i}" for i in range(60))
@@ -117,14 +119,10 @@ def test_appendices_follow_the_last_part():
     ]
 
 
-def test_empty_code_boxes_are_found_in_the_pdf(tmp_path):
+def test_empty_code_boxes_are_found_in_the_pdf(tmp_path, binary):
     """A grey code background with no text in it (what a cell split at a page break leaves)
     is found; one with its code is not; a code block that prints without its text (an
     opened fold caught by its fade-in) is found from the PDF's text."""
-    pytest.importorskip("pypdf")
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    if binary is None:
-        pytest.skip("no chromium on this machine (CI installs it for the browser check)")
     html = tmp_path / "html" / "book"
     html.mkdir(parents=True)
     box = "<div style='background:#f5f5f5;width:600px;height:60px;margin:20px 0'>{}</div>"
@@ -156,13 +154,9 @@ yet.</strong> Replace each ... in the cell above.</p></div></div>
 <p>The text goes on.</p>{planted}</body></html>"""
 
 
-def test_web_furniture_does_not_print_and_the_check_finds_it_when_it_does(tmp_path):
+def test_web_furniture_does_not_print_and_the_check_finds_it_when_it_does(tmp_path, binary):
     """The fold buttons, a lab's "Not answered yet" and the header's Colab and slides links
     are left out of print; the same strings in print are found, with their page."""
-    pytest.importorskip("pypdf")
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    if binary is None:
-        pytest.skip("no chromium on this machine (CI installs it for the browser check)")
     html = tmp_path / "html" / "book"
     html.mkdir(parents=True)
     (html / "one.html").write_text(FURNISHED.format(planted=""), encoding="utf-8")
