@@ -9,12 +9,18 @@ widget that shows a placeholder instead of content, a page whose own bytes (HTML
 images) exceed 3 MB, an internal link or anchor that does not resolve, a solution
 dropdown that is open, headings that skip a level, and an explorer (the precomputed
 player of ``seqtheory.book.widgets.explorer``) whose figure does not change when each of its
-controls is moved through its values, or that throws. It also searches the site for a few
+controls is moved through its values, or that throws; and any serious or critical WCAG 2.1
+A/AA violation that axe-core finds in the book's own content (the theme's own are listed,
+not failed). A lecture deck also fails when reveal.js does not start, the arrow keys do not
+move it, a slide has no speaker notes or is cut off at its edge, a figure is neither SVG nor
+twice the pixels it is shown at, or the speaker view does not show the notes. It also
+searches the site for a few
 chapter terms through the search page. A screenshot of each page's first screen goes
 to ``_build/screenshots/`` and a table of page sizes to ``_build/site_report.tsv``.
 
 Chromium is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``),
-so the check needs nothing beyond the standard library and a ``chromium`` binary; the
+so the check needs nothing beyond the standard library, a ``chromium`` binary and the
+axe-core script of the ``axe-playwright-python`` package; the
 pages are served from 127.0.0.1.
 """
 
@@ -98,6 +104,20 @@ PAGE_JS = r"""
     solutions_open: [...document.querySelectorAll('div.solution.dropdown')]
         .filter(d => !d.classList.contains('toggle-hidden'))
         .map(d => (d.querySelector('.admonition-title') || d).textContent.trim().slice(0, 60)),
+    // display math and tables wider than the text column: they scroll or are cut off
+    too_wide: [...article.querySelectorAll(
+        'div.math, mjx-container[display="true"], table, .table-wrapper, ' +
+        '.pst-scrollable-table-container')]
+        .filter(e => e.getClientRects().length > 0 && e.scrollWidth > e.clientWidth + 2 &&
+                     !e.closest('div.cell, pre'))
+        .map(e => e.tagName.toLowerCase() + ': ' + e.textContent.trim().slice(0, 60)),
+    // web addresses printed in the prose (outside code): a link should carry words
+    raw_urls: (() => {
+      const prose = article.cloneNode(true);
+      prose.querySelectorAll('pre, code, div.cell, script, style, div.citation, ' +
+                             '.bibliography').forEach(e => e.remove());
+      return (prose.textContent.match(/https?:\/\/[^\s)\]>"']+/g) || []).map(u => u.slice(0, 80));
+    })(),
     reader: READER,
   });
 })()
@@ -413,6 +433,27 @@ NOTES_JS = r"""
 })()
 """
 
+# axe-core (the copy the axe-playwright-python binding ships) over the page, WCAG 2.1 A and
+# AA: each violation with its impact and the elements it names, each element marked as the
+# book's own content or the theme's (the header bar, the sidebars, the theme's buttons).
+AXE_RUN_JS = r"""
+(async () => {
+  const r = await axe.run(document, {
+    runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
+    resultTypes: ['violations']});
+  const THEME = '.bd-header, .bd-header-article, .bd-sidebar-primary, .bd-sidebar-secondary, ' +
+    '.prev-next-area, #pst-back-to-top, .search-button-field, .bd-search, .skip-link';
+  return JSON.stringify(r.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => {
+      let el = null;
+      try { el = document.querySelector(n.target[0]); } catch (e) {}
+      return {target: n.target.join(' '), html: n.html.slice(0, 100),
+              theme: !!(el && el.closest(THEME))};
+    })})));
+})()
+"""
+
 EXPLORER_JS = r"""
 (async () => {
   const reports = [];
@@ -523,6 +564,10 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
     problems += [f"image did not load: {s}" for s in info["broken_images"]]
     problems += [f"image without alt text: {s}" for s in info["missing_alt"]]
     problems += [
+        f"wider than the text column (scrolls or is cut off): {s}" for s in info.get("too_wide", [])
+    ]
+    problems += [f"raw web address in the text: {u}" for u in info.get("raw_urls", [])]
+    problems += [
         f"alt text holds LaTeX (a screen reader reads it raw): {s!r}"
         for s in info.get("latex_alt", [])
     ]
@@ -547,6 +592,41 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
             f"(limit {MAX_PAGE_BYTES / 2**20:.0f} MB)"
         )
     return problems
+
+
+@functools.cache
+def axe_source() -> str:
+    """axe-core's script, from the axe-playwright-python package (requirements.txt)."""
+    try:
+        import axe_playwright_python
+    except ImportError as err:
+        raise ImportError(
+            "the accessibility check needs axe-core, which the axe-playwright-python package "
+            "ships: pip install -r requirements.txt"
+        ) from err
+    return (Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text("utf-8")
+
+
+def axe_report(tab) -> list[dict]:
+    """axe-core's WCAG 2.1 A/AA violations on the page open in ``tab`` (AXE_RUN_JS)."""
+    tab.evaluate(axe_source() + ";0")
+    return json.loads(tab.evaluate(AXE_RUN_JS, timeout=120))
+
+
+def axe_problems(violations: list[dict]) -> tuple[list[str], list[str]]:
+    """``(problems, theme)``: the serious and critical violations in the book's own
+    content, which fail the page, and the theme's own violations, which are reported."""
+    problems, theme = [], []
+    for v in violations:
+        own = [n for n in v["nodes"] if not n["theme"]]
+        theirs = [n for n in v["nodes"] if n["theme"]]
+        if own and v["impact"] in ("serious", "critical"):
+            where = "; ".join(f"{n['target']} ({n['html']})" for n in own[:3])
+            more = f" and {len(own) - 3} more" if len(own) > 3 else ""
+            problems.append(f"accessibility ({v['impact']}, {v['id']}): {v['help']}: {where}{more}")
+        if theirs:
+            theme.append(f"{v['impact']} {v['id']} x{len(theirs)}: {theirs[0]['target']}")
+    return problems, theme
 
 
 def deck_report(tab) -> tuple[dict, dict | None]:
@@ -857,6 +937,7 @@ def browse(
     profile = tempfile.mkdtemp(prefix="check-site-")
     browser = Chromium(binary, profile)
     pages, failures, rows, search_problems = {}, {}, [], []
+    theme_a11y: set[str] = set()
     try:
         tab = Tab(browser)
         for rel in rels:
@@ -873,6 +954,9 @@ def browse(
             net = network_report(events, base)
             pages[rel] = info
             problems = page_checks(rel, info, net, html_root)
+            own, theirs = axe_problems(axe_report(tab))
+            problems += own
+            theme_a11y.update(f"{rel}: {x}" for x in theirs)
             if rel.startswith("slides/") and rel != "slides/index.html":
                 problems += deck_problems(*deck_report(tab))
             problems += [f"{e['title']}: {p}" for e in explorers for p in e["problems"]]
@@ -905,6 +989,11 @@ def browse(
         browser.close()
         server.shutdown()
         shutil.rmtree(profile, ignore_errors=True)
+    if theme_a11y:
+        print(
+            "check_site: accessibility violations in the theme's own parts (reported, not "
+            "failed):\n  " + "\n  ".join(sorted(theme_a11y)[:40])
+        )
     return pages, failures, rows, link_problems, search_problems
 
 

@@ -87,7 +87,7 @@ class ICLSetup:
     n_heads: int | tuple = 1  # heads per layer (int, or one per layer)
     d_model: int = 16  # residual width
     attn_only: bool = True  # no MLPs
-    layer_norm: bool = True  # pre-LN (without it the unigram plateau lasts much longer)
+    layer_norm: bool = True  # pre-LN in every sublayer and before the unembedding
     pos_encoding: str = "learned"
     dropout: float = 0.0  # dropout on embeddings, attention weights and sublayer outputs
     batch_size: int = 64  # sequences per step

@@ -110,5 +110,6 @@ def test_offline_player_needs_no_network_and_describes_itself():
     assert "font-awesome" not in html and 'class="fa ' not in html
     assert 'alt="weights &quot;over&quot; time" id="_anim_img' in html
     assert "&#9654;" in html  # the play button is a text symbol
+    assert '<input aria-label="animation frame" id="_anim_slider' in html  # a named control
     with pytest.raises(ValueError, match="alt"):
         offline_player(html, alt=" ")

@@ -82,3 +82,16 @@ def test_chapters_come_in_the_order_of_the_toc():
     chapters = chapter_names(ROOT)
     assert chapters[:2] == ["meet_the_model", "induction_heads"]
     assert "glossary" not in chapters and len(chapters) == len(set(chapters)) == 10
+
+
+def test_reading_time_adds_the_figures_tables_and_equations_a_reader_studies():
+    figure = "```{code-cell} ipython3\n---\nmystnb:\n  figure:\n    name: fig-a\n---\nplot()\n```\n"
+    table = "```{code-cell} ipython3\nmarkdown_table(rows)\n```\n"
+    page = PAGE + figure + table + "| a | b |\n|---|---|\n| 1 | 2 |\n"
+    folded = ":::{dropdown} More\n" + figure + "$$\nc\n$$\n:::\n"
+    counts = ch.core_counts(page + folded)
+    assert counts == {"words": 9 + 4, "figures": 1, "tables": 2, "equations": 1}
+    # 13 words, a figure, two tables and an equation: 0.11 + 1 + 1 + 0.5 minutes
+    assert ch.reading_minutes(page + folded) == 3
+    assert ch.core_counts(page + folded, folds=True)["figures"] == 2  # the fold opened
+    assert ch.core_words(page) == 13  # the markers are not words

@@ -130,6 +130,67 @@ def test_explorers_must_respond_to_their_controls_in_chromium(tmp_path):
     assert any("JavaScript" in p and "no precomputed view" in p for p in failures["throws.html"])
 
 
+@pytest.mark.skipif(check_site.find_chromium() is None, reason="needs chromium")
+def test_accessibility_violations_in_the_books_content_fail_and_the_themes_are_reported(
+    tmp_path, capsys
+):
+    """axe-core runs on every page: an unnamed slider and a link at 3:1 contrast in the
+    article fail it; the same slider in the theme's header bar is only reported."""
+    clean = '<p>Plain text with <a href="clean.html">a link</a>.</p>'
+    slider = '<input type="range" min="0" max="3">'
+    faint = '<p style="background:#fff"><a href="clean.html" style="color:#999">faint</a></p>'
+    theme = f'<div class="bd-header">{slider}</div>'
+    pages = {"clean.html": clean, "slider.html": slider, "faint.html": faint}
+    for name, body in pages.items():
+        (tmp_path / name).write_text(_page(body), encoding="utf-8")
+    (tmp_path / "theme.html").write_text(_page(clean).replace("<article>", theme + "<article>"))
+    _, failures, _, _, _ = check_site.browse(
+        tmp_path, [*sorted(pages), "theme.html"], check_site.find_chromium()
+    )
+    assert "clean.html" not in failures and "theme.html" not in failures, failures
+    assert any("critical, label" in p for p in failures["slider.html"])
+    assert any("serious, color-contrast" in p for p in failures["faint.html"])
+    assert "theme.html: critical label" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(check_site.find_chromium() is None, reason="needs chromium")
+def test_a_table_wider_than_the_column_and_a_raw_web_address_fail(tmp_path):
+    long = "x" * 400
+    pages = {
+        "clean.html": '<p>See <a href="https://example.org/">the example</a>, or run '
+        "<code>curl https://example.org/</code>.</p><table><tr><td>short</td></tr></table>",
+        "wide.html": '<div class="pst-scrollable-table-container" style="overflow-x:auto">'
+        f"<table><tr><td>{long}</td></tr></table></div>",
+        "url.html": "<p>Read more at https://example.org/more.</p>",
+    }
+    for name, body in pages.items():
+        (tmp_path / name).write_text(_page(body), encoding="utf-8")
+    _, failures, _, _, _ = check_site.browse(tmp_path, sorted(pages), check_site.find_chromium())
+    assert "clean.html" not in failures, failures.get("clean.html")
+    assert any("wider than the text column" in p for p in failures["wide.html"])
+    assert any(
+        "raw web address in the text: https://example.org/more" in p for p in failures["url.html"]
+    )
+
+
+def test_axe_problems_split_the_books_violations_from_the_themes():
+    node = {"target": "#x", "html": "<input>", "theme": False}
+    violations = [
+        {
+            "id": "label",
+            "impact": "critical",
+            "help": "Form elements must have labels",
+            "nodes": [node, dict(node, theme=True)],
+        },
+        {"id": "region", "impact": "moderate", "help": "Content in landmarks", "nodes": [node]},
+    ]
+    problems, theme = check_site.axe_problems(violations)
+    assert problems == [
+        "accessibility (critical, label): Form elements must have labels: #x (<input>)"
+    ]
+    assert theme == ["critical label x1: #x"]
+
+
 def _reader(**kw):
     r = {
         "core_words": 1000,

@@ -589,11 +589,18 @@ def test_unigram_plateau_and_exercise_5_claims():
     values = chapter.claims("exercise", main, peaked)
     assert (values["ex5_peaked_len"], values["ex5_main_len"]) == (350.0, 750.0)
     assert not _failed("exercise", values)
-    # a peaked-rows run with as long and as clean a plateau fails both claims
+    # a peaked-rows run with as clean a plateau fails the first claim; one whose plateau is
+    # as long passes the second ("no longer"), a longer one fails it
     assert _failed("exercise", chapter.claims("exercise", main, main)) == {
         "exercise.peaked_plateau_less_clean",
-        "exercise.peaked_plateau_shorter",
     }
+    longer = _main_history(switch=1000)
+    for e in longer.evals[1:]:
+        if e["step"] < 1000:
+            e["KL(unigram||model)"] = 0.03
+    assert "exercise.peaked_plateau_shorter" in _failed(
+        "exercise", chapter.claims("exercise", main, longer)
+    )
 
 
 def test_switch_text_names_a_run_without_a_switch_and_its_budget():

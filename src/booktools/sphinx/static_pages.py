@@ -73,8 +73,43 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
     context["script_files"] = unique
 
 
+def _root_page(app, exception) -> None:
+    """The site's root ``index.html``: a redirect to the first page, as a complete page (a
+    language, a title and a link), written before sphinx-external-toc would write a bare
+    redirect (it leaves an existing file alone)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import html
+
+    root = app.config.master_doc.removesuffix(".md")
+    title = html.escape(app.config.html_title or app.config.project)
+    (Path(app.outdir) / "index.html").write_text(
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{title}</title>"
+        f'<meta http-equiv="Refresh" content="0; url={root}.html"></head>'
+        f'<body><p><a href="{root}.html">{title}</a></p></body></html>\n',
+        encoding="utf-8",
+    )
+
+
+def _citation_roles(app, exception) -> None:
+    """docutils marks each bibliography entry ``role="doc-biblioentry"`` inside a
+    ``role="list"``: a deprecated role that leaves the list without list items (WCAG
+    4.1.2). The entries become list items."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if 'role="doc-biblioentry"' in text:
+            page.write_text(
+                text.replace('role="doc-biblioentry"', 'role="listitem"'), encoding="utf-8"
+            )
+
+
 def setup(app):
     app.connect("config-inited", _configure)
+    app.connect("build-finished", _root_page, priority=100)
+    app.connect("build-finished", _citation_roles)
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("build-finished", _copy_mathjax)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -188,10 +188,9 @@ def all_words(src: str) -> int:
     return len(re.findall(r"[A-Za-z][A-Za-z'-]*|\d[\d.,]*", src))
 
 
-def section_words(src: str, start: str | None, stop: str | None, folds: bool = False) -> int:
-    """Core-path words of a chapter between the headings beginning ``start`` (inclusive) and
-    ``stop`` (exclusive); ``None`` for the chapter's start or end.  ``folds=True`` counts
-    the folded blocks too (a session that studies a chapter's variations)."""
+def section_source(src: str, start: str | None, stop: str | None) -> str:
+    """A chapter's source between the headings beginning ``start`` (inclusive) and ``stop``
+    (exclusive); ``None`` for the chapter's start or end."""
     lines = src.splitlines(keepends=True)
 
     def find(prefix: str) -> int:
@@ -206,7 +205,14 @@ def section_words(src: str, start: str | None, stop: str | None, folds: bool = F
     if a:  # keep the front matter so that core_text strips it the same way
         m = re.match(r"^---\n.*?\n---\n", src, re.S)
         head = m.group(0) if m else ""
-    part = head + "".join(lines[a:b])
+    return head + "".join(lines[a:b])
+
+
+def section_words(src: str, start: str | None, stop: str | None, folds: bool = False) -> int:
+    """Core-path words of a chapter between the headings beginning ``start`` and ``stop``
+    (:func:`section_source`).  ``folds=True`` counts the folded blocks too (a session that
+    studies a chapter's variations)."""
+    part = section_source(src, start, stop)
     return all_words(part) if folds else ch.core_words(part)
 
 
@@ -216,8 +222,7 @@ def reading(src_dir: Path, item: dict) -> tuple[str, int]:
     src = (src_dir / "book" / f"{chapter}.md").read_text(encoding="utf-8")
     start, stop = item.get("from"), item.get("to")
     folds = bool(item.get("folds"))
-    words = section_words(src, start, stop, folds)
-    mins = max(1, math.ceil(words / ch.WORDS_PER_MINUTE))
+    mins = ch.reading_minutes(section_source(src, start, stop), folds)
     if start or stop:
         heads = _heading_lines(src)
         full = {
@@ -323,7 +328,8 @@ def syllabus_rows(src_dir: Path, sessions: int) -> list[str]:
         f"Outside class: {_hours(total['reading'])} of pre-reading and "
         f"{_hours(total['homework'])} of homework, {_hours(own)} in all, about "
         f"{own / len(plan['sessions']):.0f} min a session.{project_text} Reading times "
-        f"are the pages' core paths at {_wpm()} words a minute; exercise times are those "
+        f"are the pages' core paths at {_wpm()} words a minute plus a minute per figure and "
+        f"half a minute per table and display equation; exercise times are those "
         f"the exercises state."
     ]
     return out

@@ -247,7 +247,7 @@ _PLAYER_JS = """
       if (data.star && j !== moved) { state[j] = data.defaults[j]; }
       var el = controls[j], text = data.labels[j][state[j]];
       if (String(el.value) !== String(state[j])) { el.value = String(state[j]); }
-      el.setAttribute("aria-valuetext", text);
+      if (el.type === "range") { el.setAttribute("aria-valuetext", text); }  // a menu says it
       var out = root.querySelector('output[data-sqx-readout="' + j + '"]');
       if (out) { out.textContent = text; }
       parts.push(data.names[j] + " " + text);
@@ -635,6 +635,9 @@ def offline_player(jshtml: str, alt: str = "animation") -> str:
         r'<i class="fa fa-([a-z -]+)"></i>',
         lambda m: _BUTTON_LABELS.get(m.group(1), m.group(1)),
         out,
+    )
+    out = out.replace(
+        '<input id="_anim_slider', '<input aria-label="animation frame" id="_anim_slider', 1
     )
     return out.replace('<img id="_anim_img', f'<img alt="{html_lib.escape(alt)}" id="_anim_img', 1)
 

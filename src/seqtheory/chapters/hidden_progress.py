@@ -48,9 +48,9 @@ TABLE = ClaimTable(
         ),
         Claim(
             "gradient.gap_widens",
-            "The gap widens with n.",
+            "The ratio of support to off-support coefficients grows with n.",
             "min(gap_growth) > 0",
-            "a gap that stays flat or shrinks as n grows",
+            "a ratio that stays flat or shrinks as n grows",
         ),
         # ------------------------------------------------------------ experiment 1
         Claim(
@@ -112,7 +112,7 @@ TABLE = ClaimTable(
         ),
         Claim(
             "plateau.all_shrink",
-            "During the plateau every weight shrinks in absolute terms, the support's too.",
+            "During the plateau the mean absolute weight shrinks, on the support and off it.",
             "max(on_rel) < 1 and max(off_rel) < 1",
             "support weights that grow in absolute terms",
         ),

@@ -524,10 +524,11 @@ TABLE = ClaimTable(
         ),
         Claim(
             "exercise.peaked_plateau_shorter",
-            "With peaked rows there is still a unigram phase before the switch, shorter than "
-            "the main run's.",
-            "0 < ex5_peaked_len < ex5_main_len",
-            "a unigram phase as long with peaked rows as with alpha = 1",
+            "With peaked rows there is still a unigram phase before the switch, no longer "
+            "than the main run's (one seed each: switch steps are 50 steps apart and move by "
+            "hundreds from seed to seed, so equal phases happen).",
+            "0 < ex5_peaked_len <= ex5_main_len",
+            "a unigram phase longer with peaked rows than with alpha = 1, or none",
         ),
     ],
 )

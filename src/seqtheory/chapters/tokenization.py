@@ -209,9 +209,9 @@ TABLE = ClaimTable(
         ),
         Claim(
             "gap.lzw_within_bound",
-            "At d = 1024 LZW is below the bound of Theorem 4.5, H/(1 - eps) with "
-            "eps = log(1/delta)/(0.99 log d) = 0.235 (0.943 bits per character), at m = 1, 2 "
-            "and 4.",
+            "At d = 1024 LZW is below the bound of Theorem 4.5 (stated for m = 1), "
+            "H/(1 - eps) with eps = log(1/delta)/(0.99 log d) = 0.235 (0.943 bits per "
+            "character), at m = 1, 2 and 4.",
             "max(lzw1024_orders) < thm_bound",
             "LZW above the theorem's bound on some order m",
         ),
