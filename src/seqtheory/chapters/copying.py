@@ -156,9 +156,9 @@ TABLE = ClaimTable(
         ),
         Claim(
             "state.below_one_bit",
-            "The trained recurrences use less than one bit of their state per number: every "
-            "seed's longest copy, at every state size, stays below the bound for a state of "
-            "single bits (archived run).",
+            "The longest strings the trained recurrences copy need less than one bit per "
+            "number of state: every seed's longest copy, at every state size, stays below "
+            "the bound for a state of single bits (archived run).",
             "bits_used < 1",
             "a recurrence that stores more than one bit per state number",
         ),
