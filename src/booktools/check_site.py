@@ -30,6 +30,7 @@ import argparse
 import base64
 import fcntl
 import functools
+import hashlib
 import http.server
 import itertools
 import json
@@ -37,6 +38,7 @@ import os
 import queue
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -104,12 +106,13 @@ PAGE_JS = r"""
     solutions_open: [...document.querySelectorAll('div.solution.dropdown')]
         .filter(d => !d.classList.contains('toggle-hidden'))
         .map(d => (d.querySelector('.admonition-title') || d).textContent.trim().slice(0, 60)),
-    // display math and tables wider than the text column: they scroll or are cut off
+    // display math, tables and printed outputs wider than the text column: they scroll
+    // or are cut off
     too_wide: [...article.querySelectorAll(
         'div.math, mjx-container[display="true"], table, .table-wrapper, ' +
-        '.pst-scrollable-table-container')]
+        '.pst-scrollable-table-container, div.cell_output pre')]
         .filter(e => e.getClientRects().length > 0 && e.scrollWidth > e.clientWidth + 2 &&
-                     !e.closest('div.cell, pre'))
+                     (e.matches('div.cell_output pre') || !e.closest('div.cell, pre')))
         .map(e => e.tagName.toLowerCase() + ': ' + e.textContent.trim().slice(0, 60)),
     // web addresses printed in the prose (outside code): a link should carry words
     raw_urls: (() => {
@@ -118,6 +121,18 @@ PAGE_JS = r"""
                              '.bibliography').forEach(e => e.remove());
       return (prose.textContent.match(/https?:\/\/[^\s)\]>"']+/g) || []).map(u => u.slice(0, 80));
     })(),
+    // every figure in the article (folded ones too), how wide it is shown and its source:
+    // check_site reads the image file for repeats and for its smallest text
+    figures: [...article.querySelectorAll('img')]
+        .filter(i => i.naturalWidth >= 100 && i.naturalHeight >= 100)
+        .map(i => {
+          const w = i.getBoundingClientRect().width;
+          const column = (i.closest('details, div.dropdown, .toggle-hidden, section') ||
+                          article).clientWidth || article.clientWidth;
+          return {src: i.currentSrc || i.src, natural: i.naturalWidth,
+                  shown: w > 0 ? w : Math.min(i.naturalWidth, column),
+                  alt: alt(i).slice(0, 70)};
+        }),
     reader: READER,
   });
 })()
@@ -579,6 +594,7 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
     problems += [f"solution dropdown is open: {t!r}" for t in info["dropdowns_open"]]
     problems += [f"exercise solution is not collapsed: {t!r}" for t in info["solutions_open"]]
     problems += reader_problems(rel, info)
+    problems += figure_problems(info.get("figures", []), html_root)
     levels = [h[0] for h in info["headings"]]
     if rel.startswith("book/"):
         if levels.count(1) != 1:
@@ -591,6 +607,60 @@ def page_checks(rel: str, info: dict, net: dict, html_root: Path) -> list[str]:
             f"page is {own_bytes(rel, net, html_root) / 2**20:.1f} MB "
             f"(limit {MAX_PAGE_BYTES / 2**20:.0f} MB)"
         )
+    return problems
+
+
+MIN_FIGURE_TEXT_PX = 8.0  # the smallest text a figure may show, in CSS pixels as shown
+TEXT_SIZE_KEY = b"seqtheory:min-text-px"  # seqtheory.book.plotting.MIN_TEXT_KEY
+
+
+def image_bytes(src: str, html_root: Path) -> bytes | None:
+    """The bytes of an image the page shows (a file of the site or a data: URL)."""
+    if src.startswith("data:"):
+        head, _, data = src.partition(",")
+        return base64.b64decode(data) if head.endswith(";base64") else unquote(data).encode()
+    path = html_root / unquote(urlparse(src).path).lstrip("/")
+    return path.read_bytes() if path.is_file() else None
+
+
+def png_texts(data: bytes) -> dict[bytes, bytes]:
+    """The ``tEXt`` chunks of a PNG (empty for anything else)."""
+    out: dict[bytes, bytes] = {}
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return out
+    at = 8
+    while at + 8 <= len(data):
+        n, kind = struct.unpack(">I4s", data[at : at + 8])
+        if kind == b"tEXt":
+            key, _, value = data[at + 8 : at + 8 + n].partition(b"\0")
+            out[key] = value
+        if kind in (b"IDAT", b"IEND"):
+            break
+        at += 12 + n
+    return out
+
+
+def figure_problems(figures: list[dict], html_root: Path) -> list[str]:
+    """A figure shown twice on one page (the same image bytes), and a figure whose smallest
+    text (recorded in the PNG by the book's kernels) is below MIN_FIGURE_TEXT_PX as shown."""
+    problems, seen = [], {}
+    for fig in figures:
+        data = image_bytes(fig["src"], html_root)
+        if data is None:
+            continue
+        name = fig["alt"] or fig["src"].rsplit("/", 1)[-1][:70]
+        digest = hashlib.sha1(data).hexdigest()
+        if digest in seen:
+            problems.append(f"figure shown twice on the page: {name!r} (also {seen[digest]!r})")
+        seen.setdefault(digest, name)
+        size = png_texts(data).get(TEXT_SIZE_KEY)
+        if size is not None and fig["natural"]:
+            shown = float(size) * fig["shown"] / fig["natural"]
+            if shown < MIN_FIGURE_TEXT_PX:
+                problems.append(
+                    f"figure text {shown:.1f} px as shown (below {MIN_FIGURE_TEXT_PX:.0f}): "
+                    f"{name!r}"
+                )
     return problems
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from booktools import LICENCE, LICENSE_URL, ROOT
-from booktools.check_site import WAIT_JS, Chromium, Tab, serve
+from booktools.check_site import WAIT_JS, Chromium, Tab, find_chromium, serve
 
 A4 = {
     "paperWidth": 8.27,
@@ -549,7 +549,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(ROOT / "_build" / "pdf" / "book.pdf"))
     parser.add_argument("--chromium", default=os.environ.get("CHROMIUM"))
     args = parser.parse_args(argv)
-    binary = args.chromium or shutil.which("chromium") or shutil.which("chromium-browser")
+    binary = find_chromium(args.chromium)
     if not binary:
         print("make_pdf: no chromium found (Debian: apt-get install chromium)")
         return 2

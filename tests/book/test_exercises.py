@@ -176,9 +176,10 @@ def test_syllabus_fits_the_material(sessions):
         where = f"{sessions}-session plan, session {n} ({s['title']})"
         assert len(s["objectives"]) == 3, f"{where}: wants three objectives"
         read = sum(kit.reading(ROOT, item)[1] for item in s["reading"])
-        # an hour of careful pre-reading at most (reading times are first reads, figures
-        # and equations studied: booktools.sphinx.chapter_header.reading_minutes)
-        assert 5 <= read <= 60, f"{where}: {read} min of pre-reading"
+        # an hour and a half of careful pre-reading at most, what a graduate session can
+        # ask (reading times are first reads, figures and equations studied, calibrated on
+        # cold reads: booktools.sphinx.chapter_header.reading_minutes)
+        assert 5 <= read <= 90, f"{where}: {read} min of pre-reading"
         labs = [found[label] for label in s["labs"]]
         homework = [found[label] for label in s["homework"]]
         assert all(e.kind == "lab" for e in labs), f"{where}: a lab that is not tagged lab"

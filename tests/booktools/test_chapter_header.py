@@ -48,8 +48,8 @@ def test_core_words_count_only_what_a_reader_sees_with_folds_closed():
     assert ch.core_words(PAGE) == 9
     # unfolding the dropdown adds its four words: the count can fail
     assert ch.core_words(PAGE.replace(":::{dropdown} Folded", ":::{note} Folded")) == 13
-    assert ch.reading_minutes(PAGE) == 1
-    assert ch.reading_minutes("word " * 301) == 3
+    assert ch.reading_minutes(PAGE) == 2  # 9 words at 70 a minute and one display equation
+    assert ch.reading_minutes("word " * 301) == 5  # 4.3 minutes, rounded up
 
 
 def test_run_times_come_from_this_builds_tests_or_the_last_ci_table(tmp_path, monkeypatch):
@@ -91,7 +91,15 @@ def test_reading_time_adds_the_figures_tables_and_equations_a_reader_studies():
     folded = ":::{dropdown} More\n" + figure + "$$\nc\n$$\n:::\n"
     counts = ch.core_counts(page + folded)
     assert counts == {"words": 9 + 4, "figures": 1, "tables": 2, "equations": 1}
-    # 13 words, a figure, two tables and an equation: 0.11 + 1 + 1 + 0.5 minutes
-    assert ch.reading_minutes(page + folded) == 3
+    # 13 words, a figure, two tables and an equation: 0.19 + 1.5 + 2 + 1 minutes
+    assert ch.reading_minutes(page + folded) == 5
     assert ch.core_counts(page + folded, folds=True)["figures"] == 2  # the fold opened
     assert ch.core_words(page) == 13  # the markers are not words
+
+
+def test_the_course_plans_state_the_reading_rate_the_header_uses():
+    text = " ".join((ROOT / "book" / "syllabus.md").read_text(encoding="utf-8").split())
+    assert f"{ch.WORDS_PER_MINUTE} words a minute" in text
+    assert ch.MINUTES_PER_FIGURE == 1.5 and "a minute and a half per figure" in text
+    assert ch.MINUTES_PER_TABLE == ch.MINUTES_PER_EQUATION == 1.0
+    assert "a minute per table and display equation" in text

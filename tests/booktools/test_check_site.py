@@ -154,7 +154,7 @@ def test_accessibility_violations_in_the_books_content_fail_and_the_themes_are_r
 
 
 @pytest.mark.skipif(check_site.find_chromium() is None, reason="needs chromium")
-def test_a_table_wider_than_the_column_and_a_raw_web_address_fail(tmp_path):
+def test_a_table_or_output_wider_than_the_column_and_a_raw_web_address_fail(tmp_path):
     long = "x" * 400
     pages = {
         "clean.html": '<p>See <a href="https://example.org/">the example</a>, or run '
@@ -162,12 +162,15 @@ def test_a_table_wider_than_the_column_and_a_raw_web_address_fail(tmp_path):
         "wide.html": '<div class="pst-scrollable-table-container" style="overflow-x:auto">'
         f"<table><tr><td>{long}</td></tr></table></div>",
         "url.html": "<p>Read more at https://example.org/more.</p>",
+        "output.html": '<div class="cell"><div class="cell_output"><pre style="overflow:auto">'
+        f"{long}</pre></div></div>",
     }
     for name, body in pages.items():
         (tmp_path / name).write_text(_page(body), encoding="utf-8")
     _, failures, _, _, _ = check_site.browse(tmp_path, sorted(pages), check_site.find_chromium())
     assert "clean.html" not in failures, failures.get("clean.html")
     assert any("wider than the text column" in p for p in failures["wide.html"])
+    assert any("cut off): pre: xxx" in p for p in failures["output.html"])
     assert any(
         "raw web address in the text: https://example.org/more" in p for p in failures["url.html"]
     )
@@ -282,3 +285,56 @@ def test_deck_problems_name_what_is_wrong():
     problems = check_site.deck_problems(short)
     assert any("has 3 slides" in p for p in problems)
     assert any("'Takeaways'" in p for p in problems)
+
+
+def _figure_png(fontsize: float, label: str) -> bytes:
+    """A small matplotlib figure as the book's kernels render it (text size recorded)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seqtheory.book.plotting import png_with_text_size
+
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
+    ax.plot([0, 1], [0, 1])
+    ax.tick_params(labelsize=12)
+    ax.set_title(label, fontsize=12)
+    ax.text(0.5, 0.2, "note", fontsize=fontsize)
+    data = png_with_text_size(fig)
+    plt.close(fig)
+    return data
+
+
+def test_the_smallest_text_of_a_figure_is_recorded_in_its_png():
+    """5-point text at 100 dpi is 6.9 px; a figure whose text is all 12 points records 16.7."""
+    small = check_site.png_texts(_figure_png(5, "a"))[check_site.TEXT_SIZE_KEY]
+    large = check_site.png_texts(_figure_png(12, "b"))[check_site.TEXT_SIZE_KEY]
+    assert float(small) == pytest.approx(5 * 100 / 72, abs=0.01)
+    assert float(large) == pytest.approx(12 * 100 / 72, abs=0.01)
+    assert check_site.png_texts(b"not a png") == {}
+
+
+@pytest.mark.skipif(check_site.find_chromium() is None, reason="needs chromium")
+def test_a_figure_shown_twice_and_figure_text_below_8_px_fail(tmp_path):
+    """Two different figures with 12-point text pass; the same image twice on a page fails,
+    5-point text (6.9 px) fails, and 12-point text (16.7 px) shown at a third of its width
+    (5.6 px) fails."""
+    (tmp_path / "a.png").write_bytes(_figure_png(12, "a"))
+    third = int.from_bytes((tmp_path / "a.png").read_bytes()[16:20], "big") / 3  # IHDR width
+    (tmp_path / "b.png").write_bytes(_figure_png(12, "b"))
+    (tmp_path / "small.png").write_bytes(_figure_png(5, "c"))
+    img = '<img src="{}" alt="{}" style="{}">'
+    pages = {
+        "clean.html": img.format("a.png", "figure a", "") + img.format("b.png", "figure b", ""),
+        "twice.html": img.format("a.png", "figure a", "") + img.format("a.png", "figure a", ""),
+        "small.html": img.format("small.png", "figure c", ""),
+        "shrunk.html": img.format("a.png", "figure a", f"width:{third}px"),
+    }
+    for name, body in pages.items():
+        (tmp_path / name).write_text(_page(body), encoding="utf-8")
+    _, failures, _, _, _ = check_site.browse(tmp_path, sorted(pages), check_site.find_chromium())
+    assert "clean.html" not in failures, failures.get("clean.html")
+    assert any("figure shown twice on the page: 'figure a'" in p for p in failures["twice.html"])
+    assert any("figure text 6.9 px as shown" in p for p in failures["small.html"])
+    assert any("figure text 5.6 px as shown" in p for p in failures["shrunk.html"])

@@ -2,18 +2,18 @@
 chapter's title in the text; a missing chapter is reported."""
 
 import io
-import shutil
 
 import pytest
 
 from booktools import make_pdf
+from booktools.check_site import find_chromium
 
 
 @pytest.fixture
 def binary():
     """The Chromium the PDF is printed with (skips where there is none, or no pypdf)."""
     pytest.importorskip("pypdf")
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    found = find_chromium()
     if found is None:
         pytest.skip("no chromium on this machine (CI installs it for the browser check)")
     return found

@@ -578,7 +578,7 @@ def test_graded_archive_claims_and_an_archive_where_dilution_helps_fails():
     assert _failed("graded", early) == {"graded.later_when_diluted", "graded.more_seen_at_low_p"}
 
 
-def test_unigram_plateau_and_exercise_5_claims():
+def test_unigram_plateau_and_exercise_5_claims(monkeypatch):
     main = _main_history(switch=800)
     p = chapter.unigram_plateau(main)
     assert p["switch"] == 800.0 and p["length"] == 750.0 and p["kl_min"] == pytest.approx(0.01)
@@ -589,18 +589,24 @@ def test_unigram_plateau_and_exercise_5_claims():
     values = chapter.claims("exercise", main, peaked)
     assert (values["ex5_peaked_len"], values["ex5_main_len"]) == (350.0, 750.0)
     assert not _failed("exercise", values)
-    # a peaked-rows run with as clean a plateau fails the first claim; one whose plateau is
-    # as long passes the second ("no longer"), a longer one fails it
+    # a peaked-rows run with as clean a plateau fails the first claim
     assert _failed("exercise", chapter.claims("exercise", main, main)) == {
         "exercise.peaked_plateau_less_clean",
     }
+    # "shorter" is a statement over the recorded base seeds: one seed whose peaked phase is
+    # longer passes, a record where it is shorter on only half of the seeds fails
     longer = _main_history(switch=1000)
     for e in longer.evals[1:]:
         if e["step"] < 1000:
             e["KL(unigram||model)"] = 0.03
-    assert "exercise.peaked_plateau_shorter" in _failed(
+    assert "exercise.peaked_plateau_shorter" not in _failed(
         "exercise", chapter.claims("exercise", main, longer)
     )
+    half = {"ex5_peaked_len": [300, 700, 400, 800], "ex5_main_len": [600, 600, 700, 700]}
+    monkeypatch.setattr(chapter.TABLE, "over_seeds", lambda section, name: half[name])
+    values = chapter.claims("exercise", main, peaked)
+    assert values["ex5_shorter"] == "2 of 4" and values["ex5_shorter_share"] == 0.5
+    assert "exercise.peaked_plateau_shorter" in _failed("exercise", values)
 
 
 def test_switch_text_names_a_run_without_a_switch_and_its_budget():

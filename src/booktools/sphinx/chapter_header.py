@@ -34,13 +34,15 @@ from booktools.toc import chapter_names
 BUILD_TIMES = ROOT / "_build" / "chapter_times.tsv"
 CI_TIMES = ROOT / "benchmarks" / "chapter_times_ci.tsv"
 # The reading time of a core path: a careful first read of technical prose, plus time to
-# study each figure and to take in each table and display equation. Calibrated against cold
-# reads of six chapters by first-year-PhD readers (14 to 30 min for 1,200 to 2,400 words
-# with 3 to 9 figures), which 150 words a minute alone underestimated by half.
-WORDS_PER_MINUTE = 120
-MINUTES_PER_FIGURE = 1.0
-MINUTES_PER_TABLE = 0.5
-MINUTES_PER_EQUATION = 0.5
+# study each figure and to take in each table and display equation. Calibrated against two
+# cold reads each of two chapters by first-year-PhD readers, timed section by section
+# (tokenization: 45 and 49 min for 2,160 words, 6 figures, 2 equations; hidden progress:
+# 49 and 56 min for 2,430 words, 3 figures, 4 tables, 2 equations): these constants give 42
+# and 46 min, within 1.3x of each read.
+WORDS_PER_MINUTE = 70
+MINUTES_PER_FIGURE = 1.5
+MINUTES_PER_TABLE = 1.0
+MINUTES_PER_EQUATION = 1.0
 FOLDED = re.compile(r"dropdown|toggle|solution|details|margin|exercise", re.I)
 # markers (not words) for what the counts count
 FIGURE, EQUATION, TABLE = "\u2603", "\u2604", "\u2605"
@@ -130,7 +132,8 @@ def reading_minutes(src: str, folds: bool = False) -> int:
     minutes = (
         c["words"] / WORDS_PER_MINUTE
         + c["figures"] * MINUTES_PER_FIGURE
-        + (c["tables"] + c["equations"]) * MINUTES_PER_TABLE
+        + c["tables"] * MINUTES_PER_TABLE
+        + c["equations"] * MINUTES_PER_EQUATION
     )
     return max(1, math.ceil(minutes))
 

@@ -201,6 +201,8 @@ class Measured(dict):
     def summary(self) -> str:
         """One line: how many of the section's claims this run checked and how many held."""
         name = f"{self.table.chapter}, section {self.section!r}"
+        if not self.table.section(self.section):
+            return f"{name}: {len(self)} values measured (the section states no claim)"
         if not self.outcome:
             return f"{name}: {len(self)} values, claims not checked"
         held = sum(self.outcome.values())

@@ -46,6 +46,7 @@ def set_style(context: str = "notebook", dpi: int = 100) -> None:
     )
     if os.environ.get("SEQTHEORY_SVG_FIGURES", "").strip() == "1":
         _svg_too()
+    _png_records_text_size()
 
 
 def _svg_too() -> None:
@@ -59,6 +60,63 @@ def _svg_too() -> None:
         return
     if get_ipython() is not None:
         set_matplotlib_formats("png", "svg")
+
+
+MIN_TEXT_KEY = "seqtheory:min-text-px"
+
+
+def png_with_text_size(fig) -> bytes | None:
+    """``fig`` as the PNG a notebook shows, carrying the size of its smallest drawn text.
+
+    The size (pixels at the PNG's own scale: points × dpi / 72, over every non-empty text
+    the Agg renderer draws) goes into a PNG ``tEXt`` chunk named ``MIN_TEXT_KEY``; the book's
+    browser check (booktools.check_site) scales it by how wide the page shows the image."""
+    from IPython.core.pylabtools import print_figure
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    sizes: list[float] = []
+    draw_text = RendererAgg.draw_text
+
+    def recording(self, gc, x, y, s, prop, *args, **kwargs):
+        if str(s).strip():
+            sizes.append(prop.get_size_in_points() * self.dpi / 72)
+        return draw_text(self, gc, x, y, s, prop, *args, **kwargs)
+
+    RendererAgg.draw_text = recording
+    try:
+        data = print_figure(fig, "png")
+    finally:
+        RendererAgg.draw_text = draw_text
+    if not data or not sizes:
+        return data
+    return png_add_text(data, MIN_TEXT_KEY, f"{min(sizes):.2f}")
+
+
+def png_add_text(data: bytes, key: str, value: str) -> bytes:
+    """``data`` (a PNG) with a ``tEXt`` chunk ``key``/``value`` after its header chunk."""
+    import struct
+    import zlib
+
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("data: not a PNG file")
+    body = key.encode("latin-1") + b"\0" + value.encode("latin-1")
+    chunk = struct.pack(">I", len(body)) + b"tEXt" + body
+    chunk += struct.pack(">I", zlib.crc32(b"tEXt" + body) & 0xFFFFFFFF)
+    end = 8 + 12 + struct.unpack(">I", data[8:12])[0]  # signature, then IHDR
+    return data[:end] + chunk + data[end:]
+
+
+def _png_records_text_size() -> None:
+    """In a kernel, figures render through ``png_with_text_size``."""
+    try:
+        import matplotlib_inline.backend_inline  # noqa: F401  (sets up its formatters first)
+        from IPython import get_ipython
+        from matplotlib.figure import Figure
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["image/png"].for_type(Figure, png_with_text_size)
 
 
 def palette(n: int = 10) -> list:

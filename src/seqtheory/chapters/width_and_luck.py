@@ -249,6 +249,19 @@ def archive_floor(arch: dict, max_m: int = 200) -> tuple[int, int]:
     return hits, meta["seeds"] * len(meta["widths"]) * len(meta["inits"]) * len(small)
 
 
+def sample_drops(arch: dict, step=None) -> list[tuple[str, int, list[int]]]:
+    """The archive's rows (initialisation, width) whose successful seeds fall somewhere as
+    the sample size grows, after ``step`` (default: the last recorded), with their counts."""
+    meta = arch["meta"]
+    out = []
+    for init in meta["inits"]:
+        for w in meta["widths"]:
+            counts = [arch_count(arch, init, w, m, step) for m in meta["samples"]]
+            if np.any(np.diff(counts) < 0):
+                out.append((init, w, counts))
+    return out
+
+
 def width_comparison(arch: dict) -> dict:
     """Archived successes of narrow (8-32) against wide (1024-2048) networks: sparse at
     m = 300 and dense at m = 400, as ``{init: (narrow, runs, wide, runs)}``."""
@@ -619,6 +632,30 @@ def _frontier(arch: dict, setup) -> dict:
         **_frontier_luck(arch, setup),
         "setup_mismatch": setup_mismatch(arch, setup),
         **_frontier_half_steps(arch),
+    }
+
+
+@TABLE.computes("samples")
+def _samples(arch: dict) -> dict:
+    """Sample-wise double descent in the archive: rows (initialisation, width) whose success
+    falls as the sample size grows, and steps to half success that rise with it."""
+    meta = arch["meta"]
+    rows = len(meta["inits"]) * len(meta["widths"])
+    every = [sample_drops(arch, int(t)) for t in arch["eval_steps"]]
+    worst = max((-int(np.diff(c).min()) for drops in every for _, _, c in drops), default=0)
+    rise = 0  # the largest rise of the steps to half success from one m to the next
+    for init in meta["inits"]:
+        for w in meta["widths"]:
+            half = [steps_to_half(arch, init, w, m) for m in meta["samples"]]
+            pairs = zip(half[:-1], half[1:], strict=True)
+            rise = max([rise] + [b - a for a, b in pairs if a >= 0 and b >= 0])
+    return {
+        "wf_dd_rows": rows,
+        "wf_dd_6000": len(sample_drops(arch, 6000)),
+        "wf_dd_last": len(sample_drops(arch)),
+        "wf_dd_any": f"{sum(map(len, every)):,} of {rows * len(every):,}",
+        "wf_dd_worst": worst,
+        "wf_dd_rise": f"{rise:,}",
     }
 
 
