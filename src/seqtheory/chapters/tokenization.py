@@ -147,7 +147,8 @@ TABLE = ClaimTable(
         Claim(
             "sweep.lzw_stable",
             "At d = 1024 LZW is less sensitive to the training stream than BPE: its range over "
-            "the streams is smaller (not checked at d = 64, where it can be as wide or wider).",
+            "the streams is smaller (not checked at d = 64, where the two ranges are of the "
+            "same order and either can be the wider).",
             "np.ptp(lzw1024_streams) < np.ptp(bpe1024_streams)",
             "LZW's results at d = 1024 spread over the streams as much as BPE's",
         ),
