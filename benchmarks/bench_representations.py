@@ -1,5 +1,5 @@
 """Speed of the universality chapter's routines (seqtheory.similarity and
-seqtheory.sources.knowledge_graphs): CKA, affine stitching, batched training.
+seqtheory.kinship): CKA, affine stitching, batched training.
 
 Run:  python benchmarks/bench_representations.py
 
@@ -18,8 +18,9 @@ import time
 import numpy as np
 import torch
 
+from seqtheory.kinship import train_kinship
 from seqtheory.similarity import debiased_cka, linear_cka, stitch
-from seqtheory.sources.knowledge_graphs import FamilyForest, kinship_data, train_kinship
+from seqtheory.sources.knowledge_graphs import FamilyForest, kinship_data
 
 
 def timed(fn, repeat: int = 1) -> float:

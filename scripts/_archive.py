@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from seqtheory.core.runtime import cpu_name
+from booktools.machine import cpu_name
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ sets of 500 strings.
 
     python scripts/copying_lookup.py            # about 15 minutes on 2 CPU cores
 
-writes src/seqtheory/data/copying_lookup.json (seqtheory.core.runtime.load_data(
+writes src/seqtheory/data/copying_lookup.json (seqtheory.book.archive.load_data(
 "copying_lookup.json")). Seeds go through seqtheory's base-seed helper (run it with
 SEQTHEORY_SEED unset).
 """

@@ -15,7 +15,7 @@ its tuned rate, three seeds) and their string accuracy is measured at every leng
     python scripts/copying_sweeps.py --jobs 16     # about 3 minutes on 16 cores (193 s)
 
 runs every (model, setting) as its own process with one torch thread and writes
-src/seqtheory/data/copying_sweeps.json (seqtheory.core.runtime.load_data("copying_sweeps.json")).
+src/seqtheory/data/copying_sweeps.json (seqtheory.book.archive.load_data("copying_sweeps.json")).
 Seeds go through seqtheory's base-seed helper (run it with SEQTHEORY_SEED unset).
 """
 
@@ -151,8 +151,8 @@ def main() -> None:
     import torch
 
     import seqtheory
+    from booktools.machine import cpu_name
     from seqtheory.copying import MODEL_NAMES
-    from seqtheory.core.runtime import cpu_name
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=os.cpu_count())

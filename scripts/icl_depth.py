@@ -25,7 +25,7 @@ one process per order; index 4 (four layers without LayerNorm) was added the sam
 GPU (--device cuda, one process per order and seed).
 
 writes src/seqtheory/data/icl_depth.json (shipped with the library, so the chapter can load
-it in Colab too: seqtheory.core.runtime.load_data("icl_depth.json")). Each run is seeded, so the
+it in Colab too: seqtheory.book.archive.load_data("icl_depth.json")). Each run is seeded, so the
 file
 is reproducible on the same machine and library version.
 """
@@ -42,8 +42,9 @@ from pathlib import Path
 import torch
 
 import seqtheory
+from booktools.machine import cpu_name
 from seqtheory import Sizes, setup_threads
-from seqtheory.core.runtime import check_device, cpu_name
+from seqtheory.core.runtime import check_device
 from seqtheory.incontext import SETUP
 from seqtheory.incontext import run as run_icl
 from seqtheory.sources.markov import ngram_name

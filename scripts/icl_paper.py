@@ -10,7 +10,7 @@ on 256 held-out sequences; the switch step is seqtheory.incontext.switch_step.
     SEQTHEORY_NUM_THREADS=1 python scripts/icl_paper.py [--seeds 0,1,2] [--device cuda]
 
 writes src/seqtheory/data/icl_paper.json after every seed (load it with
-seqtheory.core.runtime.load_data("icl_paper.json")).  On a GPU the archive was made with one process
+seqtheory.book.archive.load_data("icl_paper.json")).  On a GPU the archive was made with one process
 per seed, all on the same GPU (tiny models leave it mostly idle), then merged:
 
     for s in 0 1 2 3 4 5 6 7; do python scripts/icl_paper.py --device cuda --patience 0 \

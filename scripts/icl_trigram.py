@@ -12,7 +12,7 @@ budget, SHORT_BUDGET, and at the full length).
     SEQTHEORY_NUM_THREADS=1 python scripts/icl_trigram.py --jobs 3   # ~4 min on 3 free cores
 
 writes src/seqtheory/data/icl_trigram.json (shipped with the library:
-seqtheory.core.runtime.load_data("icl_trigram.json")). Seeds go through seqtheory's base-seed
+seqtheory.book.archive.load_data("icl_trigram.json")). Seeds go through seqtheory's base-seed
 helper; each run uses one torch thread, whatever --jobs is, so results do not depend on it.
 """
 
@@ -30,8 +30,8 @@ from pathlib import Path
 import torch
 
 import seqtheory
+from booktools.machine import cpu_name
 from seqtheory import derive_seed, setup_threads
-from seqtheory.core.runtime import cpu_name
 from seqtheory.incontext import TRIGRAM_SETUP, phases, switch_step
 from seqtheory.incontext import run as run_icl
 

@@ -11,7 +11,7 @@ constant learning rate the first N steps of a longer run are exactly the N-step 
     SEQTHEORY_NUM_THREADS=1 python scripts/icl_variations.py     # about 12 minutes on one free core
 
 writes src/seqtheory/data/icl_variations.json (shipped with the library:
-seqtheory.core.runtime.load_data("icl_variations.json")) after every seed, so an interrupted run
+seqtheory.book.archive.load_data("icl_variations.json")) after every seed, so an interrupted run
 still leaves the seeds it finished. Seeds go through seqtheory's base-seed helper.
 """
 
@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 
 import seqtheory
+from booktools.machine import cpu_name
 from seqtheory import derive_seed, setup_threads
-from seqtheory.core.runtime import cpu_name
 from seqtheory.incontext import SETUP, switch_step
 from seqtheory.incontext import run as run_icl
 

@@ -12,7 +12,7 @@ batched program.
     SEQTHEORY_NUM_THREADS=1 python scripts/representations_decoder.py   # ~8 min, one CPU thread
 
 Writes src/seqtheory/data/representations_decoder.json (shipped with the library:
-seqtheory.core.runtime.load_data("representations_decoder.json")).
+seqtheory.book.archive.load_data("representations_decoder.json")).
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ import torch
 from _archive import git_commit
 
 import seqtheory
+from booktools.machine import cpu_name
 from seqtheory import setup_threads
-from seqtheory.core.runtime import check_device, cpu_name
+from seqtheory.core.runtime import check_device
+from seqtheory.kinship import accuracy, train_kinship
 from seqtheory.representations import SETUP, kinship_task
-from seqtheory.sources.knowledge_graphs import accuracy, train_kinship
 
 OUT = (
     Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ in the document, and of models of the other widths (``text_widths``).
     SEQTHEORY_NUM_THREADS=1 python scripts/scaling_text.py     # about 25 minutes on one core
 
 writes src/seqtheory/data/scaling_text.json (shipped with the library:
-seqtheory.core.runtime.load_data("scaling_text.json")) after every seed. Seeds go through
+seqtheory.book.archive.load_data("scaling_text.json")) after every seed. Seeds go through
 seqtheory's base-seed helper; the chapter trains one of these runs live (seed 0 at
 n = text_ablation_n) and checks it against this file.
 """
@@ -28,8 +28,8 @@ from pathlib import Path
 import torch
 
 import seqtheory
+from booktools.machine import cpu_name
 from seqtheory import derive_seed, setup_threads
-from seqtheory.core.runtime import cpu_name
 from seqtheory.scaling import SETUP
 from seqtheory.text import CharCorpus, activation_dimension, load_shakespeare, train_char_model
 

@@ -88,8 +88,8 @@ def main() -> None:
     import torch
 
     import seqtheory
+    from booktools.machine import cpu_name
     from seqtheory import derive_seed
-    from seqtheory.core.runtime import cpu_name
     from seqtheory.scaling import SETUP
 
     steps = 30 if args.quick else STEPS

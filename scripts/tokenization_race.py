@@ -10,7 +10,7 @@ run (same seed, same data stream), so the chapter checks its live run against th
 
     SEQTHEORY_NUM_THREADS=1 python scripts/tokenization_race.py     # about 10 minutes on one core
 
-writes src/seqtheory/data/tokenization_race.json (seqtheory.core.runtime.load_data).
+writes src/seqtheory/data/tokenization_race.json (seqtheory.book.archive.load_data).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pathlib import Path
 import torch
 
 import seqtheory
+from booktools.machine import cpu_name
 from seqtheory import base_seed, setup_threads
-from seqtheory.core.runtime import cpu_name
 from seqtheory.tokenization import SETUP, race
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "tokenization_race.json"

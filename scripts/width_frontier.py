@@ -18,7 +18,7 @@ its device).
     SEQTHEORY_NUM_THREADS=1 python scripts/width_frontier.py --widths 8,32   # a CPU slice
 
 Writes src/seqtheory/data/width_frontier.json (shipped with the library:
-seqtheory.core.runtime.load_data("width_frontier.json")) after every width. Its meta records the
+seqtheory.book.archive.load_data("width_frontier.json")) after every width. Its meta records the
 checkout's commit (``git rev-parse HEAD``; None outside a git checkout; the shipped file
 has no such field).
 """
@@ -38,8 +38,9 @@ import torch
 from _archive import git_commit
 
 import seqtheory
+from booktools.machine import cpu_name
 from seqtheory import derive_seed, make_generator, setup_threads
-from seqtheory.core.runtime import check_device, cpu_name
+from seqtheory.core.runtime import check_device
 from seqtheory.parity import WIDTH_LUCK_SETUP, ParityMLPs, train_offline
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "seqtheory" / "data" / "width_frontier.json"

@@ -230,7 +230,8 @@ def test_twonn_keeps_every_ratio_but_the_last_without_discard():
 
 def test_stitch_refuses_a_nan_source():
     # a NaN source ended in an MKL error and a PyTorch INTERNAL ASSERT
-    from seqtheory.sources.knowledge_graphs import FamilyForest, kinship_data, train_kinship
+    from seqtheory.kinship import train_kinship
+    from seqtheory.sources.knowledge_graphs import FamilyForest, kinship_data
 
     data = kinship_data(FamilyForest.generate(1, 3, (2, 2)), 0.8)
     zoo, _ = train_kinship(data, (2,), (0,), steps=2, progress=False)

@@ -14,7 +14,7 @@ import torch
 
 from seqtheory import Transformer, TransformerConfig, seed_everything, train
 from seqtheory.core.runtime import check_device
-from seqtheory.incontext import PAPER, train_icl
+from seqtheory.incontext import PAPER, run
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -31,9 +31,9 @@ def test_check_device_accepts_and_refuses():
             check_device("device", "cuda")
 
 
-def test_train_icl_refuses_bad_device():
+def test_icl_run_refuses_bad_device():
     with pytest.raises(ValueError, match="device"):
-        train_icl(PAPER.replace(steps=2), device="tpu-ish", progress=False)
+        run(PAPER.replace(steps=2), device="tpu-ish", progress=False)
 
 
 def _batch(step):
@@ -45,24 +45,16 @@ def _batch(step):
 def test_cpu_losses_recorded_every_step():
     seed_everything(0)
     model = Transformer(TransformerConfig(vocab_size=5, max_len=12, n_layers=1, d_model=8))
-    seen = []
-    hist = train(
-        model,
-        _batch,
-        steps=7,
-        eval_every=3,
-        progress=False,
-        callbacks=[lambda s, m, loss: seen.append(loss)],
-    )
+    hist = train(model, _batch, steps=7, eval_every=3, progress=False)
     assert hist.steps == list(range(1, 8)) and len(hist.loss) == 7
-    assert all(isinstance(v, float) for v in seen) and seen == hist.loss
+    assert all(type(v) is float for v in hist.loss)
 
 
 @cuda
 def test_gpu_training_matches_cpu_batches_and_records_all_losses():
     """On a GPU: the same batches as on the CPU (no dropout), every step's loss recorded
-    (copied to the host at evaluations), callbacks get device tensors, and the first loss
-    equals the CPU's up to rounding."""
+    (copied to the host at evaluations, as floats), and the first loss equals the CPU's up
+    to rounding."""
     cfg = dict(steps=9, eval_every=4, progress=False)
     runs = {}
     for device in ("cpu", "cuda"):
@@ -70,24 +62,20 @@ def test_gpu_training_matches_cpu_batches_and_records_all_losses():
         model = Transformer(TransformerConfig(vocab_size=5, max_len=12, n_layers=1, d_model=8)).to(
             device
         )
-        seen = []
-        hist = train(
-            model, _batch, callbacks=[lambda s, m, loss, seen=seen: seen.append(loss)], **cfg
-        )
-        runs[device] = (hist, seen)
-    cpu, gpu = runs["cpu"][0], runs["cuda"][0]
+        runs[device] = train(model, _batch, **cfg)
+    cpu, gpu = runs["cpu"], runs["cuda"]
     assert gpu.steps == cpu.steps and len(gpu.loss) == 9
-    assert all(isinstance(v, torch.Tensor) and v.device.type == "cuda" for v in runs["cuda"][1])
+    assert all(type(v) is float for v in gpu.loss)
     assert abs(gpu.loss[0] - cpu.loss[0]) < 1e-4
     assert np.allclose(gpu.loss, cpu.loss, atol=1e-2)
 
 
 @cuda
-def test_train_icl_on_gpu():
-    run = train_icl(
+def test_icl_run_on_gpu():
+    result = run(
         PAPER.replace(steps=60, eval_every=20), seed=0, eval_n=32, progress=False, device="cuda"
     )
-    assert next(run.model.parameters()).device.type == "cuda"
-    steps, loss = run.history.metric("loss")
+    assert next(result.model.parameters()).device.type == "cuda"
+    steps, loss = result.history.metric("loss")
     assert steps.tolist() == [0, 20, 40, 60] and all(math.isfinite(v) for v in loss)
-    assert len(run.history.loss) == 60
+    assert len(result.history.loss) == 60

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from seqtheory.core.runtime import load_data
+from seqtheory.book.archive import load_data
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location(

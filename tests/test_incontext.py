@@ -348,15 +348,6 @@ def test_building_a_model_leaves_the_global_rng_alone():
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
 
 
-def test_train_icl_is_run():
-    from seqtheory.incontext import train_icl
-
-    assert (
-        train_icl(SMALL, progress=False, eval_n=8).history.loss
-        == run(SMALL, seed=0, progress=False, eval_n=8).history.loss
-    )
-
-
 def test_run_seeds_trains_members_as_one_program():
     # member s starts from the weights of logical seed s (member 0: where run() starts), each
     # member trains the same whichever others train with it (fails if the members shared a

@@ -10,6 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from seqtheory.kinship import KinshipModels, plot_embedding, plot_forest, train_kinship
 from seqtheory.representations import (  # noqa: E402
     SETUP,
     STREAMS,
@@ -22,14 +23,7 @@ from seqtheory.representations import (  # noqa: E402
     run,
 )
 from seqtheory.similarity import pca_2d  # noqa: E402
-from seqtheory.sources.knowledge_graphs import (
-    FamilyForest,
-    KinshipModels,
-    kinship_data,
-    plot_embedding,
-    plot_forest,
-    train_kinship,
-)
+from seqtheory.sources.knowledge_graphs import FamilyForest, kinship_data
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from seqtheory.kinship import KinshipModels, accuracy, train_kinship
 from seqtheory.similarity import (
     affine_r2,
     cka_across_seeds,
@@ -17,13 +18,7 @@ from seqtheory.similarity import (
     stitch_controls,
     stitch_restarts,
 )
-from seqtheory.sources.knowledge_graphs import (
-    FamilyForest,
-    KinshipModels,
-    accuracy,
-    kinship_data,
-    train_kinship,
-)
+from seqtheory.sources.knowledge_graphs import FamilyForest, kinship_data
 
 
 def test_cka_reference_values():

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqtheory import make_generator
-from seqtheory.core.runtime import load_data
+from seqtheory.book.archive import load_data
 from seqtheory.parity import (
     WIDTH_LUCK_SETUP,
     ParityMLPs,

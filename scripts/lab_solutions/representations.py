@@ -20,6 +20,7 @@ from seqtheory.core.seeds import (
     make_generator,
     make_rng,
 )
+from seqtheory.kinship import accuracy
 from seqtheory.representations import (
     SETUP,
     kinship_task,
@@ -28,10 +29,7 @@ from seqtheory.similarity import (
     linear_cka,
     stitch,
 )
-from seqtheory.sources.knowledge_graphs import (
-    KinshipData,
-    accuracy,
-)
+from seqtheory.sources.knowledge_graphs import KinshipData
 
 
 @LABS.solves(

@@ -8,6 +8,7 @@ these under several base seeds into ``width_and_luck.labs.json`` next to this fi
 
 from __future__ import annotations
 
+from seqtheory.book.archive import load_data
 from seqtheory.chapters.width_and_luck import (
     LABS,
     TICKET_LAB,
@@ -15,7 +16,6 @@ from seqtheory.chapters.width_and_luck import (
     equal_compute_counts,
     ticket_networks,
 )
-from seqtheory.core.runtime import load_data
 from seqtheory.core.seeds import make_generator
 from seqtheory.parity import (
     ParityMLPs,

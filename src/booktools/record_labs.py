@@ -35,8 +35,8 @@ def main(argv=None) -> int:
     import torch
 
     from booktools.labs import record_path, table_with_solutions
+    from booktools.machine import cpu_name
     from seqtheory.book.claims import plain
-    from seqtheory.core.runtime import cpu_name
 
     torch.set_num_threads(args.threads)
     seeds = parse_seeds(args.seeds)

@@ -196,8 +196,8 @@ def _merge_record(
 
     import torch
 
+    from booktools.machine import cpu_name
     from booktools.sections import section_fingerprint
-    from seqtheory.core.runtime import cpu_name
 
     old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     record = {

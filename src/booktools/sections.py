@@ -13,7 +13,9 @@ The record of measured values (``booktools.robustness --record``) stores it per 
 section, and ``tests/test_claims_recorded.py`` fails on a section whose fingerprint has
 changed since it was recorded. Not part of it: the library's topic and engine modules the
 section's code calls (an edit there would make every section of every chapter that uses
-them stale; the chapter's own run checks them under CI), and the order of draws from a
+them stale; the chapter's own run checks them under CI), hence also which library module a
+name is imported from (an import counts as the names it binds: moving a function between
+modules leaves the sections that import it as they were), and the order of draws from a
 global random generator (the library's runs draw from their own named streams).
 """
 
@@ -197,7 +199,7 @@ def section_fingerprint(chapter: str, section: str, root: Path = ROOT) -> str:
     used = section_cells(cells, section)
     h = hashlib.sha256()
     for i in used:
-        h.update(cells[i].strip().encode() + b"\0")
+        h.update(_without_import_paths(cells[i]).strip().encode() + b"\0")
     for size in _sizes(cells, used):
         h.update(size.encode() + b"\0")
     compute = table._compute.get(section)
@@ -206,6 +208,27 @@ def section_fingerprint(chapter: str, section: str, root: Path = ROOT) -> str:
     for claim in table.section(section):
         h.update(f"{claim.id}: {claim.condition} [{claim.scale}]".encode() + b"\0")
     return h.hexdigest()[:16]
+
+
+def _without_import_paths(source: str) -> str:
+    """``source`` with each run of adjacent import statements written as one line of the
+    names they bind, sorted (``from a.b import c as d`` and ``import e.f`` become
+    ``import d, e``)."""
+    tree = parse_cell(source)
+    if tree is None:
+        return source
+    lines = source.splitlines()
+    imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    runs: list[list] = []  # (first line, last line, names) of adjacent imports
+    for node in sorted(imports, key=lambda n: n.lineno):
+        names = [(a.asname or a.name).split(".")[0] for a in node.names]
+        if runs and runs[-1][1] + 1 == node.lineno and runs[-1][3] == node.col_offset:
+            runs[-1][1], runs[-1][2] = node.end_lineno, runs[-1][2] + names
+        else:
+            runs.append([node.lineno, node.end_lineno, names, node.col_offset])
+    for first, last, names, col in reversed(runs):
+        lines[first - 1 : last] = [f"{lines[first - 1][:col]}import {', '.join(sorted(names))}"]
+    return "\n".join(lines)
 
 
 def last_cell(chapter: str, sections: list[str], root: Path = ROOT) -> int:

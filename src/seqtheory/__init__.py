@@ -1,5 +1,6 @@
 """seqtheory: the library behind the executable book on how transformers learn structure."""
 
+from .book import session
 from .book.claims import verify
 from .book.notebook import glue
 from .core.attention import attention_to_offset
@@ -19,6 +20,8 @@ from .core.seeds import base_seed, derive_seed, make_generator, make_rng, seed_e
 from .core.training import History, TrainConfig, train
 
 __version__ = "0.1.0"
+
+session.configure()  # the book's progress line and smoke runs, from its environment
 
 __all__ = [
     "Ensemble",

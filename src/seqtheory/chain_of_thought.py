@@ -35,10 +35,11 @@ import torch.nn as nn
 
 from .core.decode import greedy_decode
 from .core.experiment import Experiment, RunInfo, Streams, experiment
-from .core.models import _CHECK_INPUTS
+from .core.models import checking_inputs
 from .core.runtime import Sizes, check_device, evaluating, to_numpy
 from .core.training import IGNORE_INDEX, SCHEDULES, History, train
 from .core.validate import check_choice, check_float, check_int
+from .parity import check_support
 
 __all__ = [
     "FORMATS",
@@ -89,16 +90,6 @@ def chain_length(n: int, fmt: str) -> int:
     ]
 
 
-def _check_support(support, n: int) -> torch.Tensor | None:
-    """``support`` as a sorted long tensor of distinct bit indices in 0..n-1 (or None)."""
-    if support is None:
-        return None
-    a = torch.as_tensor(support).long().flatten()
-    if a.numel() == 0 or len(set(a.tolist())) != a.numel() or int(a.min()) < 0 or int(a.max()) >= n:
-        raise ValueError(f"support must hold distinct bit indices in 0..{n - 1}, got {a.tolist()}")
-    return a.sort().values
-
-
 def parity_chain(x: torch.Tensor, fmt: str, support=None) -> torch.Tensor:
     """Full sequences (B, n + chain) for bits ``x`` (B, n) of 0/1 in the format ``fmt``;
     ``support``: the chain (and answer) over those bits only, its length that of
@@ -107,7 +98,7 @@ def parity_chain(x: torch.Tensor, fmt: str, support=None) -> torch.Tensor:
         raise TypeError("x must be a (batch, n) tensor of 0/1 bits")
     check_choice("fmt", fmt, FORMATS)
     x = x.long()
-    a = _check_support(support, x.shape[1])
+    a = None if support is None else check_support(support, x.shape[1], sort=True)
     if a is not None:
         return _support_chain(x, fmt, a.to(x.device))
     p = x.cumsum(dim=1) % 2  # (B, n) running xor
@@ -223,7 +214,7 @@ class NextTokenNet(nn.Module):
                 f"T <= {self.seq_len}, got {tuple(idx.shape)}"
             )
         if (
-            _CHECK_INPUTS.get()
+            checking_inputs()
             and idx.numel()
             and (int(idx.min()) < 0 or int(idx.max()) >= self.vocab)
         ):
@@ -282,7 +273,7 @@ def generate(model: NextTokenNet, x: torch.Tensor, steps: int) -> torch.Tensor:
 def answer_accuracy(model: NextTokenNet, x: torch.Tensor, fmt: str, support=None) -> torch.Tensor:
     """Fraction of prompts whose generated chain ends in the right parity (of the bits in
     ``support``, default all), per model (M,)."""
-    a = _check_support(support, x.shape[1])
+    a = None if support is None else check_support(support, x.shape[1], sort=True)
     bits = x.long() if a is None else x.long()[:, a.to(x.device)]
     steps = chain_length(bits.shape[1], fmt)
     right = torch.zeros(model.models, device=x.device)
@@ -346,7 +337,7 @@ def train_chain_models(
         raise TypeError("train_x must be a (strings, n) tensor of 0/1 bits")
     steps = setup.steps if steps is None else check_int("steps", steps, minimum=1)
     n = train_x.shape[1]
-    support = _check_support(support, n)
+    support = None if support is None else check_support(support, n, sort=True)
     if support is not None:
         support = support.to(train_x.device)
     k = n if support is None else len(support)  # bits the parity reads

@@ -20,17 +20,20 @@ import math
 import warnings
 from dataclasses import dataclass
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .book.plotting import palette
 from .core.decode import greedy_decode
 from .core.ensemble import Ensemble, member_eval
 from .core.experiment import Experiment, RunInfo, Streams, experiment
-from .core.models import Transformer, TransformerConfig
-from .core.runtime import Sizes, evaluating, smoke_steps
+from .core.models import Transformer, TransformerConfig, checking_inputs
+from .core.runtime import Sizes, evaluating
 from .core.seeds import experiment_seed, make_generator, seeded
+from .core.settings import settings
 from .core.training import IGNORE_INDEX, History, train
 from .core.validate import check_int
 
@@ -442,8 +445,6 @@ class StackedLSTM(Ensemble):
 
     def forward(self, idx: torch.Tensor, shared: bool = False) -> torch.Tensor:
         """Logits (M, B, T, V) of every member for token ids (M, B, T) (or shared (B, T))."""
-        from .core.models import _CHECK_INPUTS
-
         M, (V, E, H) = self.num_members, self._sizes
         if not isinstance(idx, torch.Tensor):
             raise TypeError(f"idx must be a torch.Tensor, got {type(idx).__name__}")
@@ -458,7 +459,7 @@ class StackedLSTM(Ensemble):
             raise TypeError(f"idx must hold integer token ids, got {idx.dtype}")
         # checked unless the caller has (train() on a GPU after its first batch): the
         # gather below would take a negative id from the end of the table
-        if _CHECK_INPUTS.get() and idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= V):
+        if checking_inputs() and idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= V):
             raise ValueError(f"idx must hold token ids in 0..{V - 1}")
         p, _ = self._state()
         _, B, T = idx.shape
@@ -810,8 +811,8 @@ def _copy_tests(setup: CopySetup, seed: int, device: torch.device) -> dict:
 
 def _copy_eval(tests: dict, last_step: int):
     """eval_fn for train(): accuracy at max_len, and at the last step also at test_len (a
-    smoke run's last step is its step cap, ``SEQTHEORY_SMOKE``)."""
-    last_step = min(last_step, smoke_steps() or last_step)
+    smoke run's last step is its step cap, ``settings.max_steps``)."""
+    last_step = min(last_step, settings.max_steps or last_step)
 
     def evaluate(model, step):
         names = list(tests) if step == last_step else ["acc_train_len"]
@@ -1021,10 +1022,6 @@ def run(setup: CopySetup, ctx: Experiment) -> CopyResult:
 def plot_learning_curves(result: CopyResult, ax=None, colors: dict | None = None):
     """String accuracy at ``max_len`` against the training step for every model of
     ``result``: a thin line per seed and the median; returns the axes."""
-    import matplotlib.pyplot as plt
-
-    from .book.plotting import palette
-
     if not isinstance(result, CopyResult):
         raise TypeError(f"result must be a CopyResult, got {type(result).__name__}")
     if ax is None:

@@ -19,10 +19,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import matplotlib.pyplot as plt
+import numpy as np
 import torch
 import torch.nn as nn
 
-from .core.attention import attention_to_offset
+from .book.plotting import palette
+from .core.attention import (
+    attention_to_offset,
+    attention_without_offset,
+    override_pattern,
+    uniform_causal_pattern,
+)
 from .core.ensemble import Ensemble, member_eval
 from .core.experiment import Experiment, RunInfo, Streams, experiment
 from .core.models import Transformer, TransformerConfig
@@ -50,11 +58,20 @@ __all__ = [
     "ICLSeedsRun",
     "run",
     "run_seeds",
-    "train_icl",
     "induction_attention",
     "switch_step",
     "phases",
     "rise_step",
+    "plateau_index",
+    "bigram_gap",
+    "first_visits",
+    "switch_width",
+    "layer1_profile",
+    "contrast_share",
+    "first_step",
+    "escape_steps",
+    "layer2_steps",
+    "unigram_plateau",
     "plot_phases",
     "history_from_record",
     "MinimalICL",
@@ -306,23 +323,24 @@ class ICLRun(RunInfo):
 
 
 def _switch_watch(evaluator: ICLEvaluator, stop_after_switch: int | None, eval_every: int):
-    """``(eval_fn, stop)`` for :func:`~seqtheory.core.training.train`: ``eval_fn`` runs
+    """``(eval_fn, stop_when)`` for :func:`~seqtheory.core.training.train`: ``eval_fn`` runs
     ``evaluator`` and notes whether the model is nearer the bigram than the unigram rule;
-    ``stop`` is true once it was for the last ``stop_after_switch`` steps (never if None)."""
-    closer = []  # per evaluation: nearer bigram than unigram?
+    ``stop_when`` is true once it has been at every evaluation of the last
+    ``stop_after_switch + eval_every`` steps (None: no stop rule)."""
+    closer = []  # per evaluation: (step, nearer bigram than unigram?)
 
     def eval_fn(model, step):
         out = evaluator(model, step)
         closer.append((step, out["KL(bigram||model)"] < out["KL(unigram||model)"]))
         return out
 
-    def stop(step, model, loss):  # runs before the evaluation of ``step``
-        if stop_after_switch is None or not closer or not closer[-1][1]:
+    def stop_when(row):
+        if stop_after_switch is None or not closer[-1][1]:
             return False
-        first = next(s for s, c in reversed([(0, False), *closer]) if not c)
-        return closer[-1][0] - first >= stop_after_switch + eval_every
+        since = [s for s, c in closer if not c]  # the last evaluation not nearer the bigram
+        return closer[-1][0] - (since[-1] if since else 0) >= stop_after_switch + eval_every
 
-    return eval_fn, stop
+    return eval_fn, (None if stop_after_switch is None else stop_when)
 
 
 @experiment(ICLSetup, STREAMS)
@@ -339,8 +357,9 @@ def run(
     """Build the transformer of ``setup``, train it on fresh ICL-MC batches, evaluate every
     ``setup.eval_every`` steps on ``eval_n`` held-out sequences (of the task of
     ``eval_setup``, default ``setup``) and keep snapshots every ``snapshot_every`` steps.
-    With ``stop_after_switch = n``, training ends early once the evaluations of the last
-    ``n`` steps were all closer to the bigram than to the unigram rule.
+    With ``stop_after_switch = n``, training ends at the first evaluation at which every
+    evaluation of the last ``n + setup.eval_every`` steps was closer to the bigram than to
+    the unigram rule.
 
     Randomness (:data:`STREAMS` under the base seed ``ctx.seed``): the weights, then the
     batches and dropout masks, are drawn from torch's global generators inside
@@ -364,7 +383,7 @@ def run(
     evaluator = ICLEvaluator(
         eval_setup or setup, n=eval_n, seed=ctx.logical("heldout"), base=ctx.seed
     )
-    eval_fn, stop = _switch_watch(evaluator, stop_after_switch, setup.eval_every)
+    eval_fn, stop_when = _switch_watch(evaluator, stop_after_switch, setup.eval_every)
     if device.type == "cuda":
         torch.cuda.init()  # so that seeded() restores its generator too
     with ctx.seeded("training"):  # weights, then batches and dropout masks
@@ -374,7 +393,7 @@ def run(
             setup.batch,
             setup.train_config(snapshot_steps=snaps),
             eval_fn=eval_fn,
-            callbacks=(stop,),
+            stop_when=stop_when,
             desc=desc or "ICL-MC",
             progress=ctx.progress,
         )
@@ -455,11 +474,6 @@ def run_seeds(
     )
 
 
-def train_icl(setup: ICLSetup, *, seed: int | None = None, **kwargs) -> ICLRun:
-    """Another name for :func:`run` (same arguments)."""
-    return run(setup, seed=seed, **kwargs)
-
-
 def predict_next(model: nn.Module, setup: ICLSetup, x: torch.Tensor) -> torch.Tensor:
     """The model's distribution (B, k) over the token after ``x`` (B, L), float64.
 
@@ -486,11 +500,6 @@ def plot_phases(
 ):
     """KL(strategy || model) against training step (log scale), the background shaded by
     the strategy the model is closest to.  Returns the axes."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from .book.plotting import palette
-
     strategies = list(strategies)
     if ax is None:
         _, ax = plt.subplots()
@@ -562,8 +571,6 @@ def phases(steps, curves: dict) -> list[tuple[str, int, int]]:
     evaluations with the same closest strategy, e.g. ``[("uniform", 0, 50), ("unigram",
     100, 900), ("bigram", 950, 2000)]``.
     """
-    import numpy as np
-
     names = list(curves)
     if not names:
         raise ValueError("curves must name at least one strategy")
@@ -584,14 +591,119 @@ def phases(steps, curves: dict) -> list[tuple[str, int, int]]:
 def rise_step(steps, values, start: int, frac: float = 0.5) -> int | None:
     """First evaluated step after index ``start`` at which ``values`` has covered ``frac`` of
     its rise from ``values[start]`` to its final value (None if it does not rise)."""
-    import numpy as np
-
     steps, values = np.asarray(steps), np.asarray(values, dtype=float)
     lo, hi = values[start], values[-1]
     if not hi > lo:
         return None
     reached = np.nonzero(values[start:] >= lo + frac * (hi - lo))[0]
     return int(steps[start + reached[0]])
+
+
+def plateau_index(history) -> int:
+    """The index of the evaluation at which the model is closest to the unigram rule (the
+    step that stands for its unigram plateau)."""
+    return int(np.argmin(history.metric("KL(unigram||model)")[1]))
+
+
+def bigram_gap(history, evaluator) -> float:
+    """The final held-out loss above the bigram (Bayes) rule's loss on the same sequences."""
+    return float(history.final("loss") - evaluator.reference_loss["bigram"])
+
+
+def first_visits(ph) -> dict:
+    """The earliest step at which each strategy of :func:`~seqtheory.incontext.phases` was
+    the closest."""
+    out: dict = {}
+    for name, first, _ in ph:
+        out.setdefault(name, first)
+    return out
+
+
+def switch_width(steps, kl_bigram, ph, level: float = 0.05) -> int | None:
+    """Steps from the last evaluation closest to the unigram rule to the first with
+    KL(bigram || model) below ``level`` (None without a unigram phase)."""
+    left = [last for name, _, last in ph if name == "unigram"]
+    if not left:
+        return None
+    near_bigram = int(np.asarray(steps)[np.argmax(np.asarray(kl_bigram) < level)])
+    return near_bigram - max(left)
+
+
+def layer1_profile(prev_at) -> dict:
+    """Layer 1's weight on the previous token by query position t = 1, 2, ...: its mean over
+    the first ten queries, the last query with more than half, and its mean ratio to
+    uniform attention's 1/(t+1) beyond t = 60."""
+    prev_at = np.asarray(prev_at)
+    t_query = np.arange(1, len(prev_at) + 1)
+    sharp = t_query[prev_at > 0.5]
+    return {
+        "prev_early": float(prev_at[:10].mean()),
+        "prev_late_ratio": float((prev_at[60:] * (t_query[60:] + 1)).mean()),
+        "prev_reach": float(sharp.max()) if sharp.size else None,
+    }
+
+
+def contrast_share(grad_W) -> float:
+    """The cosine between a step ``-grad_W`` on the minimal model's (k, k) layer-2 matrix and
+    the bigram direction ``I - 11^T / k`` (1: a pure diagonal contrast, 0: orthogonal)."""
+
+    if (
+        not isinstance(grad_W, torch.Tensor)
+        or grad_W.ndim != 2
+        or grad_W.shape[0] != grad_W.shape[1]
+        or grad_W.shape[0] < 2
+    ):
+        raise ValueError(
+            f"grad_W must be a square (k, k) tensor with k >= 2, got "
+            f"{getattr(grad_W, 'shape', type(grad_W).__name__)}"
+        )
+    k = grad_W.shape[0]
+    direction = torch.eye(k) - torch.full((k, k), 1.0 / k)
+    norm = grad_W.norm() * direction.norm()
+    if norm == 0:
+        return 0.0
+    return float(-(grad_W.detach().cpu() * direction).sum() / norm)
+
+
+def first_step(hist, name: str, level: float) -> int | None:
+    """The first evaluated step at which metric ``name`` reaches ``level`` (None if never)."""
+    steps, values = hist.metric(name)
+    if not (values >= level).any():
+        return None
+    return int(steps[np.argmax(values >= level)])
+
+
+def escape_steps(runs: dict) -> dict:
+    """Per minimal-model run (label -> History): the first step at which layer 1 puts half
+    its weight on distance 1 (None: not within the run)."""
+    return {label: first_step(h, "layer-1 weight on distance 1", 0.5) for label, h in runs.items()}
+
+
+def layer2_steps(runs: dict) -> dict:
+    """Per minimal-model run (label -> History): the first step at which the contrast
+    between W's diagonal and off-diagonal entries reaches 0.25 (layer 2 has moved)."""
+    return {label: first_step(h, "W diagonal contrast", 0.25) for label, h in runs.items()}
+
+
+def unigram_plateau(history) -> dict:
+    """The unigram phase before the switch: its length in steps (every evaluation at which
+    the unigram rule was the closest, before :func:`~seqtheory.incontext.switch_step`),
+    the smallest KL from the unigram rule before the switch, and the switch step."""
+    steps, near_uni = history.metric("KL(unigram||model)")
+    switch = switch_step(history)
+    before = steps < (np.inf if switch is None else switch)
+    curves = {n: history.metric(f"KL({n}||model)")[1] for n in ("uniform", "unigram", "bigram")}
+    every = int(steps[1] - steps[0])
+    length = sum(
+        last - first + every
+        for name, first, last in phases(steps, curves)
+        if name == "unigram" and (switch is None or first < switch)
+    )
+    return {
+        "length": float(length),
+        "kl_min": float(near_uni[before].min()),
+        "switch": None if switch is None else float(switch),
+    }
 
 
 class MinimalICL(nn.Module):
@@ -670,8 +782,6 @@ def circuit_ablations(model: Transformer, evaluator: ICLEvaluator) -> dict[str, 
     weight evenly over the prefix. ``"none"`` is the intact model.  The model runs on the
     device of its parameters.
     """
-    from .core.attention import attention_without_offset, override_pattern, uniform_causal_pattern
-
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a seqtheory Transformer, got {type(model).__name__}")
     if not isinstance(evaluator, ICLEvaluator):

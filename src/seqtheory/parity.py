@@ -26,10 +26,12 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn as nn
 
+from .book.plotting import palette
 from .core.experiment import Experiment, RunInfo, Streams, experiment
 from .core.runtime import Sizes, check_device
 from .core.training import History, train
@@ -78,15 +80,18 @@ STREAMS = Streams(online=0, per_k=100, per_n=200, per_width=0)
 INITS = ("dense", "sparse")
 
 
-def _check_support(n: int, support) -> torch.Tensor:
-    support = torch.as_tensor(support, dtype=torch.long)
-    if support.dim() != 1 or support.numel() < 1:
-        raise ValueError(f"support must be a non-empty list of coordinates, got {support.tolist()}")
-    if int(support.min()) < 0 or int(support.max()) >= n:
-        raise ValueError(f"support coordinates must lie in 0..{n - 1}, got {support.tolist()}")
-    if support.unique().numel() != support.numel():
-        raise ValueError(f"support coordinates must be distinct, got {support.tolist()}")
-    return support
+def check_support(support, n: int, *, sort: bool = False) -> torch.Tensor:
+    """``support`` as a long tensor (k,) of distinct bit indices (coordinates) in 0..n-1, in
+    the order given, or sorted (``sort``); also :mod:`seqtheory.chain_of_thought`'s check."""
+    a = torch.as_tensor(support, dtype=torch.long)
+    rule = f"support must hold distinct bit indices in 0..{n - 1}"
+    if a.dim() != 1 or a.numel() < 1:
+        raise ValueError(f"{rule} (a non-empty list of coordinates), got {a.tolist()}")
+    if int(a.min()) < 0 or int(a.max()) >= n:
+        raise ValueError(f"{rule}, got {a.tolist()}: support coordinates must lie in 0..{n - 1}")
+    if a.unique().numel() != a.numel():
+        raise ValueError(f"{rule}, got {a.tolist()}: support coordinates must be distinct")
+    return a.sort().values if sort else a
 
 
 def _check_generator(generator) -> torch.Generator:
@@ -107,7 +112,7 @@ def parity_labels(x: torch.Tensor, support) -> torch.Tensor:
             "x must have entries +1 or -1 (the parity of 0/1 inputs is their "
             "sum mod 2: map them with 1 - 2 * x first)"
         )
-    support = _check_support(x.shape[-1], support).to(x.device)
+    support = check_support(support, x.shape[-1]).to(x.device)
     return x[..., support].prod(dim=-1)
 
 
@@ -126,7 +131,7 @@ def sparse_parity(
     """
     num = check_int("num", num, minimum=1)
     n = check_int("n", n, minimum=1)
-    support = _check_support(n, support)
+    support = check_support(support, n)
     g = _check_generator(generator)
     shape = (num, n) if models is None else (check_int("models", models, minimum=1), num, n)
     return _draw(shape, support.to(g.device), g)
@@ -440,7 +445,7 @@ def train_online(
     """
     if not isinstance(model, ParityMLPs):
         raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
-    support = _check_support(model.n, support)
+    support = check_support(support, model.n)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     if stop_at is not None:
         stop_at = check_float("stop_at", stop_at, low=0.0, high=1.0)
@@ -490,7 +495,7 @@ def train_offline(
     """
     if not isinstance(model, ParityMLPs):
         raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
-    support = _check_support(model.n, support)
+    support = check_support(support, model.n)
     M = model.num_models
     samples = torch.as_tensor(np.broadcast_to(np.asarray(samples), (M,)).copy())
     if samples.dtype not in (torch.int32, torch.int64) or int(samples.min()) < 1:
@@ -577,7 +582,7 @@ def support_coverage(model: ParityMLPs, support) -> torch.Tensor:
     """
     if not isinstance(model, ParityMLPs):
         raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
-    support = _check_support(model.n, support)
+    support = check_support(support, model.n)
     touched = (model.w1_init[:, :, support.to(model.w1_init.device)] != 0).sum(-1)  # (M, W)
     return torch.where(model.live.to(touched.device) > 0, touched, -1).cpu()
 
@@ -590,7 +595,7 @@ def support_weight(model: ParityMLPs, support, *, initial: bool = False) -> torc
     """
     if not isinstance(model, ParityMLPs):
         raise TypeError(f"model must be a ParityMLPs, got {type(model).__name__}")
-    support = _check_support(model.n, support)
+    support = check_support(support, model.n)
     w = model.w1_init if initial else model.w1
     return w[:, :, support.to(w.device)].norm(dim=-1).cpu()
 
@@ -826,10 +831,6 @@ def plot_waiting_times(result: WaitingTimeResult, ax=None, *, color=None, fit: b
     (``fit=True``: a least-squares power law ``steps ∝ n^slope`` on log-log axes instead).
     Returns the slope when ``fit``, else ``None`` (also when fewer than two values have a
     median, as in a run too short for most networks to succeed: then no line is drawn)."""
-    import matplotlib.pyplot as plt
-
-    from .book.plotting import palette
-
     if not isinstance(result, WaitingTimeResult):
         raise TypeError(f"result must be a WaitingTimeResult, got {type(result).__name__}")
     ax = plt.gca() if ax is None else ax
@@ -994,10 +995,6 @@ def run_width_luck(setup: WidthLuckSetup, ctx: Experiment) -> WidthLuckResult:
 
 def plot_success_rates(result: WidthLuckResult, axes=None):
     """Success rate against m, one line per width: dense (left) and sparse (right) panels."""
-    import matplotlib.pyplot as plt
-
-    from .book.plotting import palette
-
     if not isinstance(result, WidthLuckResult):
         raise TypeError(f"result must be a WidthLuckResult, got {type(result).__name__}")
     s = result.setup

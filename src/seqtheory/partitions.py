@@ -29,6 +29,7 @@ by instance with the same results as one process; gradient descent runs on ``dev
 from __future__ import annotations
 
 import gc
+import itertools
 import math
 import multiprocessing
 import os
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 import torch.nn as nn
+from pysat.solvers import Solver
 
 from .core.experiment import Experiment, RunInfo, Streams, experiment
 from .core.runtime import Sizes, check_device, is_full, progress_bar, to_numpy
@@ -352,8 +354,6 @@ def g_symmetries(g: np.ndarray, *, shared: bool = False) -> list[tuple]:
     If partitions ``Pi`` explain the samples, so do ``sigma_i o Pi_i``: with g known, these
     are the same partitions under other class names, not a different answer.
     """
-    import itertools
-
     g = np.asarray(g)
     if g.ndim < 1 or len(set(g.shape)) != 1:
         raise ValueError(f"g must have shape (K,) * I, got {g.shape}")
@@ -386,8 +386,6 @@ def solve_partitions(
     under every symmetry of g (:func:`g_symmetries`) are blocked too, since they are the
     same partitions.
     """
-    from pysat.solvers import Solver
-
     clauses, layout = encode_cnf(x, y, N, K, g=g, shared=shared)
     sizes = (layout["n_vars"], len(clauses))
     start = time.perf_counter()
@@ -479,8 +477,6 @@ def recovery_threshold(
     grid points are switched on by an activation literal (an assumption), so the CNF is
     built once and the solver keeps what it learnt.
     """
-    from pysat.solvers import Solver
-
     s_max = check_int("s_max", s_max, minimum=1)
     rel_tol = check_float("rel_tol", rel_tol, low=1e-6, high=1.0)
     x, y = sample(problem, s_max, seed=seed)
@@ -677,8 +673,6 @@ def solver_effort(
     gets the uniqueness call of :func:`solve_partitions` (the found partition and its
     relabellings blocked, solve again), and ``"unique_conflicts"`` counts that call's
     conflicts alone (0 where the first call found no partition)."""
-    from pysat.solvers import Solver
-
     clauses, layout = encode_cnf(x, y, N, K, g=g, shared=shared)
     start = time.perf_counter()
     unique_conflicts = 0

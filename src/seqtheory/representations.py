@@ -1,12 +1,12 @@
 """The universality chapter's experiment: do separately trained models of one knowledge
 graph learn the same representation?
 
-:func:`run` builds a family forest (:mod:`seqtheory.sources.knowledge_graphs`), trains a *zoo* of
-kinship models — every embedding size x seed, once per weight decay — plus one model per
-size on a relabelled graph, the same zoo on less data, and bilinear-decoder models; then
-compares the zoo's embeddings across seeds by stitching (with its controls) and by
-debiased CKA (:mod:`seqtheory.similarity`).  It returns a :class:`RepresentationResult`
-that the chapter's figures and further analyses use.
+:func:`run` builds a family forest (:mod:`seqtheory.sources.knowledge_graphs`), trains a
+*zoo* of kinship models (:mod:`seqtheory.kinship`) — every embedding size x seed, once per
+weight decay — plus one model per size on a relabelled graph, the same zoo on less data,
+and bilinear-decoder models; then compares the zoo's embeddings across seeds by stitching
+(with its controls) and by debiased CKA (:mod:`seqtheory.similarity`).  It returns a
+:class:`RepresentationResult` that the chapter's figures and further analyses use.
 
 >>> result = run(SETUP.pick(), device="cpu")
 >>> result.held_out[0.0].shape                   # (sizes, seeds)
@@ -16,23 +16,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from .book.plotting import log_ticks, palette
 from .core.experiment import Experiment, RunInfo, Streams, experiment
 from .core.runtime import Sizes
 from .core.seeds import experiment_seed
 from .core.training import History
 from .core.validate import check_float, check_int
+from .kinship import KinshipModels, accuracy, train_kinship
 from .similarity import affine_r2, cka_across_seeds, debiased_cka, stitch_controls
-from .sources.knowledge_graphs import (
-    FamilyForest,
-    KinshipData,
-    KinshipModels,
-    accuracy,
-    kinship_data,
-    train_kinship,
-)
+from .sources.knowledge_graphs import FamilyForest, KinshipData, kinship_data
 
 __all__ = [
     "SETUP",
@@ -397,10 +393,6 @@ def plot_zone(result: RepresentationResult, axes=None):
     """Experiment 1: held-out (and training) accuracy against embedding size, per weight
     decay (left), and held-out accuracy per training fraction (right); median over seeds
     and their range.  Returns the two axes."""
-    import matplotlib.pyplot as plt
-
-    from .book.plotting import log_ticks, palette
-
     _check_result(result)
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(8, 3.8), constrained_layout=True)
@@ -453,10 +445,6 @@ def plot_stitching(result: RepresentationResult, axes=None):
     """Experiment 2: held-out accuracy of B stitched from each source, one panel per
     weight decay, and debiased CKA across seeds and against random embeddings (last
     panel); median over seeds and their range.  Returns the axes."""
-    import matplotlib.pyplot as plt
-
-    from .book.plotting import log_ticks, palette
-
     _check_result(result)
     wds = list(result.stitched)
     fig, spare = None, None

@@ -26,14 +26,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
+from typing import ClassVar
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn as nn
 
+from .book.archive import load_data
+from .book.plotting import log_ticks, palette
+from .core.ensemble import Ensemble
 from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.models import Transformer, TransformerConfig, num_params
 from .core.runtime import Sizes, check_device, evaluating, progress_bar, to_numpy
 from .core.seeds import derive_seed, experiment_seed, make_generator, make_rng, seeded
+from .core.training import train as train_loop
 from .core.validate import check_choice, check_float, check_int
 
 __all__ = [
@@ -441,8 +448,6 @@ class PointTransformer(nn.Module):
         self, D: int, n_tokens: int = 4, d_model: int = 32, n_layers: int = 2, n_heads: int = 2
     ):
         super().__init__()
-        from .core.models import Transformer, TransformerConfig
-
         check_int("D", D, minimum=1)
         check_int("n_tokens", n_tokens, minimum=1)
         if D % n_tokens:
@@ -546,8 +551,6 @@ def fit_regressors(
     are stacked into one :class:`~seqtheory.core.ensemble.Ensemble` on ``device`` (None: the CPU),
     so M networks cost far less than M runs.
     """
-    from .core.ensemble import Ensemble
-
     check_choice("kind", kind, ("mlp", "transformer"))
     device = check_device("device", device)
     steps = check_int("steps", steps, minimum=1)
@@ -605,8 +608,6 @@ def _fit_members(
     base: int | None,
 ) -> np.ndarray:
     """:func:`fit_regressors` on its checked arguments, for a built ``_Members`` model."""
-    from .core.training import train as train_loop
-
     model = model.to(device)
     batch_fn = _member_batches(
         train, init_seeds, steps=steps, batch=batch, device=device, base=base
@@ -712,8 +713,6 @@ def _padded_mlps(
     a zero gradient, and AdamW and weight decay keep a zero weight with a zero gradient at
     zero), so each member computes its width-w network: one batched program for all widths,
     the same optimisation up to floating-point rounding (longer sums in the products)."""
-    from .core.ensemble import Ensemble
-
     seeds = list(init_seeds)
     parts = [Ensemble(lambda w=w: make_learner("mlp", D, w), seeds, base=base) for w in widths]
     padded = Ensemble(
@@ -922,10 +921,8 @@ def net_error(
 def learner_params(kind: str, D: int, size: int) -> int:
     """Parameter count of :func:`make_learner` ``(kind, D, size)`` (built without touching
     torch's global random state)."""
-    from .core.models import num_params as count
-
     with seeded(0):
-        return count(make_learner(kind, D, size))
+        return num_params(make_learner(kind, D, size))
 
 
 def approximation_error(
@@ -1071,8 +1068,6 @@ def _fit_size_by_size(
 def plot_product_tree(d: int = 8, ax=None, op: str = "product"):
     """Diagram: combining d numbers pairwise (``op`` "product" or "sum") takes
     ceil(log2 d) layers."""
-    import matplotlib.pyplot as plt
-
     d = check_int("d", d, minimum=2)
     check_choice("op", op, ("product", "sum"))
     sign = "$\\times$" if op == "product" else "$+$"
@@ -1113,8 +1108,6 @@ def load_text_sweep(name: str = "scaling_text.json") -> dict:
     (S, 3: embeddings, after block 1, after block 2), ``positions`` (P,) and
     ``position_id`` (S, P) of the d_model-32 model at that n.
     """
-    from .core.runtime import load_data
-
     data = load_data(name)
     meta, runs = data["meta"], data["runs"]
     seeds, sizes = list(meta["seeds"]), list(meta["sizes"])
@@ -1155,8 +1148,6 @@ def load_text_width_sweep(name: str = "scaling_text_width.json") -> dict:
     activations, MLE with K = 20); ``check_loss`` (S,): test losses of the short runs
     described by ``meta["check"]``, which the chapter repeats live.
     """
-    from .core.runtime import load_data
-
     data = load_data(name)
     meta, runs = data["meta"], data["runs"]
     seeds, widths = list(meta["seeds"]), list(meta["widths"])
@@ -1342,9 +1333,40 @@ def torus_tasks(
     }
 
 
+class SweepCurves:
+    """The curves of a sweep's result (:class:`DataSweepResult`, :class:`ModelSweepResult`):
+    ``errors[name]`` (len(dims), X, seeds) against the x values ``getattr(self, X_FIELD)[name]``
+    (X,), one curve per name (a learner, a kind of network) and torus dimension d in ``dims``.
+    """
+
+    NAME: ClassVar[str]  # what a curve's name is, as its error message says ("learner")
+    X_FIELD: ClassVar[str]  # the field of x values per name ("sizes")
+
+    def curve(self, name: str, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(x (X,), errors (X, seeds))`` of ``name`` on the d-torus."""
+        if name not in self.errors:
+            raise ValueError(f"{self.NAME} must be one of {list(self.errors)}, got {name!r}")
+        if d not in self.dims:
+            raise ValueError(f"d must be one of {list(self.dims)}, got {d!r}")
+        return getattr(self, self.X_FIELD)[name], self.errors[name][list(self.dims).index(d)]
+
+    def fit(self, name: str, d: int) -> PowerLawFit:
+        """Power law fitted to all seeds of ``name`` on the d-torus."""
+        return fit_power_law(*self.curve(name, d))
+
+    def seed_exponents(self, name: str, d: int) -> np.ndarray:
+        """The fitted exponent of each seed's curve alone (seeds,)."""
+        x, err = self.curve(name, d)
+        return np.array([fit_power_law(x, e).exponent for e in err.T])
+
+
 @dataclass
-class DataSweepResult(RunInfo):
-    """Experiment 2: test errors of each learner against the training-set size n."""
+class DataSweepResult(SweepCurves, RunInfo):
+    """Experiment 2: test errors of each learner against the training-set size n
+    (:meth:`~SweepCurves.curve`, :meth:`~SweepCurves.fit` and
+    :meth:`~SweepCurves.seed_exponents` of a learner on the d-torus)."""
+
+    NAME, X_FIELD = "learner", "sizes"
 
     dims: tuple  # torus dimensions d, one task each
     sizes: dict  # learner name -> training-set sizes n (N,)
@@ -1354,23 +1376,6 @@ class DataSweepResult(RunInfo):
     def learners(self) -> list:
         """Learner names, in the order they ran."""
         return list(self.errors)
-
-    def curve(self, learner: str, d: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(n (N,), errors (N, seeds))`` of ``learner`` on the d-torus."""
-        if learner not in self.errors:
-            raise ValueError(f"learner must be one of {self.learners}, got {learner!r}")
-        if d not in self.dims:
-            raise ValueError(f"d must be one of {list(self.dims)}, got {d!r}")
-        return self.sizes[learner], self.errors[learner][list(self.dims).index(d)]
-
-    def fit(self, learner: str, d: int) -> PowerLawFit:
-        """Power law fitted to all seeds of ``learner`` on the d-torus."""
-        return fit_power_law(*self.curve(learner, d))
-
-    def seed_exponents(self, learner: str, d: int) -> np.ndarray:
-        """The fitted exponent of each seed's curve alone (seeds,)."""
-        n, err = self.curve(learner, d)
-        return np.array([fit_power_law(n, e).exponent for e in err.T])
 
 
 @experiment(ScalingSetup, STREAMS)
@@ -1415,10 +1420,6 @@ def run_data_sweep(setup: ScalingSetup, ctx: Experiment) -> DataSweepResult:
 def plot_learning_curves(result: DataSweepResult, axes=None):
     """One panel per learner: errors (mean and spread over seeds) against n on log axes,
     with the fitted power law and the predicted exponent of each torus in the legend."""
-    import matplotlib.pyplot as plt
-
-    from .book.plotting import log_ticks, palette
-
     learners = result.learners
     if axes is None:  # at most two panels a row, 7.5 in wide
         cols = min(len(learners), 2)
@@ -1545,8 +1546,12 @@ def _knn_slopes(
 
 
 @dataclass
-class ModelSweepResult(RunInfo):
-    """Experiment 3: test errors of networks of growing size on effectively unlimited data."""
+class ModelSweepResult(SweepCurves, RunInfo):
+    """Experiment 3: test errors of networks of growing size on effectively unlimited data
+    (:meth:`~SweepCurves.curve`, :meth:`~SweepCurves.fit` and
+    :meth:`~SweepCurves.seed_exponents` of a kind against its parameter counts N)."""
+
+    NAME, X_FIELD = "kind", "params"
 
     dims: tuple  # torus dimensions d
     params: dict  # kind -> parameter counts N (W,)
@@ -1556,23 +1561,6 @@ class ModelSweepResult(RunInfo):
     def kinds(self) -> list:
         """Network kinds, in the order they ran."""
         return list(self.errors)
-
-    def curve(self, kind: str, d: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(N (W,), errors (W, seeds))`` of ``kind`` on the d-torus."""
-        if kind not in self.errors:
-            raise ValueError(f"kind must be one of {self.kinds}, got {kind!r}")
-        if d not in self.dims:
-            raise ValueError(f"d must be one of {list(self.dims)}, got {d!r}")
-        return self.params[kind], self.errors[kind][list(self.dims).index(d)]
-
-    def fit(self, kind: str, d: int) -> PowerLawFit:
-        """Power law fitted to all seeds of ``kind`` on the d-torus."""
-        return fit_power_law(*self.curve(kind, d))
-
-    def seed_exponents(self, kind: str, d: int) -> np.ndarray:
-        """The fitted model-size exponent of each seed alone (seeds,)."""
-        N, err = self.curve(kind, d)
-        return np.array([fit_power_law(N, e).exponent for e in err.T])
 
 
 @experiment(ScalingSetup, STREAMS)
@@ -1606,10 +1594,6 @@ def run_model_sweep(setup: ScalingSetup, ctx: Experiment) -> ModelSweepResult:
 def plot_model_sweep(result: ModelSweepResult, axes=None):
     """One panel per kind: error against parameter count (one thin line per seed, the
     median as dots), with the fitted power law and 2/d in the legend."""
-    import matplotlib.pyplot as plt
-
-    from .book.plotting import log_ticks, palette
-
     kinds = result.kinds
     if axes is None:  # at most 8 in wide
         _, axes = plt.subplots(

@@ -5,7 +5,7 @@
   estimator.
 * :func:`stitch` — affine model stitching (Lenc & Vedaldi, 2015; Bansal et al., 2021):
   frozen embeddings of model A, a trainable affine map, the frozen decoder of model B
-  (:class:`~seqtheory.sources.knowledge_graphs.KinshipModels`); ``kind="mlp"`` adds a small
+  (:class:`~seqtheory.kinship.KinshipModels`); ``kind="mlp"`` adds a small
   non-linear residual, :func:`stitch_restarts` retries from random starts,
   :func:`stitch_controls` runs the controls (B alone, another seed, random embeddings,
   a model of another graph), :func:`affine_r2` scores how affine a learned map is.
@@ -25,7 +25,8 @@ from .core.runtime import check_device, evaluating, to_numpy
 from .core.seeds import make_generator
 from .core.training import TrainConfig, train
 from .core.validate import check_choice, check_int
-from .sources.knowledge_graphs import KinshipData, KinshipModels, accuracy, per_model_loss
+from .kinship import KinshipModels, accuracy, per_model_loss
+from .sources.knowledge_graphs import KinshipData
 
 __all__ = [
     "STITCH_KINDS",

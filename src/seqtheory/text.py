@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 
 import numpy as np
 import torch
@@ -49,8 +50,6 @@ STREAMS = Streams(weights=0, val_windows=1, test_windows=2, train_windows=0)
 
 def load_shakespeare() -> str:
     """The shipped corpus: seven Shakespeare tragedies, public domain (Project Gutenberg)."""
-    from importlib import resources
-
     return (resources.files("seqtheory") / "data" / "shakespeare.txt").read_text("ascii")
 
 

@@ -19,14 +19,27 @@ returns its cross-entropy on a test stream **per symbol** (bits/character).
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
+from .core.ensemble import Ensemble
 from .core.experiment import Experiment, RunInfo, Streams, experiment
+from .core.models import Transformer, TransformerConfig, unchecked_inputs
 from .core.runtime import Sizes
+from .core.training import TrainConfig, train
 from .core.validate import check_choice, check_float, check_int
+from .sources.markov import (
+    sample_switching,
+    stationary_distribution,
+    switching_entropy_rate,
+    switching_matrix,
+    switching_unigram_entropy,
+)
 
 __all__ = [
     "BPE",
@@ -471,8 +484,6 @@ def token_batch(tokenizer: _Vocab, rows, n_tokens: int, ignore_index: int = -100
     (B, n_tokens; ``ignore_index`` where a row ran out of tokens) and the number of
     symbols each target token stands for (0 where ignored) — to report loss per symbol.
     """
-    import torch
-
     n_tokens = check_int("n_tokens", n_tokens, minimum=1)
     encoded = encode_rows(tokenizer, rows)
     lengths = token_lengths(tokenizer)
@@ -519,8 +530,6 @@ def block_unigram_entropy(p: float, q: float, order: int, r, base: float = 2.0):
     ``H + min(r, m) (h(pi_1) - H) / r`` (= h(pi_1) for r <= m, H + m (h(pi_1) - H) / r for
     r >= m).  ``r`` may be an int or an array of ints (vectorised).
     """
-    from .sources.markov import switching_entropy_rate, switching_unigram_entropy
-
     k = check_int("order", order, minimum=1)
     r_arr = np.asarray(r)
     if r_arr.size == 0 or not np.issubdtype(r_arr.dtype, np.integer):
@@ -597,10 +606,6 @@ def switching_sampler(batch: int, T: int, p: float, q: float, *, order: int = 1)
     thousands of small batches; a draw skips ``sample_chains``' checks, which read values
     back from the generator's device and so make the host wait for a GPU at every draw);
     the batch is drawn on the generator's device."""
-    import torch
-
-    from .sources.markov import stationary_distribution, switching_matrix
-
     batch = check_int("batch", batch, minimum=1)
     T = check_int("T", T, minimum=1)
     k = check_int("order", order, minimum=1)
@@ -631,8 +636,6 @@ def _chains_from(cdf, start, T: int, generator):
     from the cumulative rows ``cdf`` of ``P`` (float64, last column ``1 + 1e-9``): the same
     uniforms and the same doubling, so the same draws, without the checks that read values
     back from the device."""
-    import torch
-
     B, k, _ = cdf.shape
     if T == 1:
         return start[:, None].clone()
@@ -728,12 +731,6 @@ def _race_held_out(setup: TokenizationSetup, ctx: Experiment, sample: dict, d: i
     """The race's tokenizer, its unigram baseline and one held-out evaluation per kind, all
     drawn from stream ``race_heldout`` (on the CPU): ``(bpe, unigram_bits, {kind: eval})``
     where ``eval(model)`` is the held-out loss in bits per character."""
-    import math
-
-    import torch
-
-    from .sources.markov import sample_switching
-
     gen = ctx.generator("race_heldout", device="cpu")
     train_x = sample_switching(1, setup.n_symbols, **sample, generator=gen)[0]
     bpe, seen_train = BPE.train(train_x, d, snapshots=[d])
@@ -779,9 +776,6 @@ def _race_one(
     """Train seed ``s`` of ``kind`` (weights ``weights`` s, batches ``race_data`` s drawn by
     ``rows`` on the CPU; a vocabulary of ``d`` ids for tokens): ``(History, (steps + 1,)
     cumulative target characters)``."""
-    from .core.models import Transformer, TransformerConfig
-    from .core.training import TrainConfig, train
-
     vocab, T = (2, setup.char_length) if kind == "characters" else (d, setup.token_length)
     with ctx.seeded("weights", s):
         model = Transformer(
@@ -893,10 +887,6 @@ def trap_eval_loss(ensemble, held_out, chunk: int | None = None) -> list:
     batch at once (the same bits wherever the model gives each sequence the same logits in
     any batch, as on a CPU), and the losses come to the host in one copy.
     """
-    import torch
-
-    from .core.ensemble import Ensemble
-
     if not isinstance(ensemble, Ensemble):
         raise TypeError(f"ensemble must be an Ensemble, got {type(ensemble).__name__}")
     if not isinstance(held_out, torch.Tensor):
@@ -945,15 +935,6 @@ def _trap_condition(
 ):
     """Train the seeds of ``setup.trap_seeds`` as one Ensemble on one condition of
     :data:`TRAP_CONDITIONS`; returns its History."""
-    import contextlib
-
-    import torch
-
-    from .core.ensemble import Ensemble
-    from .core.models import Transformer, TransformerConfig, unchecked_inputs
-    from .core.training import TrainConfig, train
-    from .sources.markov import sample_switching
-
     T = setup.trap_length
     model_cfg = TransformerConfig(
         vocab_size=2,

@@ -9,8 +9,8 @@ import jupytext
 import pytest
 import yaml
 
+from booktools import chapters
 from booktools.setup_cell import cell_source
-from booktools.sphinx import chapter_header
 from booktools.toc import chapter_notebooks, toc_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -306,7 +306,7 @@ def test_chapter_ends_with_short_takeaways_and_where_next(md):
 @pytest.mark.parametrize("md", CHAPTERS, ids=ids(CHAPTERS))
 def test_core_path_fits_its_budget(md):
     # the browser check measures the same on the built page (booktools.check_site)
-    words = chapter_header.core_words(md.read_text(encoding="utf-8"))
+    words = chapters.core_words(md.read_text(encoding="utf-8"))
     budget = CORE_BUDGET.get(md.stem, 3000)
     assert words <= budget, f"{md.name}: core path of {words} words (budget {budget})"
 

@@ -1,9 +1,10 @@
-"""booktools.sphinx.chapter_header: the core path's word count, the reading and run times a
-chapter's header box shows, and the table of chapter times."""
+"""booktools.chapters (used by booktools.sphinx.chapter_header): the core path's word
+count, the reading and run times a chapter's header box shows, and the table of chapter
+times."""
 
 from pathlib import Path
 
-from booktools.sphinx import chapter_header as ch
+from booktools import chapters as ch
 from booktools.toc import chapter_names
 
 ROOT = Path(__file__).resolve().parents[2]

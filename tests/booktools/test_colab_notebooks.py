@@ -16,6 +16,7 @@ import nbformat
 import pytest
 
 from booktools import release_check
+from booktools.chapters import colab_url
 from booktools.setup_cell import cell_source
 from booktools.sphinx import colab_notebooks as cn
 
@@ -295,15 +296,15 @@ def test_dropdown_titles_are_plain_html():
 
 
 def test_colab_url_and_full_scale_text():
-    url = cn.colab_url("https://github.com/owner/repo", "colab-notebooks", "student", "copying")
+    url = colab_url("https://github.com/owner/repo", "colab-notebooks", "student", "copying")
     assert url == (
         "https://colab.research.google.com/github/owner/repo/blob/colab-notebooks/"
         "student/copying.ipynb"
     )
     with pytest.raises(ValueError, match="edition must be one of"):
-        cn.colab_url("https://github.com/owner/repo", "b", "teacher", "copying")
+        colab_url("https://github.com/owner/repo", "b", "teacher", "copying")
     with pytest.raises(ValueError, match="repository_url must be"):
-        cn.colab_url("https://gitlab.com/owner/repo", "b", "student", "copying")
+        colab_url("https://gitlab.com/owner/repo", "b", "student", "copying")
     row = {
         "status": "finished",
         "seconds": "78",

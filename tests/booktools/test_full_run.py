@@ -93,7 +93,7 @@ def test_chapters_run_at_once_in_a_smoke_run_with_their_peaks_and_a_timeout(tmp_
     quick = _notebook(
         tmp_path / "quick.ipynb",
         "import os\nfrom seqtheory.book.notebook import check\n"
-        "from seqtheory.core.runtime import smoke_steps",
+        "from seqtheory.book.session import smoke_steps",
         "check(smoke_steps() == 2, os.environ.get('SEQTHEORY_SMOKE'))",
         "big = bytearray(300 * 2**20)",
     )  # 300 MiB resident

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from booktools import setup_cell
+from booktools.chapters import colab_url
 from booktools.sphinx import colab_notebooks
 from booktools.sphinx.teaching_kit import exercises_of
 from booktools.toc import toc_files
@@ -74,7 +75,7 @@ def test_colab_links_open_the_generated_notebooks(md):
     <html>/colab); the lecturer's page also links its own notebook with solutions, a file
     of its build that is not published."""
     url, branch = CONFIG["repository"]["url"], CONFIG["sphinx"]["config"]["colab_branch"]
-    want = [colab_notebooks.colab_url(url, branch, "student", md.stem)]
+    want = [colab_url(url, branch, "student", md.stem)]
     for html_root in (HTML, STUDENT_HTML):
         page = html_root / md.relative_to(ROOT).with_suffix(".html")
         assert sorted(set(_colab_links(page))) == want, page

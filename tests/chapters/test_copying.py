@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from seqtheory.book.archive import load_data
 from seqtheory.chapters import copying as chapter
 from seqtheory.copying import MODEL_NAMES, SETUP, CopySetup, max_copy_length
-from seqtheory.core.runtime import load_data
 
 
 def _claims(section):

@@ -6,8 +6,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from seqtheory import incontext
+from seqtheory.book.archive import load_data
 from seqtheory.chapters import induction_heads as chapter
-from seqtheory.core.runtime import load_data
 from seqtheory.core.training import History
 from seqtheory.incontext import PAPER
 
@@ -60,25 +61,25 @@ def test_first_visits_keeps_the_earliest_step_of_each_strategy():
         ("unigram", 400, 500),
         ("bigram", 550, 900),
     ]
-    assert chapter.first_visits(ph) == {"uniform": 0, "unigram": 50, "bigram": 350}
+    assert incontext.first_visits(ph) == {"uniform": 0, "unigram": 50, "bigram": 350}
 
 
 def test_switch_width_runs_from_the_last_unigram_step_to_near_bigram():
     ph = [("uniform", 0, 0), ("unigram", 50, 300), ("bigram", 350, 500)]
     steps = [0, 50, 100, 150, 200, 250, 300, 350, 400, 450, 500]
     kl_bigram = [0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.08, 0.06, 0.04, 0.03]
-    assert chapter.switch_width(steps, kl_bigram, ph) == 450 - 300
-    assert chapter.switch_width(steps, kl_bigram, [("bigram", 0, 500)]) is None
+    assert incontext.switch_width(steps, kl_bigram, ph) == 450 - 300
+    assert incontext.switch_width(steps, kl_bigram, [("bigram", 0, 500)]) is None
 
 
 def test_layer1_profile_of_a_head_sharp_for_twenty_positions():
     t = np.arange(1, 99)
     prev_at = np.where(t <= 20, 0.9, 1 / (t + 1)).astype(np.float32)
-    prof = chapter.layer1_profile(prev_at)
+    prof = incontext.layer1_profile(prev_at)
     assert prof["prev_early"] == pytest.approx(0.9)
     assert prof["prev_reach"] == 20.0
     assert prof["prev_late_ratio"] == pytest.approx(1.0)
-    assert chapter.layer1_profile(np.full(98, 0.1))["prev_reach"] is None
+    assert incontext.layer1_profile(np.full(98, 0.1))["prev_reach"] is None
 
 
 def test_first_step_finds_the_first_evaluation_at_the_level():
@@ -87,20 +88,20 @@ def test_first_step_finds_the_first_evaluation_at_the_level():
             {"step": s, "m": v} for s, v in zip((0, 25, 50, 75), (0, 0.3, 0.6, 0.9), strict=True)
         ]
     )
-    assert chapter.first_step(h, "m", 0.5) == 50
-    assert chapter.first_step(h, "m", 0.95) is None
+    assert incontext.first_step(h, "m", 0.5) == 50
+    assert incontext.first_step(h, "m", 0.95) is None
 
 
 def test_plateau_index_and_bigram_gap_of_the_main_run():
     h = _main_history(switch=800)
-    assert chapter.plateau_index(h) == 1  # first evaluation nearest the unigram rule
-    assert chapter.bigram_gap(h, EVALUATOR) == pytest.approx(0.9 - 0.88)
+    assert incontext.plateau_index(h) == 1  # first evaluation nearest the unigram rule
+    assert incontext.bigram_gap(h, EVALUATOR) == pytest.approx(0.9 - 0.88)
 
 
 def test_escape_and_layer2_steps_of_minimal_runs():
     runs = {"a": _minimal_history(350, 175), "b": _minimal_history(10_000, 300)}
-    assert chapter.escape_steps(runs) == {"a": 350, "b": None}
-    assert chapter.layer2_steps(runs) == {"a": 175, "b": 300}
+    assert incontext.escape_steps(runs) == {"a": 350, "b": None}
+    assert incontext.layer2_steps(runs) == {"a": 175, "b": 300}
 
 
 def test_archived_setup_restores_tuples():
@@ -277,12 +278,12 @@ def test_contrast_share_is_the_cosine_with_the_bigram_direction():
 
     k = 3
     bigram = torch.eye(k) - 1 / k
-    assert chapter.contrast_share(-bigram) == pytest.approx(1.0)
-    assert chapter.contrast_share(bigram) == pytest.approx(-1.0)
-    assert chapter.contrast_share(torch.ones(k, k)) == pytest.approx(0.0, abs=1e-7)
-    assert chapter.contrast_share(torch.zeros(k, k)) == 0.0
+    assert incontext.contrast_share(-bigram) == pytest.approx(1.0)
+    assert incontext.contrast_share(bigram) == pytest.approx(-1.0)
+    assert incontext.contrast_share(torch.ones(k, k)) == pytest.approx(0.0, abs=1e-7)
+    assert incontext.contrast_share(torch.zeros(k, k)) == 0.0
     with pytest.raises(ValueError, match="grad_W"):
-        chapter.contrast_share(torch.ones(2, 3))
+        incontext.contrast_share(torch.ones(2, 3))
 
 
 def test_a_push_off_the_bigram_direction_fails_the_direction_claim():
@@ -580,7 +581,7 @@ def test_graded_archive_claims_and_an_archive_where_dilution_helps_fails():
 
 def test_unigram_plateau_and_exercise_5_claims(monkeypatch):
     main = _main_history(switch=800)
-    p = chapter.unigram_plateau(main)
+    p = incontext.unigram_plateau(main)
     assert p["switch"] == 800.0 and p["length"] == 750.0 and p["kl_min"] == pytest.approx(0.01)
     peaked = _main_history(switch=400)
     for e in peaked.evals[1:]:

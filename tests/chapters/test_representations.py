@@ -7,15 +7,9 @@ import pytest
 import torch
 
 from seqtheory.chapters import representations as chapter
+from seqtheory.kinship import KinshipModels, accuracy, train_kinship
 from seqtheory.representations import SETUP, kinship_task
-from seqtheory.sources.knowledge_graphs import (
-    KINSHIP,
-    FamilyForest,
-    KinshipData,
-    KinshipModels,
-    accuracy,
-    train_kinship,
-)
+from seqtheory.sources.knowledge_graphs import KINSHIP, FamilyForest, KinshipData
 
 DIMS = (1, 2, 3, 4, 6, 8, 16, 32)
 SEEDS = (0, 1, 2, 3)

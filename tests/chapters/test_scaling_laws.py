@@ -290,7 +290,7 @@ def test_archive_ablations_blocks_positions_and_widths(text):
 
 
 def test_archive_the_width_16_models_of_the_ablation_are_still_improving():
-    from seqtheory.core.runtime import load_data
+    from seqtheory.book.archive import load_data
 
     data = load_data("scaling_text.json")
     steps = data["meta"]["train_char_model"]["steps"]

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from seqtheory.book.archive import load_data
 from seqtheory.chapters import tokenization as chapter
-from seqtheory.core.runtime import load_data
 from seqtheory.core.training import History
 from seqtheory.sources.markov import switching_entropy_rate, switching_unigram_entropy
 from seqtheory.tokenization import BPE, LZW, TRAP_CONDITIONS, block_unigram_entropy

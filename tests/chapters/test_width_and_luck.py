@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from seqtheory import make_generator
+from seqtheory.book.archive import load_data
 from seqtheory.chapters import width_and_luck as chapter
-from seqtheory.core.runtime import load_data
 from seqtheory.parity import (
     WIDTH_LUCK_SETUP,
     ParityMLPs,

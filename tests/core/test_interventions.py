@@ -17,6 +17,7 @@ def make(**kw):
     return Transformer(TransformerConfig(**{**base, **kw}))
 
 
+LAYER_POINTS = ("q", "k", "v", "scores", "pattern", "heads", "attn_out", "resid_mid", "mlp_out")
 X = torch.randint(7, (3, 10), generator=torch.Generator().manual_seed(0))
 
 
@@ -121,7 +122,7 @@ U = uniform_causal_pattern(10)
         (lambda: override_pattern({0: lambda p: p[:, :5]}), ValueError, "shape"),
         (lambda: override_pattern({0: lambda p: None}), TypeError, "floating-point tensor"),
         (lambda: [0], TypeError, "hooks must be a dict"),
-        (lambda: {"attn.0": lambda t: t}, ValueError, "no point 'attn.0'.*resid.0, scores.0"),
+        (lambda: {"attn.0": lambda t: t}, ValueError, "no point 'attn.0'.*resid.0, q.0, k.0"),
         (lambda: {"pattern.0": 3}, TypeError, "must be a function or a list of functions"),
         (lambda: {"resid.1": lambda t: t[:, :2]}, ValueError, "resid.1 must return None or"),
         (lambda: {"scores.1": lambda t: 0.0}, ValueError, "must return None or a tensor"),
@@ -151,17 +152,11 @@ def test_hooks_see_every_point_in_order_and_can_replace_the_residual_stream():
     assert (
         [name for name, _ in seen]
         == list(model.hook_points)
-        == [
-            "resid.0",
-            "scores.0",
-            "pattern.0",
-            "heads.0",
-            "resid.1",
-            "scores.1",
-            "pattern.1",
-            "heads.1",
-            "resid.2",
-        ]
+        == ["resid.0"]
+        + [f"{p}.0" for p in LAYER_POINTS]
+        + ["resid.1"]
+        + [f"{p}.1" for p in LAYER_POINTS]
+        + ["resid.2"]
     )
     shapes = dict(seen)
     assert shapes["scores.1"] == shapes["pattern.1"] == (3, 2, 10, 10)

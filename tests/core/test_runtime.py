@@ -38,7 +38,7 @@ def test_setup_threads(monkeypatch):
 
 
 def test_load_data_names_available_files():
-    from seqtheory.core.runtime import load_data
+    from seqtheory.book.archive import load_data
 
     with pytest.raises(ValueError, match="no data file 'nope.json'"):
         load_data("nope.json")
@@ -46,7 +46,7 @@ def test_load_data_names_available_files():
 
 def test_shipped_depth_data_covers_the_chapter_grid():
     """book/induction_heads.md plots this file; scripts/icl_depth.py writes it."""
-    from seqtheory.core.runtime import load_data
+    from seqtheory.book.archive import load_data
 
     data = load_data("icl_depth.json")
     assert data["meta"]["script"] == "scripts/icl_depth.py"

@@ -1,24 +1,21 @@
-"""Unit tests for seqtheory.sources.knowledge_graphs: the family-tree knowledge graph, its kinship
-data and the kinship models."""
+"""Unit tests for seqtheory.sources.knowledge_graphs (the family-tree knowledge graph and its
+kinship data) and for the kinship models of seqtheory.kinship."""
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
+from seqtheory.kinship import KinshipModels, accuracy, per_model_loss, train_kinship
 from seqtheory.similarity import stitch
 from seqtheory.sources.knowledge_graphs import (
     KINSHIP,
     RELATIONS,
     FamilyForest,
     KinshipData,
-    KinshipModels,
-    accuracy,
     automorphism_count,
     kinship_data,
-    per_model_loss,
     seen_closure,
-    train_kinship,
 )
 
 

@@ -32,7 +32,9 @@ site does:
 The notebooks go to ``<html>/colab/lecturer/`` and ``<html>/colab/student/`` (the student
 edition's build writes only the student notebooks). The site's workflow publishes the
 student edition's folder as the branch ``colab_branch`` (``_config.yml``:
-``sphinx.config.colab_branch``), which the chapter pages' Colab links open (``colab_url``);
+``sphinx.config.colab_branch``), which the chapter pages' Colab links open
+(:func:`booktools.chapters.colab_url`; :mod:`booktools.sphinx.chapter_header` registers
+the config value);
 the lecturer's notebooks stay in the lecturer's local build.
 """
 
@@ -49,13 +51,11 @@ from pathlib import Path
 import nbformat
 
 from booktools import LICENCE, ROOT, setup_cell
+from booktools.chapters import EDITIONS, chapter_times, header_line, prerequisites_of
 from booktools.sphinx import teaching_kit
-from booktools.sphinx.chapter_header import chapter_times, header_line, prerequisites_of
 from booktools.toc import chapter_names
 
 FULL_TABLE = ROOT / "benchmarks" / "full_run_h200.tsv"
-EDITIONS = ("lecturer", "student")
-COLAB = "https://colab.research.google.com/github"
 ROLE = re.compile(r"\{([A-Za-z][\w:-]*)\}`([^`]*)`")
 FENCE = re.compile(r"^(\s*)(:{3,}|`{3,})\{([\w:-]+)\}[ \t]*(.*)$")
 PLAIN_FENCE = re.compile(r"^\s*(`{3,}|~{3,})(?!\{)")
@@ -78,18 +78,6 @@ RAW_DIRECTIVE = re.compile(r"^\s*(:{3,}|`{3,})\{[\w:-]+\}", re.M)
 RAW_OPTION = re.compile(r"^\s*:(label|class|name|alt|prerequisites|tags):", re.M)
 RAW_TARGET = re.compile(r"^\([\w-]+\)=\s*$", re.M)
 GUIDANCE_WORDS = ("Run all", "free Colab CPU", "GPU runtime", "FULL=1", "book's own run", "CC BY")
-
-
-def colab_url(repository_url: str, branch: str, edition: str, chapter: str) -> str:
-    """The Colab address of a chapter's reader notebook in the published branch."""
-    if edition not in EDITIONS:
-        raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
-    m = re.match(r"https://github\.com/([^/]+)/([^/]+?)/?$", repository_url or "")
-    if m is None:
-        raise ValueError(
-            f"repository_url must be https://github.com/OWNER/REPO, got {repository_url!r}"
-        )
-    return f"{COLAB}/{m.group(1)}/{m.group(2)}/blob/{branch}/{edition}/{chapter}.ipynb"
 
 
 def format_glue(text: str, spec: str) -> str:
@@ -952,6 +940,5 @@ def write_notebooks(app, exception) -> None:
 
 
 def setup(app):
-    app.add_config_value("colab_branch", "colab-notebooks", "html")
     app.connect("build-finished", write_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

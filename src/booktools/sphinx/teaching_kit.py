@@ -24,7 +24,7 @@ from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
-from booktools.sphinx import chapter_header as ch
+from booktools import chapters
 from booktools.toc import chapter_names
 
 TAG = re.compile(r"^(★{1,3}) · (\d+) min · (concept|derivation|lab)$")
@@ -213,7 +213,7 @@ def section_words(src: str, start: str | None, stop: str | None, folds: bool = F
     (:func:`section_source`).  ``folds=True`` counts the folded blocks too (a session that
     studies a chapter's variations)."""
     part = section_source(src, start, stop)
-    return all_words(part) if folds else ch.core_words(part)
+    return all_words(part) if folds else chapters.core_words(part)
 
 
 def reading(src_dir: Path, item: dict) -> tuple[str, int]:
@@ -222,7 +222,7 @@ def reading(src_dir: Path, item: dict) -> tuple[str, int]:
     src = (src_dir / "book" / f"{chapter}.md").read_text(encoding="utf-8")
     start, stop = item.get("from"), item.get("to")
     folds = bool(item.get("folds"))
-    mins = ch.reading_minutes(section_source(src, start, stop), folds)
+    mins = chapters.reading_minutes(section_source(src, start, stop), folds)
     if start or stop:
         heads = _heading_lines(src)
         full = {
@@ -339,7 +339,7 @@ def plan_times() -> dict[str, float]:
     """The chapters' run times a plan is made with: the committed table of a CI run
     (``benchmarks/chapter_times_ci.tsv``), so a plan does not change with the machine that
     builds it."""
-    return ch.read_times(ch.CI_TIMES)
+    return chapters.read_times(chapters.CI_TIMES)
 
 
 RUN_HEADROOM = 1.5  # a class's machines (Colab, laptops) against the CI's measured run
@@ -539,7 +539,7 @@ def plan_problems(src_dir: Path, plan: dict, times: dict[str, float]) -> list[st
 
 
 def _wpm() -> int:
-    return ch.WORDS_PER_MINUTE
+    return chapters.WORDS_PER_MINUTE
 
 
 class Syllabus(SphinxDirective):
@@ -548,7 +548,7 @@ class Syllabus(SphinxDirective):
     def run(self):
         src_dir = Path(self.env.srcdir)
         # an incremental build re-renders the plans when their data or a chapter changes
-        for path in [src_dir / "book" / "syllabus.yml", ch.CI_TIMES] + [
+        for path in [src_dir / "book" / "syllabus.yml", chapters.CI_TIMES] + [
             src_dir / "book" / f"{c}.md" for c in chapter_names(src_dir)
         ]:
             self.env.note_dependency(str(path))

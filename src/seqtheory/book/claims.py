@@ -30,9 +30,10 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from ..core.runtime import run_mode, smoke_steps
+from ..core.runtime import run_mode
 from ..core.seeds import base_seed
 from .notebook import check, glue
+from .session import smoke_steps
 
 __all__ = ["Claim", "ClaimTable", "Measured", "verify", "plain", "RECORD_ENV", "SCALES"]
 
@@ -177,14 +178,16 @@ class Claim:
 
     def describe(self, values: dict) -> str:
         """``name = value`` for each value the condition reads, compactly."""
-        return ", ".join(f"{n} = {_short(values.get(n))}" for n in self.names)
+        return ", ".join(f"{n} = {short_number(values.get(n))}" for n in self.names)
 
 
-def _short(value: Any, digits: int = 4) -> str:
+def short_number(value: Any, digits: int = 4) -> str:
+    """``value`` as the claims page and lab feedback print it: ``digits`` significant digits
+    for a float, the first eight entries of a list."""
     if isinstance(value, float):
         return f"{value:.{digits}g}"
     if isinstance(value, list):
-        inner = ", ".join(_short(v, 3) for v in value[:8])
+        inner = ", ".join(short_number(v, 3) for v in value[:8])
         return f"[{inner}{', ...' if len(value) > 8 else ''}]"
     return repr(value) if isinstance(value, str) else str(value)
 
@@ -366,17 +369,19 @@ def summarise(values: list) -> str:
         arr = np.asarray(nums, dtype=float)
         finite = arr[np.isfinite(arr)]
         if finite.size == 0:
-            return f"{_short(float(arr[0]))} (all {arr.size})"
+            return f"{short_number(float(arr[0]))} (all {arr.size})"
         text = (
-            f"{_short(float(np.median(arr)), 3)} [{_short(float(finite.min()), 3)}, "
-            f"{_short(float(arr.max()), 3)}]"
+            f"{short_number(float(np.median(arr)), 3)} [{short_number(float(finite.min()), 3)}, "
+            f"{short_number(float(arr.max()), 3)}]"
         )
         return text
     distinct: list = []
     for v in flat:
         if v not in distinct:
             distinct.append(v)
-    return " / ".join(_short(v) for v in distinct[:4]) + (" / ..." if len(distinct) > 4 else "")
+    return " / ".join(short_number(v) for v in distinct[:4]) + (
+        " / ..." if len(distinct) > 4 else ""
+    )
 
 
 def _quotable(value: Any) -> bool:

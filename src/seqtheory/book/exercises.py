@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..core.seeds import base_seed
-from .claims import _short, plain
+from .claims import plain, short_number
 from .notebook import check
 
 __all__ = ["Lab", "LabTable", "Feedback", "KINDS", "LABEL", "chapter_of", "graded"]
@@ -133,7 +133,7 @@ class Lab:
 
 
 def _range(low: float, high: float) -> str:
-    return f"{_short(float(low), 3)} and {_short(float(high), 3)}"
+    return f"{short_number(float(low), 3)} and {short_number(float(high), 3)}"
 
 
 @dataclass
@@ -263,11 +263,11 @@ class LabTable:
                 value,
                 ok,
                 f"**{'Within' if ok else 'Outside'} the expected range.** Your answer gives "
-                f"{lab.quantity} = **{_short(value, 4)}** with base seed **{base_seed()}**. "
+                f"{lab.quantity} = **{short_number(value, 4)}** with base seed **{base_seed()}**. "
                 "(Graded lab: the range and the reasons are not shown.)",
             )
         head = (
-            f"Your answer gives {lab.quantity} = **{_short(value, 4)}**; a correct run "
+            f"Your answer gives {lab.quantity} = **{short_number(value, 4)}**; a correct run "
             f"lands between {_range(lab.low, lab.high)}"
         )
         if ok:
@@ -281,6 +281,6 @@ class LabTable:
             check(
                 ok,
                 f"[{label}] the reference solution gives {lab.quantity} = "
-                f"{_short(value, 4)}, not between {_range(lab.low, lab.high)}.",
+                f"{short_number(value, 4)}, not between {_range(lab.low, lab.high)}.",
             )
         return Feedback(lab, value, ok, text)

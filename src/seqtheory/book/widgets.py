@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..core.runtime import STATIC_PROGRESS_ENV, smoke_steps
 from ..core.validate import check_int
+from .session import STATIC_PROGRESS_ENV, smoke_steps
 
 __all__ = [
     "Explorer",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..book.claims import Claim, ClaimTable
 from ..book.exercises import Lab, LabTable
@@ -13,10 +12,18 @@ from ..incontext import (
     PAPER,
     TRIGRAM_SETUP,
     ICLSetup,
+    bigram_gap,
+    escape_steps,
+    first_visits,
     history_from_record,
+    layer1_profile,
+    layer2_steps,
     phases,
+    plateau_index,
     rise_step,
     switch_step,
+    switch_width,
+    unigram_plateau,
 )
 from ..incontext import SETUP as ICL_SETUP
 
@@ -540,96 +547,10 @@ claims = TABLE.claims_for
 
 
 # ----------------------------------------------------------------------------- helpers
-def plateau_index(history) -> int:
-    """The index of the evaluation at which the model is closest to the unigram rule (the
-    step that stands for its unigram plateau)."""
-    return int(np.argmin(history.metric("KL(unigram||model)")[1]))
-
-
-def bigram_gap(history, evaluator) -> float:
-    """The final held-out loss above the bigram (Bayes) rule's loss on the same sequences."""
-    return float(history.final("loss") - evaluator.reference_loss["bigram"])
-
-
 def archived_setup(setup: dict) -> ICLSetup:
     """The :class:`~seqtheory.incontext.ICLSetup` an archive records as JSON (its lists,
     such as ``betas`` or ``n_heads``, back to tuples)."""
     return ICLSetup(**{k: tuple(v) if isinstance(v, list) else v for k, v in setup.items()})
-
-
-def first_visits(ph) -> dict:
-    """The earliest step at which each strategy of :func:`~seqtheory.incontext.phases` was
-    the closest."""
-    out: dict = {}
-    for name, first, _ in ph:
-        out.setdefault(name, first)
-    return out
-
-
-def switch_width(steps, kl_bigram, ph, level: float = 0.05) -> int | None:
-    """Steps from the last evaluation closest to the unigram rule to the first with
-    KL(bigram || model) below ``level`` (None without a unigram phase)."""
-    left = [last for name, _, last in ph if name == "unigram"]
-    if not left:
-        return None
-    near_bigram = int(np.asarray(steps)[np.argmax(np.asarray(kl_bigram) < level)])
-    return near_bigram - max(left)
-
-
-def layer1_profile(prev_at) -> dict:
-    """Layer 1's weight on the previous token by query position t = 1, 2, ...: its mean over
-    the first ten queries, the last query with more than half, and its mean ratio to
-    uniform attention's 1/(t+1) beyond t = 60."""
-    prev_at = np.asarray(prev_at)
-    t_query = np.arange(1, len(prev_at) + 1)
-    sharp = t_query[prev_at > 0.5]
-    return {
-        "prev_early": float(prev_at[:10].mean()),
-        "prev_late_ratio": float((prev_at[60:] * (t_query[60:] + 1)).mean()),
-        "prev_reach": float(sharp.max()) if sharp.size else None,
-    }
-
-
-def contrast_share(grad_W) -> float:
-    """The cosine between a step ``-grad_W`` on the minimal model's (k, k) layer-2 matrix and
-    the bigram direction ``I - 11^T / k`` (1: a pure diagonal contrast, 0: orthogonal)."""
-
-    if (
-        not isinstance(grad_W, torch.Tensor)
-        or grad_W.ndim != 2
-        or grad_W.shape[0] != grad_W.shape[1]
-        or grad_W.shape[0] < 2
-    ):
-        raise ValueError(
-            f"grad_W must be a square (k, k) tensor with k >= 2, got "
-            f"{getattr(grad_W, 'shape', type(grad_W).__name__)}"
-        )
-    k = grad_W.shape[0]
-    direction = torch.eye(k) - torch.full((k, k), 1.0 / k)
-    norm = grad_W.norm() * direction.norm()
-    if norm == 0:
-        return 0.0
-    return float(-(grad_W.detach().cpu() * direction).sum() / norm)
-
-
-def first_step(hist, name: str, level: float) -> int | None:
-    """The first evaluated step at which metric ``name`` reaches ``level`` (None if never)."""
-    steps, values = hist.metric(name)
-    if not (values >= level).any():
-        return None
-    return int(steps[np.argmax(values >= level)])
-
-
-def escape_steps(runs: dict) -> dict:
-    """Per minimal-model run (label -> History): the first step at which layer 1 puts half
-    its weight on distance 1 (None: not within the run)."""
-    return {label: first_step(h, "layer-1 weight on distance 1", 0.5) for label, h in runs.items()}
-
-
-def layer2_steps(runs: dict) -> dict:
-    """Per minimal-model run (label -> History): the first step at which the contrast
-    between W's diagonal and off-diagonal entries reaches 0.25 (layer 2 has moved)."""
-    return {label: first_step(h, "W diagonal contrast", 0.25) for label, h in runs.items()}
 
 
 def switch_range(switches) -> list | None:
@@ -1189,27 +1110,6 @@ def _depth(depth: dict, live_ref: dict, live_history) -> dict:
         "live_steps": steps,
         "live_over_lo": kl / at.min(0),
         "live_over_hi": kl / at.max(0),
-    }
-
-
-def unigram_plateau(history) -> dict:
-    """The unigram phase before the switch: its length in steps (every evaluation at which
-    the unigram rule was the closest, before :func:`~seqtheory.incontext.switch_step`),
-    the smallest KL from the unigram rule before the switch, and the switch step."""
-    steps, near_uni = history.metric("KL(unigram||model)")
-    switch = switch_step(history)
-    before = steps < (np.inf if switch is None else switch)
-    curves = {n: history.metric(f"KL({n}||model)")[1] for n in ("uniform", "unigram", "bigram")}
-    every = int(steps[1] - steps[0])
-    length = sum(
-        last - first + every
-        for name, first, last in phases(steps, curves)
-        if name == "unigram" and (switch is None or first < switch)
-    )
-    return {
-        "length": float(length),
-        "kl_min": float(near_uni[before].min()),
-        "switch": None if switch is None else float(switch),
     }
 
 

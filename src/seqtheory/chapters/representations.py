@@ -7,18 +7,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..book.archive import load_data
 from ..book.claims import Claim, ClaimTable
 from ..book.exercises import Lab, LabTable
 from ..book.notebook import spread
-from ..core.runtime import load_data, to_numpy
+from ..core.runtime import to_numpy
+from ..kinship import accuracy, train_kinship
 from ..representations import SETUP, kinship_task
-from ..sources.knowledge_graphs import (
-    KINSHIP,
-    accuracy,
-    automorphism_count,
-    seen_closure,
-    train_kinship,
-)
+from ..sources.knowledge_graphs import KINSHIP, automorphism_count, seen_closure
 
 __all__ = [
     "TABLE",

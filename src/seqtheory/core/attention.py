@@ -4,8 +4,9 @@ Statistics of a pattern (..., T, T): :func:`attention_to_offset`, :func:`attenti
 patterns to put in its place: :func:`uniform_causal_pattern`, :func:`attention_without_offset`;
 and hooks for :meth:`seqtheory.core.models.Transformer.forward` that act on heads, for causal tests
 of a circuit: :func:`mask_heads` silences heads, :func:`override_pattern` makes a head attend
-by another pattern. Hooks are dicts, so they combine:
-``model(x, hooks={**mask_heads({0: 1}), **override_pattern({1: uniform_causal_pattern(T)})})``.
+by another pattern. Hooks are dicts; :func:`~seqtheory.core.models.combine` joins several,
+keeping every function on a point:
+``model(x, hooks=combine(mask_heads({0: [1]}), override_pattern({1: uniform_causal_pattern(T)})))``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import partial
 
 import torch
 
-from .models import _CHECK_INPUTS
+from .models import checking_inputs
 from .validate import check_int
 
 __all__ = [
@@ -201,7 +202,7 @@ def _checked(where: str, new, pattern: torch.Tensor) -> torch.Tensor:
             f"input, got {tuple(new.shape)}"
         )
     new = new.to(pattern.device, pattern.dtype).expand(B, T, T)
-    if _CHECK_INPUTS.get():  # data-dependent: not inside vmap
+    if checking_inputs():  # data-dependent: not inside vmap
         if bool((new.detach().triu(diagonal=1) != 0).any()):
             raise ValueError(
                 f"{where} puts weight on future keys (it must be causal: zero above the diagonal)"

@@ -24,6 +24,7 @@ import torch
 import torch.nn as nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from .models import checking_inputs, explicit_attention, unchecked_inputs
 from .seeds import seeded
 from .validate import check_int
 
@@ -115,13 +116,11 @@ class Ensemble(nn.Module):
                     f"per member), got shape {tuple(x.shape)}; pass shared=True to give "
                     "every member the same batch"
                 )
-        from .models import _CHECK_INPUTS, unchecked_inputs
-
         template = self._template[0]
         check = getattr(template, "validate_input", None)
         # validate once, outside vmap (data-dependent checks read the values: a host sync on
-        # a GPU), unless the caller has validated them (train() inside unchecked_inputs())
-        if check is not None and _CHECK_INPUTS.get():
+        # a GPU), unless the caller takes them unchecked (inside unchecked_inputs())
+        if check is not None and checking_inputs():
             check(*(x if shared else x.flatten(0, 1) for x in inputs))
         params, buffers = self._state()
 
@@ -129,7 +128,7 @@ class Ensemble(nn.Module):
             return functional_call(template, (p, b), xs, kwargs)
 
         in_dims = (0, 0) + tuple(None if shared else 0 for _ in inputs)
-        with unchecked_inputs():
+        with unchecked_inputs(), explicit_attention():
             return vmap(one, in_dims=in_dims, randomness="different")(params, buffers, *inputs)
 
     def member(self, m: int) -> nn.Module:

@@ -4,7 +4,27 @@ One readable file, in the spirit of nanoGPT's ``model.py``: a ``@dataclass`` con
 blocks, and a forward pass with named hook points (as in TransformerLens), because the
 chapters plot and edit what happens inside. Caching, head ablation and pattern replacement
 are hooks: :func:`cache_into`, :func:`~seqtheory.core.attention.mask_heads` and
-:func:`~seqtheory.core.attention.override_pattern`.
+:func:`~seqtheory.core.attention.override_pattern`; :func:`combine` joins several.
+
+Hook points, per layer ``l`` (TransformerLens's name in brackets):
+
+==============  ================  ===========================================================
+point           shape             what
+==============  ================  ===========================================================
+``resid.0``     (B, T, C)         the embeddings, before block 0 (``blocks.0.hook_resid_pre``)
+``q.l``         (B, H, T, Dh)     queries (after rotary) (``blocks.l.attn.hook_q``)
+``k.l``         (B, H, T, Dh)     keys (after rotary) (``blocks.l.attn.hook_k``)
+``v.l``         (B, H, T, Dh)     values (``blocks.l.attn.hook_v``)
+``scores.l``    (B, H, T, T)      q·k/√Dh + position bias, causally masked (``hook_attn_scores``)
+``pattern.l``   (B, H, T, T)      attention weights, rows sum to 1 (``hook_pattern``)
+``heads.l``     (B, H, T, Dh)     each head's output, before the output map (``hook_z``)
+``attn_out.l``  (B, T, C)         the attention sublayer's output (``blocks.l.hook_attn_out``)
+``resid_mid.l`` (B, T, C)         stream between attention and MLP (``blocks.l.hook_resid_mid``)
+``mlp_out.l``   (B, T, C)         the MLP's output (``blocks.l.hook_mlp_out``)
+``resid.{l+1}`` (B, T, C)         the stream after block l (``blocks.l.hook_resid_post``)
+==============  ================  ===========================================================
+
+An attention-only model has no ``resid_mid`` and ``mlp_out`` points.
 """
 
 from __future__ import annotations
@@ -30,6 +50,9 @@ __all__ = [
     "Transformer",
     "TransformerConfig",
     "cache_into",
+    "checking_inputs",
+    "combine",
+    "explicit_attention",
     "num_params",
     "unchecked_inputs",
 ]
@@ -37,19 +60,44 @@ __all__ = [
 POS_ENCODINGS = ("learned", "relative", "rotary", "hard_alibi", "none")
 #: longest sequence a Transformer accepts: its attention layers hold (max_len, max_len) masks
 MAX_LEN = 4096
+#: hook points of each layer, in the order the forward pass meets them (see the table above)
+ATTENTION_POINTS = ("q", "k", "v", "scores", "pattern", "heads")
+BLOCK_POINTS = ("attn_out", "resid_mid", "mlp_out")
 
-# False inside a batched program (seqtheory.core.ensemble): its inputs were checked outside vmap
+# False where the caller takes the inputs unchecked (unchecked_inputs)
 _CHECK_INPUTS = contextvars.ContextVar("seqtheory_check_inputs", default=True)
+# False where attention must not use the fused kernel (explicit_attention)
+_FUSED = contextvars.ContextVar("seqtheory_fused_attention", default=True)
 
 
 @contextlib.contextmanager
 def unchecked_inputs():
-    """Skip the models' input checks inside this block (the caller has validated them)."""
+    """Skip the input checks inside this block: the caller has validated the inputs, or takes
+    them unchecked (a check that reads values makes the host wait for a GPU: :func:`train`
+    checks only a GPU run's first batch)."""
     token = _CHECK_INPUTS.set(False)
     try:
         yield
     finally:
         _CHECK_INPUTS.reset(token)
+
+
+def checking_inputs() -> bool:
+    """False inside :func:`unchecked_inputs`: whether a model should check its inputs."""
+    return _CHECK_INPUTS.get()
+
+
+@contextlib.contextmanager
+def explicit_attention():
+    """Compute attention as ``softmax(q k^T / sqrt(Dh)) v`` step by step inside this block,
+    not with ``F.scaled_dot_product_attention``. An :class:`~seqtheory.core.ensemble.Ensemble`
+    uses it around ``vmap``: torch has no batching rule for the fused kernel, which would
+    run member by member."""
+    token = _FUSED.set(False)
+    try:
+        yield
+    finally:
+        _FUSED.reset(token)
 
 
 @dataclass
@@ -128,12 +176,30 @@ class TransformerConfig:
             check_int("window", w, minimum=0)
 
 
-@dataclass
 class ForwardCache:
-    """What :meth:`Transformer.forward` returns with ``return_cache=True`` (besides logits)."""
+    """What :meth:`Transformer.forward` returns with ``return_cache=True`` (besides logits):
+    the tensor at every hook point, after the hooks, by name (``cache["q.0"]``)."""
 
-    attn: list  # per layer: attention pattern, (B, heads, T, T); rows sum to 1
-    resid: list  # residual stream: after the embedding, then after each block, (B, T, C)
+    def __init__(self, points: dict, n_layers: int):
+        self.points, self.n_layers = points, n_layers
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if name not in self.points:
+            raise KeyError(f"no hook point {name!r}; cached: {', '.join(self.points)}")
+        return self.points[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.points
+
+    @property
+    def attn(self) -> list:
+        """Per layer: the attention pattern, (B, heads, T, T); rows sum to 1."""
+        return [self.points[f"pattern.{i}"] for i in range(self.n_layers)]
+
+    @property
+    def resid(self) -> list:
+        """The residual stream after the embedding, then after each block, (B, T, C)."""
+        return [self.points[f"resid.{i}"] for i in range(self.n_layers + 1)]
 
 
 def cache_into(store: dict, names) -> dict:
@@ -141,6 +207,22 @@ def cache_into(store: dict, names) -> dict:
     if not isinstance(store, dict):
         raise TypeError(f"store must be a dict, got {type(store).__name__}")
     return {name: partial(store.__setitem__, name) for name in names}
+
+
+def combine(*hooks: dict) -> dict:
+    """One hooks dict from several, keeping every function: a point that two of them use
+    gets both functions, in the order given (a dict merge would keep only the last).
+
+    >>> model(x, hooks=combine(mask_heads({0: [1]}), cache_into(store, ["pattern.1"])))
+    """
+    out: dict = {}
+    for i, h in enumerate(hooks):
+        if not isinstance(h, dict):
+            raise TypeError(f"argument {i} of combine must be a hooks dict, got {type(h).__name__}")
+        for name, fns in h.items():
+            fns = list(fns) if isinstance(fns, (list, tuple)) else [fns]
+            out[name] = out.get(name, []) + fns
+    return out
 
 
 def _hook(hooks: dict, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -163,12 +245,13 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 class Attention(nn.Module):
-    """Causal multi-head self-attention with hook points ``scores``, ``pattern``, ``heads``."""
+    """Causal multi-head self-attention with hook points ``q``, ``k``, ``v``, ``scores``,
+    ``pattern`` and ``heads``."""
 
     def __init__(self, cfg: TransformerConfig, n_heads: int, layer: int = 0):
         super().__init__()
         self.n_heads, self.d_head, self.pos = n_heads, cfg.d_model // n_heads, cfg.pos_encoding
-        self.points = tuple(f"{p}.{layer}" for p in ("scores", "pattern", "heads"))
+        self.points = tuple(f"{p}.{layer}" for p in ATTENTION_POINTS)
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
         self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
         self.drop = nn.Dropout(cfg.dropout)
@@ -191,18 +274,20 @@ class Attention(nn.Module):
             self.register_buffer("window_ok", dist < win[:, None, None], persistent=False)
 
     def forward(self, x: torch.Tensor, hooks: dict) -> torch.Tensor:
-        """Attention output (B, T, C), with ``hooks`` applied at this layer's points. Unless a
-        hook reads the scores or the pattern, the fused kernel runs (the same function)."""
+        """Attention output (B, T, C), with ``hooks`` applied at this layer's points. The fused
+        kernel computes it unless a hook reads the scores or the pattern (or inside
+        :func:`explicit_attention`): the same function, fewer steps."""
         B, T, C = x.shape
+        q_at, k_at, v_at, scores_at, pattern_at, heads_at = self.points
         q, k, v = self.qkv(x).split(C, dim=2)  # (B, T, C) each
         q, k, v = (z.view(B, T, self.n_heads, self.d_head).transpose(1, 2) for z in (q, k, v))
         if self.pos == "rotary":  # (B, H, T, Dh)
             q, k = _rotate(q, self.cos[:T], self.sin[:T]), _rotate(k, self.cos[:T], self.sin[:T])
+        q, k, v = _hook(hooks, q_at, q), _hook(hooks, k_at, k), _hook(hooks, v_at, v)
         bias = self.rel_bias[:, self.dist[:T, :T]] if self.pos == "relative" else None
         if self.pos == "hard_alibi":  # 0 in the window, else -inf
             bias = torch.where(self.window_ok[:, :T, :T], 0.0, -math.inf)  # (H, T, T)
-        scores_at, pattern_at, heads_at = self.points
-        if scores_at in hooks or pattern_at in hooks or not _CHECK_INPUTS.get():  # (and vmap)
+        if scores_at in hooks or pattern_at in hooks or not _FUSED.get():
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
             if bias is not None:
                 scores = scores + bias
@@ -240,12 +325,15 @@ class Block(nn.Module):
         norm = (lambda: nn.LayerNorm(cfg.d_model)) if cfg.layer_norm else nn.Identity
         self.ln1, self.attn = norm(), Attention(cfg, n_heads, layer)
         self.ln2, self.mlp = (None, None) if cfg.attn_only else (norm(), MLP(cfg))
+        self.points = tuple(f"{p}.{layer}" for p in BLOCK_POINTS)
 
     def forward(self, x: torch.Tensor, hooks: dict) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), hooks)  # (B, T, C)
-        if self.mlp is not None:
-            x = x + self.mlp(self.ln2(x))
-        return x
+        attn_out, resid_mid, mlp_out = self.points
+        x = x + _hook(hooks, attn_out, self.attn(self.ln1(x), hooks))  # (B, T, C)
+        if self.mlp is None:
+            return x
+        x = _hook(hooks, resid_mid, x)
+        return x + _hook(hooks, mlp_out, self.mlp(self.ln2(x)))
 
 
 class Transformer(nn.Module):
@@ -300,7 +388,10 @@ class Transformer(nn.Module):
         """Names of the points ``hooks`` act on, in the order the forward pass meets them."""
         names = ["resid.0"]
         for i in range(self.cfg.n_layers):
-            names += [f"scores.{i}", f"pattern.{i}", f"heads.{i}", f"resid.{i + 1}"]
+            names += [f"{p}.{i}" for p in ATTENTION_POINTS + BLOCK_POINTS[:1]]
+            if not self.cfg.attn_only:
+                names += [f"{p}.{i}" for p in BLOCK_POINTS[1:]]
+            names.append(f"resid.{i + 1}")
         return tuple(names)
 
     def validate_input(
@@ -316,11 +407,9 @@ class Transformer(nn.Module):
 
     def _hooks(self, hooks: dict | None, cache: dict | None) -> dict:
         """``hooks`` checked, as {point: tuple of functions}, with ``cache``'s hooks last."""
-        points = self.hook_points
-        out = check_hooks(hooks, points)
+        out = check_hooks(hooks, self.hook_points)
         if cache is not None:
-            kept = [p for p in points if p.startswith(("pattern.", "resid."))]
-            for name, fn in cache_into(cache, kept).items():
+            for name, fn in cache_into(cache, self.hook_points).items():
                 out[name] = out.get(name, ()) + (fn,)
         return out
 
@@ -332,15 +421,15 @@ class Transformer(nn.Module):
         embeds: torch.Tensor | None = None,
         hooks: dict | None = None,
     ):
-        """Next-token logits (B, T, vocab); with ``return_cache`` also a :class:`ForwardCache`.
+        """Next-token logits (B, T, vocab); with ``return_cache`` also a :class:`ForwardCache`
+        of every hook point.
 
         ``embeds`` (B, T, d_model) may replace token ids: continuous inputs (e.g. points of
-        R^D cut into tokens). ``hooks`` maps points of :attr:`hook_points` to a function (or a
-        list) of the tensor there that returns a replacement of its shape, or None to keep it;
-        ``{"pattern.0": f}`` acts on layer 0's attention pattern. Points: ``resid.0`` (the
-        embeddings), then per layer l ``scores.l`` (causally masked), ``pattern.l``, ``heads.l``
-        and ``resid.{l+1}`` (after layer l). The cache holds them after the hooks."""
-        if _CHECK_INPUTS.get():
+        R^D cut into tokens). ``hooks`` maps points of :attr:`hook_points` (the module's
+        table) to a function (or a list, or :func:`combine` of several dicts) of the tensor
+        there that returns a replacement of its shape, or None to keep it; ``{"pattern.0": f}``
+        acts on layer 0's attention pattern. The cache holds each point after its hooks."""
+        if checking_inputs():
             self.validate_input(idx, embeds=embeds)
         cache = {} if return_cache else None
         hooks = {} if hooks is None and cache is None else self._hooks(hooks, cache)
@@ -353,11 +442,7 @@ class Transformer(nn.Module):
         logits = self.unembed(self.ln_f(x))  # (B, T, V)
         if cache is None:
             return logits
-        n = self.cfg.n_layers
-        return logits, ForwardCache(
-            attn=[cache[f"pattern.{i}"] for i in range(n)],
-            resid=[cache[f"resid.{i}"] for i in range(n + 1)],
-        )
+        return logits, ForwardCache(cache, self.cfg.n_layers)
 
     def predict_proba(self, idx: torch.Tensor) -> torch.Tensor:
         """Next-token distributions (B, T, vocab), computed in eval mode without gradients."""

@@ -7,7 +7,8 @@ import random
 import numpy as np
 import torch
 
-from .validate import check_int, env_int
+from .settings import SEED_MAX, settings
+from .validate import check_int
 
 __all__ = [
     "SEED_ENV",
@@ -22,10 +23,8 @@ __all__ = [
 ]
 
 
-SEED_ENV = "SEQTHEORY_SEED"
-
-
-_SEED_MAX = 2**63 - 1
+SEED_ENV = settings.SEED_ENV
+_SEED_MAX = SEED_MAX
 
 
 def base_seed() -> int:
@@ -35,10 +34,7 @@ def base_seed() -> int:
     :func:`derive_seed`, so one number re-draws a whole chapter: with another base seed a
     chapter must tell the same story (the book's claim checks run under several).
     """
-    value = env_int(SEED_ENV, 0, "a non-negative int")
-    if not 0 <= value <= _SEED_MAX:
-        raise ValueError(f"{SEED_ENV} must be in 0..2**63-1, got {value}")
-    return value
+    return settings.seed
 
 
 def derive_seed(seed: int = 0, base: int | None = None) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import fields, replace
 from typing import Any
 
@@ -12,7 +11,6 @@ __all__ = [
     "check_int",
     "check_float",
     "check_choice",
-    "env_int",
     "dataclass_replace",
 ]
 
@@ -54,17 +52,6 @@ def check_choice(name: str, value: Any, choices: tuple) -> Any:
         allowed = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be one of {allowed}; got {value!r}")
     return value
-
-
-def env_int(name: str, default: int, allowed: str) -> int:
-    """The int in environment variable ``name`` (``default`` if unset or empty)."""
-    env = os.environ.get(name, "").strip()
-    if not env:
-        return default
-    try:
-        return int(env)
-    except ValueError:
-        raise ValueError(f"{name} must be {allowed}, got {env!r}") from None
 
 
 def dataclass_replace(obj: Any, **changes: Any) -> Any:
