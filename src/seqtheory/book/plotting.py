@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 import torch
 
 from ..core.runtime import to_numpy
@@ -31,6 +30,8 @@ SEQUENTIAL_CMAP = "viridis"  # perceptually uniform and colour-blind safe, for h
 
 def set_style(context: str = "notebook", dpi: int = 100) -> None:
     """Apply the book's style: seaborn whitegrid, colour-blind palette, readable sizes."""
+    import seaborn as sns  # with scipy about 1.5 s to import: only once a page draws
+
     sns.set_theme(context=context, style="whitegrid", palette=PALETTE_NAME)
     plt.rcParams.update(
         {
@@ -121,6 +122,8 @@ def _png_records_text_size() -> None:
 
 def palette(n: int = 10) -> list:
     """The book's ``n`` qualitative colours (colour-blind safe)."""
+    import seaborn as sns  # (see set_style)
+
     return sns.color_palette(PALETTE_NAME, n)
 
 
